@@ -1,0 +1,99 @@
+"""The typed errors of fusionspec.
+
+Every failure a user can cause (a malformed JSON file, an ill-formed graph, a bad pattern string)
+raises a subclass of `FusionspecError` whose message names the problem and where it is. Each
+`GraphError` carries the id of the rule it enforces (`rule`), so tests and the conformance suite
+can check that the *right* rule fired, not just that something failed.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "FusionspecError",
+    "GraphError",
+    "UnknownOpError",
+    "ArityError",
+    "AttributeRuleError",
+    "DTypeRuleError",
+    "ShapeRuleError",
+    "TopologyError",
+    "JsonFormatError",
+    "NotationError",
+]
+
+
+class FusionspecError(Exception):
+    """Base class of every error fusionspec raises on purpose."""
+
+
+class GraphError(FusionspecError):
+    """A graph breaks a rule of the op schemas or of graph structure.
+
+    `op_id` is the offending op (None for graph-wide rules), `where` names the port or attribute
+    (``"input 1 (weights)"``, ``"attribute strides"``), `rule` is a stable rule id such as
+    ``"schema.dtype.unify"``.
+    """
+
+    def __init__(self, message: str, *, rule: str, op_id: int | None = None,
+                 op_kind: str | None = None, where: str | None = None) -> None:
+        self.rule = rule
+        self.op_id = op_id
+        self.op_kind = op_kind
+        self.where = where
+        self.detail = message
+        prefix = ""
+        if op_id is not None:
+            prefix = f"op {op_id}" + (f" ({op_kind})" if op_kind else "")
+            if where:
+                prefix += f", {where}"
+            prefix += ": "
+        elif where:
+            prefix = f"{where}: "
+        super().__init__(f"{prefix}{message} [{rule}]")
+
+
+class UnknownOpError(GraphError):
+    """An op kind that oneDNN does not define."""
+
+
+class ArityError(GraphError):
+    """Wrong number of inputs or outputs for the op kind."""
+
+
+class AttributeRuleError(GraphError):
+    """A missing required attribute, an unknown one, a wrong type or a value not allowed."""
+
+
+class DTypeRuleError(GraphError):
+    """A data type not allowed on a port, or ports that must share a type and do not."""
+
+
+class ShapeRuleError(GraphError):
+    """Shapes that contradict the op's shape inference or each other."""
+
+
+class TopologyError(GraphError):
+    """Duplicate ids, a tensor produced twice, or a cycle."""
+
+
+class JsonFormatError(FusionspecError):
+    """A oneDNN graph JSON document that cannot be read; `path` is a JSON path like
+    ``$.graph[3].inputs[0].dtype``."""
+
+    def __init__(self, message: str, *, path: str, source: str | None = None) -> None:
+        self.path = path
+        self.source = source
+        self.detail = message
+        where = f"{source}: " if source else ""
+        super().__init__(f"{where}{path}: {message}")
+
+
+class NotationError(FusionspecError):
+    """A pattern string that does not parse; `position` is the 0-based character offset."""
+
+    def __init__(self, message: str, *, text: str, position: int) -> None:
+        self.text = text
+        self.position = position
+        self.detail = message
+        caret = " " * position + "^"
+        super().__init__(f"{message} at character {position}:\n  {text}\n  {caret}")

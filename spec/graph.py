@@ -1,0 +1,309 @@
+"""The graph data model: logical tensors, ops, graphs and partitions.
+
+It mirrors oneDNN's programming model so that a user of the real API feels at home:
+
+>>> from fusionspec.spec import DataType, Graph, LogicalTensor, Op
+>>> x = LogicalTensor(0, DataType.f32, (2, 8))
+>>> y = LogicalTensor(1, DataType.f32, (2, 8))
+>>> g = Graph([Op(0, "ReLU", inputs=(x,), outputs=(y,))]).finalize()
+>>> [t.id for t in g.input_tensors], [t.id for t in g.output_tensors]
+([0], [1])
+
+Everything is immutable; `Graph.finalize()` returns a new, validated graph with the schema
+defaults filled into every op (see `fusionspec.spec.validate`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+from functools import cached_property
+from types import MappingProxyType
+from typing import TypeAlias
+
+from .dtypes import DataType
+
+__all__ = [
+    "AttrValue",
+    "LayoutType",
+    "PropertyType",
+    "LogicalTensor",
+    "Op",
+    "Graph",
+    "Partition",
+    "UNKNOWN_DIM",
+]
+
+#: An attribute value: s64, f32, string, bool, s64[] or f32[] in oneDNN's terms.
+AttrValue: TypeAlias = int | float | str | bool | tuple[int, ...] | tuple[float, ...]
+
+#: A dimension whose size is not known (oneDNN writes INT64_MIN; older versions wrote -1).
+UNKNOWN_DIM = -1
+
+
+class LayoutType(StrEnum):
+    undef = "undef"
+    any = "any"
+    strided = "strided"
+    opaque = "opaque"
+
+
+class PropertyType(StrEnum):
+    undef = "undef"
+    variable = "variable"
+    constant = "constant"
+    host_scalar = "host_scalar"
+
+
+@dataclass(frozen=True)
+class LogicalTensor:
+    """Metadata of a tensor: id, dtype, shape and (for strided layouts) strides.
+
+    `shape` is None when even the rank is unknown; a dimension equal to `UNKNOWN_DIM` is unknown.
+    `strides` is None when not given; then a strided tensor is dense row-major.
+    """
+
+    id: int
+    dtype: DataType
+    shape: tuple[int, ...] | None = None
+    strides: tuple[int, ...] | None = None
+    layout_type: LayoutType = LayoutType.strided
+    property_type: PropertyType = PropertyType.undef
+
+    def __post_init__(self) -> None:
+        # Accept lists for convenience; store tuples so the tensor stays hashable.
+        for name in ("shape", "strides"):
+            value = getattr(self, name)
+            if value is not None:
+                object.__setattr__(self, name, tuple(value))
+
+    @property
+    def ndim(self) -> int | None:
+        return None if self.shape is None else len(self.shape)
+
+    @property
+    def shape_known(self) -> bool:
+        """True when the rank and every dimension are known."""
+        return self.shape is not None and all(d >= 0 for d in self.shape)
+
+    def dense_strides(self) -> tuple[int, ...]:
+        """Row-major strides (in elements) for this tensor's known shape."""
+        if not self.shape_known or self.shape is None:
+            raise ValueError(f"tensor {self.id} has no known shape")
+        out: list[int] = []
+        step = 1
+        for d in reversed(self.shape):
+            out.append(step)
+            step *= max(d, 1)
+        return tuple(reversed(out))
+
+    def with_shape(self, shape: tuple[int, ...]) -> LogicalTensor:
+        return LogicalTensor(self.id, self.dtype, shape, self.strides, self.layout_type,
+                             self.property_type)
+
+
+def _freeze_attrs(attrs: Mapping[str, object]) -> Mapping[str, AttrValue]:
+    frozen: dict[str, AttrValue] = {}
+    for name, value in attrs.items():
+        if isinstance(value, list):
+            value = tuple(value)
+        frozen[name] = value  # type: ignore[assignment]  # validated against the schema later
+    return MappingProxyType(frozen)
+
+
+@dataclass(frozen=True, eq=False)
+class Op:
+    """One op: `kind` is the oneDNN op kind string ("Convolution"); inputs and outputs are in port
+    order. Attribute lists may be given as Python lists; they are stored as tuples."""
+
+    id: int
+    kind: str
+    inputs: tuple[LogicalTensor, ...] = ()
+    outputs: tuple[LogicalTensor, ...] = ()
+    attrs: Mapping[str, AttrValue] = field(default_factory=dict)
+    name: str = ""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "inputs", tuple(self.inputs))
+        object.__setattr__(self, "outputs", tuple(self.outputs))
+        object.__setattr__(self, "attrs", _freeze_attrs(self.attrs))
+        if not self.name:
+            object.__setattr__(self, "name", f"{self.kind.lower()}_{self.id}")
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Op):
+            return NotImplemented
+        return (self.id, self.kind, self.inputs, self.outputs, dict(self.attrs), self.name) == (
+            other.id, other.kind, other.inputs, other.outputs, dict(other.attrs), other.name)
+
+    def __hash__(self) -> int:
+        return hash((self.id, self.kind))
+
+    def __repr__(self) -> str:
+        ins = ", ".join(str(t.id) for t in self.inputs)
+        outs = ", ".join(str(t.id) for t in self.outputs)
+        return f"Op({self.id}, {self.kind!r}, in=[{ins}], out=[{outs}])"
+
+    def attr(self, name: str, default: AttrValue | None = None) -> AttrValue | None:
+        return self.attrs.get(name, default)
+
+
+@dataclass(frozen=True, eq=False)
+class Graph:
+    """A oneDNN graph: its ops plus the graph-level settings of the JSON format.
+
+    `format_version`, `fpmath_mode_apply_to_int`, `input_ports` and `output_ports` are carried only
+    so that a JSON file dumps back without loss.
+    """
+
+    ops: tuple[Op, ...]
+    engine_kind: str = "cpu"
+    fpmath_mode: str = "strict"
+    fpmath_mode_apply_to_int: bool | None = None
+    input_ports: tuple[int, ...] | None = None
+    output_ports: tuple[int, ...] | None = None
+    format_version: str = "3.0.0"
+    finalized: bool = False
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "ops", tuple(self.ops))
+        for name in ("input_ports", "output_ports"):
+            value = getattr(self, name)
+            if value is not None:
+                object.__setattr__(self, name, tuple(value))
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Graph):
+            return NotImplemented
+        return self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(tuple(op.id for op in self.ops))
+
+    def _key(self) -> tuple[object, ...]:
+        return (self.ops, self.engine_kind, self.fpmath_mode, self.fpmath_mode_apply_to_int,
+                self.input_ports, self.output_ports, self.format_version)
+
+    def finalize(self) -> Graph:
+        """Validate against the op schemas and return the graph with defaults filled in.
+
+        Raises a `GraphError` subclass naming the op, the port or attribute and the rule.
+        """
+        from .validate import finalize_graph  # the validator needs the schemas, which need us
+
+        return finalize_graph(self)
+
+    # -- queries (valid on any graph; meaningful once ids are unique) -------------------------
+
+    @cached_property
+    def op_by_id(self) -> Mapping[int, Op]:
+        return MappingProxyType({op.id: op for op in self.ops})
+
+    @cached_property
+    def tensors(self) -> Mapping[int, LogicalTensor]:
+        """Every logical tensor by id; where a tensor appears several times, the producer's view
+        wins (then the first consumer's)."""
+        found: dict[int, LogicalTensor] = {}
+        for op in self.ops:
+            for t in op.inputs:
+                found.setdefault(t.id, t)
+        for op in self.ops:
+            for t in op.outputs:
+                found[t.id] = t
+        return MappingProxyType(found)
+
+    @cached_property
+    def producers(self) -> Mapping[int, tuple[Op, int]]:
+        """Tensor id -> (producing op, output port)."""
+        return MappingProxyType({t.id: (op, port) for op in self.ops
+                                 for port, t in enumerate(op.outputs)})
+
+    @cached_property
+    def consumers(self) -> Mapping[int, tuple[tuple[Op, int], ...]]:
+        """Tensor id -> ((consuming op, input port), ...) in op order."""
+        found: dict[int, list[tuple[Op, int]]] = {}
+        for op in self.ops:
+            for port, t in enumerate(op.inputs):
+                found.setdefault(t.id, []).append((op, port))
+        return MappingProxyType({k: tuple(v) for k, v in found.items()})
+
+    @cached_property
+    def input_tensors(self) -> tuple[LogicalTensor, ...]:
+        """Tensors that no op produces, in order of first use."""
+        seen: dict[int, LogicalTensor] = {}
+        for op in self.ops:
+            for t in op.inputs:
+                if t.id not in self.producers and t.id not in seen:
+                    seen[t.id] = t
+        return tuple(seen.values())
+
+    @cached_property
+    def output_tensors(self) -> tuple[LogicalTensor, ...]:
+        """Tensors that no op consumes, in op order."""
+        return tuple(t for op in self.ops for t in op.outputs if t.id not in self.consumers)
+
+    def successors(self, op: Op) -> tuple[Op, ...]:
+        seen: dict[int, Op] = {}
+        for t in op.outputs:
+            for consumer, _ in self.consumers.get(t.id, ()):
+                seen.setdefault(consumer.id, consumer)
+        return tuple(seen.values())
+
+    def predecessors(self, op: Op) -> tuple[Op, ...]:
+        seen: dict[int, Op] = {}
+        for t in op.inputs:
+            if t.id in self.producers:
+                producer = self.producers[t.id][0]
+                seen.setdefault(producer.id, producer)
+        return tuple(seen.values())
+
+    def replace_ops(self, ops: Iterable[Op], *, finalized: bool = False) -> Graph:
+        """A copy of this graph with other ops and the same graph-level settings."""
+        return Graph(tuple(ops), self.engine_kind, self.fpmath_mode,
+                     self.fpmath_mode_apply_to_int, self.input_ports, self.output_ports,
+                     self.format_version, finalized)
+
+
+@dataclass(frozen=True, eq=False)
+class Partition:
+    """A set of ops a backend compiles and runs as one unit.
+
+    `pattern` is the catalog id of the pattern the partition instantiates, or None for a single-op
+    partition; `inputs`/`outputs` are its external tensors in a deterministic order.
+    """
+
+    id: int
+    ops: tuple[Op, ...]
+    inputs: tuple[LogicalTensor, ...]
+    outputs: tuple[LogicalTensor, ...]
+    pattern: str | None = None
+    supported: bool = True
+
+    def __post_init__(self) -> None:
+        for name in ("ops", "inputs", "outputs"):
+            object.__setattr__(self, name, tuple(getattr(self, name)))
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Partition):
+            return NotImplemented
+        return (self.id, self.ops, self.inputs, self.outputs, self.pattern, self.supported) == (
+            other.id, other.ops, other.inputs, other.outputs, other.pattern, other.supported)
+
+    def __hash__(self) -> int:
+        return hash((self.id, tuple(op.id for op in self.ops)))
+
+    @property
+    def op_ids(self) -> tuple[int, ...]:
+        return tuple(op.id for op in self.ops)
+
+    def as_graph(self, template: Graph | None = None) -> Graph:
+        """The partition's ops as a graph of their own (with `template`'s settings)."""
+        if template is None:
+            return Graph(self.ops)
+        return template.replace_ops(self.ops, finalized=template.finalized)
+
+
+def ops_in_order(ops: Sequence[Op]) -> tuple[Op, ...]:
+    """`ops` sorted by id: the canonical order used when printing partitions."""
+    return tuple(sorted(ops, key=lambda op: op.id))

@@ -1,0 +1,398 @@
+"""Op schemas for the 47 ops the spec pages name, as data.
+
+Attribute names, kinds, defaults and allowed strings are oneDNN's exact spellings (``auto_pad``
+"None"/"SAME_UPPER"/"SAME_LOWER"/"VALID", ``data_format`` "NXC" by default). Dtype symbols and
+`dtype_rows` follow the "Supported data types" tables of each op's page
+(``doc/graph_api/operations/<Op>.md``). Ops oneDNN defines but the pages do not name are listed
+in `OPAQUE_KINDS`: they load and validate structurally, are never fused and never executed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from .dtypes import FLOAT_TYPES, DataType
+from .graph import Op
+from .schema import AttrKind, AttrSpec, Constraint, OpSchema, PortSpec
+from .shapes import (
+    infer_batchnorm_backward,
+    infer_bias_add,
+    infer_bias_add_backward,
+    infer_conv,
+    infer_conv_backward_weights,
+    infer_conv_transpose,
+    infer_elementwise,
+    infer_identity,
+    infer_interpolate,
+    infer_matmul,
+    infer_pool,
+    infer_reduce,
+    infer_softmax,
+)
+
+__all__ = ["SCHEMAS", "OPAQUE_KINDS", "UNARY_KINDS", "BINARY_KINDS", "REDUCTION_KINDS",
+           "schema_for"]
+
+D = DataType
+F = FLOAT_TYPES
+F32 = frozenset({D.f32})
+S32 = frozenset({D.s32})
+INT8 = frozenset({D.s8, D.u8})
+QUANT = frozenset({D.s8, D.u8, D.f8_e4m3, D.f8_e5m2})
+
+# Attribute vocabularies shared by several ops.
+AUTO_PAD = AttrSpec("auto_pad", AttrKind.string, default="None",
+                    allowed=("None", "SAME_UPPER", "SAME_LOWER", "VALID"))
+DATA_FORMAT = AttrSpec("data_format", AttrKind.string, default="NXC", allowed=("NXC", "NCX"))
+AUTO_BROADCAST = AttrSpec("auto_broadcast", AttrKind.string, default="numpy",
+                          allowed=("none", "numpy"))
+
+
+def _req(name: str, kind: AttrKind) -> AttrSpec:
+    return AttrSpec(name, kind, required=True)
+
+
+def _ports(*names: str, symbol: str = "T", optional: tuple[str, ...] = ()) -> tuple[PortSpec, ...]:
+    return tuple(PortSpec(n, symbol, n in optional) for n in names)
+
+
+def _non_negative_pads(op: Op) -> str | None:
+    for name in ("pads_begin", "pads_end"):
+        values = op.attrs.get(name, ())
+        if isinstance(values, tuple) and any(v < 0 for v in values):
+            return f"{name} must not be negative, got {list(values)}"
+    return None
+
+
+PADS_RULE = Constraint("schema.attr.pads_non_negative", "pads_begin and pads_end are "
+                       "non-negative", _non_negative_pads)
+
+
+def _row(**ports: frozenset[DataType]) -> Mapping[str, frozenset[DataType]]:
+    return ports
+
+
+# -- unary (the pages' Unary category, plus Reciprocal) ------------------------------------
+
+_UNARY_ATTRS: dict[str, tuple[AttrSpec, ...]] = {
+    "Abs": (),
+    "Clamp": (_req("min", AttrKind.f32), _req("max", AttrKind.f32)),
+    "Elu": (_req("alpha", AttrKind.f32),),
+    "Exp": (),
+    "GELU": (AttrSpec("mode", AttrKind.string, default="gelu_erf",
+                      allowed=("gelu_erf", "gelu_tanh")),),
+    "HardSwish": (),
+    "LeakyReLU": (_req("alpha", AttrKind.f32),),
+    "Log": (),
+    "Sigmoid": (),
+    "SoftPlus": (AttrSpec("beta", AttrKind.f32, default=1.0),),
+    "Pow": (_req("beta", AttrKind.f32),),
+    "ReLU": (),
+    "Round": (),
+    "Sqrt": (),
+    "Square": (),
+    "Tanh": (),
+}
+UNARY_KINDS: tuple[str, ...] = tuple(_UNARY_ATTRS)
+
+
+def _clamp_order(op: Op) -> str | None:
+    lo, hi = op.attrs.get("min"), op.attrs.get("max")
+    if isinstance(lo, float) and isinstance(hi, float) and lo > hi:
+        return f"min {lo} is greater than max {hi}"
+    return None
+
+
+def _unary(kind: str, attrs: tuple[AttrSpec, ...], summary: str) -> OpSchema:
+    constraints: tuple[Constraint, ...] = ()
+    if kind == "Clamp":
+        constraints = (Constraint("schema.attr.clamp_order", "Clamp needs min <= max",
+                                  _clamp_order),)
+    return OpSchema(kind, _ports("src"), _ports("dst"), {"T": F}, attrs, infer_identity,
+                    constraints, summary=summary)
+
+
+_UNARY_SUMMARY = {
+    "Abs": "|x|", "Clamp": "min(max(x, min), max)", "Elu": "x if x > 0 else alpha*(e^x - 1)",
+    "Exp": "e^x", "GELU": "x*Phi(x), erf or tanh approximation",
+    "HardSwish": "x*min(max(x + 3, 0), 6)/6", "LeakyReLU": "x if x > 0 else alpha*x",
+    "Log": "ln x", "Sigmoid": "1/(1 + e^-x)", "SoftPlus": "ln(1 + e^(beta*x))/beta",
+    "Pow": "x^beta", "ReLU": "max(x, 0)", "Round": "round half to even", "Sqrt": "sqrt(x)",
+    "Square": "x*x", "Tanh": "tanh x",
+}
+
+# -- binary --------------------------------------------------------------------------------
+
+BINARY_KINDS: tuple[str, ...] = ("Add", "Divide", "Maximum", "Minimum", "Multiply", "Subtract")
+
+_MIXED_ROWS = (
+    _row(src_0=F32, src_1=F32, dst=F32),
+    _row(src_0=frozenset({D.bf16}), src_1=frozenset({D.bf16}), dst=frozenset({D.bf16})),
+    _row(src_0=frozenset({D.f16}), src_1=frozenset({D.f16}), dst=frozenset({D.f16})),
+    _row(src_0=F32, src_1=frozenset({D.bf16, D.f16}), dst=F32),
+    _row(src_0=frozenset({D.bf16, D.f16}), src_1=F32, dst=F32),
+)
+_S32_ROW = (_row(src_0=S32, src_1=S32, dst=S32),)
+
+
+def _binary(kind: str) -> OpSchema:
+    commutative = kind in ("Add", "Multiply", "Maximum", "Minimum")
+    if kind in ("Maximum", "Minimum"):
+        # One symbol T: inputs and output share a type.
+        return OpSchema(kind, _ports("src_0", "src_1"), _ports("dst"), {"T": F},
+                        (AUTO_BROADCAST,), infer_elementwise, commutative_inputs=(0, 1),
+                        summary=f"elementwise {kind.lower()} with numpy broadcasting")
+    ints = kind in ("Add", "Subtract")
+    types = F | S32 if ints else F
+    rows = _MIXED_ROWS + (_S32_ROW if ints else ())
+    return OpSchema(kind, (PortSpec("src_0", "T1"), PortSpec("src_1", "T2")),
+                    (PortSpec("dst", "T3"),), {"T1": types, "T2": types, "T3": types},
+                    (AUTO_BROADCAST,), infer_elementwise, dtype_rows=rows,
+                    commutative_inputs=(0, 1) if commutative else (),
+                    summary=f"elementwise {kind.lower()} with numpy broadcasting")
+
+
+# -- reductions ----------------------------------------------------------------------------
+
+REDUCTION_KINDS: tuple[str, ...] = ("ReduceL1", "ReduceL2", "ReduceMax", "ReduceMean",
+                                    "ReduceMin", "ReduceProd", "ReduceSum")
+
+
+def _reduction(kind: str) -> OpSchema:
+    return OpSchema(kind, (PortSpec("src", "T1"), PortSpec("axes", "T2", optional=True)),
+                    (PortSpec("dst", "T1"),), {"T1": F, "T2": S32},
+                    (AttrSpec("axes", AttrKind.s64_list, default=()),
+                     AttrSpec("keep_dims", AttrKind.boolean, default=False)),
+                    infer_reduce, summary=f"{kind[6:]} over `axes`")
+
+
+# -- convolutions, matmul, pooling ---------------------------------------------------------
+
+def _conv_attrs(weights_formats: tuple[str, str]) -> tuple[AttrSpec, ...]:
+    return (
+        _req("strides", AttrKind.s64_list), _req("pads_begin", AttrKind.s64_list),
+        _req("pads_end", AttrKind.s64_list), _req("dilations", AttrKind.s64_list), AUTO_PAD,
+        AttrSpec("groups", AttrKind.s64, default=1), DATA_FORMAT,
+        AttrSpec("weights_format", AttrKind.string, default=weights_formats[0],
+                 allowed=weights_formats),
+    )
+
+
+def _matmul_dst(op: Op) -> str | None:
+    src, dst = op.inputs[0].dtype, op.outputs[0].dtype
+    if src != dst and dst != D.f32:
+        return f"{src} src with {dst} dst is not allowed (dst is the src type or f32)"
+    return None
+
+
+def _pool_common() -> tuple[AttrSpec, ...]:
+    return (_req("strides", AttrKind.s64_list), _req("pads_begin", AttrKind.s64_list),
+            _req("pads_end", AttrKind.s64_list), _req("kernel", AttrKind.s64_list),
+            DATA_FORMAT, AttrSpec("rounding_type", AttrKind.string, default="floor",
+                                  allowed=("floor", "ceil")), AUTO_PAD)
+
+
+def _maxpool_dilations(op: Op) -> str | None:
+    dil, kernel = op.attrs.get("dilations"), op.attrs.get("kernel")
+    if isinstance(dil, tuple) and isinstance(kernel, tuple) and dil and len(dil) != len(kernel):
+        return f"dilations has {len(dil)} values but kernel has {len(kernel)}"
+    return None
+
+
+def _interp_sizes_scales(op: Op) -> str | None:
+    has_sizes = bool(op.attrs.get("sizes")) or len(op.inputs) > 1
+    has_scales = bool(op.attrs.get("scales"))
+    if has_sizes == has_scales:
+        return "exactly one of `sizes` and `scales` must be given"
+    return None
+
+
+# -- data movement, quantization, softmax, normalization, training -------------------------
+
+def _quant_scales_zps(op: Op) -> str | None:
+    scales = op.attrs.get("scales", ())
+    assert isinstance(scales, tuple)
+    if not scales:
+        return "scales must not be empty"
+    if op.attrs.get("qtype") == "per_tensor" and len(scales) != 1:
+        return f"per_tensor needs exactly 1 scale, got {len(scales)}"
+    zps = op.attrs.get("zps")
+    if zps is not None:
+        assert isinstance(zps, tuple)
+        q = op.outputs[0].dtype if op.kind == "Quantize" else op.inputs[0].dtype
+        if q.value.startswith("f8") and zps:
+            return "f8 quantization takes no zero points"
+        if zps and len(zps) != len(scales):
+            return f"{len(scales)} scales but {len(zps)} zero points"
+    return None
+
+
+def _typecast_types(op: Op) -> str | None:
+    src, dst = op.inputs[0].dtype, op.outputs[0].dtype
+    if src == dst:
+        return f"src and dst are both {src}"
+    if {src, dst} == {D.bf16, D.f16}:
+        return "bf16 <-> f16 is not a TypeCast (go through f32)"
+    return None
+
+
+def _softmax_types(op: Op) -> str | None:
+    src, dst = op.inputs[0].dtype, op.outputs[0].dtype
+    if src != dst and D.f32 not in (src, dst):
+        return f"{src} src with {dst} dst is not allowed"
+    return None
+
+
+def _bn_aux(first_aux: int) -> Constraint:
+    def check(op: Op) -> str | None:
+        src = op.inputs[0].dtype
+        aux = [t.dtype for t in op.inputs[first_aux:]]
+        if src != D.bf16 and D.bf16 in aux:
+            return f"bf16 statistics/scale need bf16 src, src is {src}"
+        return None
+    return Constraint("schema.dtype.bn_aux", "bf16 gamma/beta/mean/variance only with bf16 "
+                      "src", check)
+
+
+def _bn_bwd_outputs(op: Op) -> str | None:
+    if len(op.outputs) == 2:
+        return "diff_gamma and diff_beta come together: 1 or 3 outputs"
+    return None
+
+
+def _build() -> dict[str, OpSchema]:
+    schemas: list[OpSchema] = [_unary(k, a, _UNARY_SUMMARY[k]) for k, a in _UNARY_ATTRS.items()]
+    schemas += [_binary(k) for k in BINARY_KINDS]
+    schemas += [_reduction(k) for k in REDUCTION_KINDS]
+    schemas += [
+        OpSchema("Convolution", _ports("src", "weights", "bias", optional=("bias",)),
+                 _ports("dst"), {"T": F}, _conv_attrs(("XIO", "OIX")), infer_conv,
+                 (PADS_RULE,), summary="N-d cross-correlation with groups and dilations"),
+        OpSchema("ConvTranspose", _ports("src", "weights", "bias", optional=("bias",)),
+                 _ports("dst"), {"T": F},
+                 (*_conv_attrs(("XOI", "IOX")),
+                  AttrSpec("output_padding", AttrKind.s64_list, default=())),
+                 infer_conv_transpose, (PADS_RULE,),
+                 summary="transposed convolution (gradient of Convolution w.r.t. src)"),
+        OpSchema("MatMul", (PortSpec("src", "T"), PortSpec("weights", "T"),
+                            PortSpec("bias", "T", optional=True)), (PortSpec("dst", "T1"),),
+                 {"T": F, "T1": F},
+                 (AttrSpec("transpose_a", AttrKind.boolean, default=False),
+                  AttrSpec("transpose_b", AttrKind.boolean, default=False),
+                  AttrSpec("accumulation_mode", AttrKind.string, default="strict",
+                           allowed=("strict", "relaxed", "any", "f32", "s32", "f16"))),
+                 infer_matmul,
+                 (Constraint("schema.dtype.matmul_dst", "MatMul dst is the src type or f32",
+                             _matmul_dst),),
+                 summary="batched matrix product with numpy batch broadcasting"),
+        OpSchema("Interpolate", (PortSpec("src", "T1"), PortSpec("sizes", "T2", True)),
+                 (PortSpec("dst", "T1"),), {"T1": F, "T2": S32},
+                 (AttrSpec("mode", AttrKind.string, required=True,
+                           allowed=("nearest", "linear", "bilinear", "trilinear")),
+                  AttrSpec("sizes", AttrKind.s64_list), AttrSpec("scales", AttrKind.f32_list),
+                  AttrSpec("coordinate_transformation_mode", AttrKind.string,
+                           default="half_pixel", allowed=("half_pixel", "align_corners")),
+                  DATA_FORMAT), infer_interpolate,
+                 (Constraint("schema.attr.interpolate_sizes_scales", "exactly one of sizes "
+                             "and scales", _interp_sizes_scales),),
+                 summary="resize the spatial dims (nearest or linear)"),
+        OpSchema("BiasAdd", _ports("src", "bias"), _ports("dst"), {"T": F}, (DATA_FORMAT,),
+                 infer_bias_add, summary="add a 1-D bias along the channel axis"),
+        OpSchema("BatchNormInference",
+                 (PortSpec("src", "T1"), *_ports("gamma", "beta", "mean", "variance",
+                                                 symbol="T2")),
+                 (PortSpec("dst", "T1"),), {"T1": F, "T2": frozenset({D.f32, D.bf16})},
+                 (_req("epsilon", AttrKind.f32), DATA_FORMAT), infer_identity, (_bn_aux(1),),
+                 summary="gamma*(x - mean)/sqrt(variance + epsilon) + beta per channel"),
+        OpSchema("AvgPool", _ports("src"), _ports("dst"), {"T": F},
+                 (*_pool_common(), _req("exclude_pad", AttrKind.boolean)), infer_pool,
+                 (PADS_RULE,), summary="average over a sliding window"),
+        OpSchema("MaxPool", _ports("src"), _ports("dst"), {"T": F},
+                 (*_pool_common(), AttrSpec("dilations", AttrKind.s64_list, default=())),
+                 infer_pool,
+                 (PADS_RULE, Constraint("schema.attr.maxpool_dilations", "MaxPool dilations "
+                                        "has one value per kernel dim", _maxpool_dilations)),
+                 summary="maximum over a sliding window; padding never wins"),
+        OpSchema("Reciprocal", _ports("src"), _ports("dst"), {"T": F}, (), infer_identity,
+                 summary="1/x"),
+        OpSchema("Reorder", _ports("src"), _ports("dst"), {"T": F}, (), infer_identity,
+                 summary="copy into another memory layout (strides); values unchanged"),
+        OpSchema("Quantize", (PortSpec("src", "T1"),), (PortSpec("dst", "T2"),),
+                 {"T1": F32, "T2": QUANT}, _quant_attrs(), infer_identity,
+                 (Constraint("schema.attr.quant_scales_zps", "scales/zps lengths fit qtype",
+                             _quant_scales_zps),),
+                 summary="saturate(round_half_even(x/scale + zp))"),
+        OpSchema("Dequantize", (PortSpec("src", "T1"),), (PortSpec("dst", "T2"),),
+                 {"T1": QUANT, "T2": F32}, _quant_attrs(), infer_identity,
+                 (Constraint("schema.attr.quant_scales_zps", "scales/zps lengths fit qtype",
+                             _quant_scales_zps),),
+                 summary="(x - zp)*scale in f32, no rounding"),
+        OpSchema("TypeCast", (PortSpec("src", "T1"),), (PortSpec("dst", "T2"),),
+                 {"T1": F, "T2": F}, (), infer_identity,
+                 (Constraint("schema.dtype.typecast", "TypeCast changes the type, never "
+                             "bf16<->f16", _typecast_types),),
+                 summary="convert between f32 and bf16/f16, round to nearest even"),
+        OpSchema("SoftMax", (PortSpec("src", "T1"),),
+                 (PortSpec("dst", "T2"), PortSpec("stats", "T3", optional=True)),
+                 {"T1": F, "T2": F, "T3": F32},
+                 (AttrSpec("axis", AttrKind.s64, default=1),
+                  AttrSpec("mode", AttrKind.string, default="none",
+                           allowed=("none", "inf_as_zero"))), infer_softmax,
+                 (Constraint("schema.dtype.softmax", "SoftMax src/dst differ only via f32",
+                             _softmax_types),),
+                 summary="exp(x - max)/sum(exp(x - max)) along axis"),
+        OpSchema("ConvolutionBackwardWeights",
+                 (PortSpec("src", "T1"), PortSpec("diff_dst", "T1"),
+                  PortSpec("weights_shape", "T2", optional=True)),
+                 (PortSpec("diff_weights", "T1"),), {"T1": F, "T2": S32},
+                 (*_conv_attrs(("XIO", "OIX")),
+                  AttrSpec("weights_shape", AttrKind.s64_list, default=())),
+                 infer_conv_backward_weights, (PADS_RULE,),
+                 summary="gradient of Convolution w.r.t. weights"),
+        OpSchema("BiasAddBackward", (PortSpec("diff_dst", "T"),), (PortSpec("diff_bias", "T"),),
+                 {"T": F}, (DATA_FORMAT,), infer_bias_add_backward,
+                 summary="sum diff_dst over all axes but the channel axis"),
+        OpSchema("ReLUBackward", (PortSpec("src", "T"), PortSpec("diff_dst", "T")),
+                 (PortSpec("diff_src", "T"),), {"T": F},
+                 (AttrSpec("use_dst", AttrKind.boolean, default=True),), infer_identity,
+                 summary="diff_dst where (dst or src) > 0, else 0"),
+        OpSchema("BatchNormTrainingBackward",
+                 (PortSpec("src", "T1"), PortSpec("diff_dst", "T1"), PortSpec("mean", "T2"),
+                  PortSpec("variance", "T2"), PortSpec("gamma", "T2", optional=True)),
+                 (PortSpec("diff_src", "T1"), PortSpec("diff_gamma", "T2", optional=True),
+                  PortSpec("diff_beta", "T2", optional=True)),
+                 {"T1": F, "T2": frozenset({D.f32, D.bf16})},
+                 (_req("epsilon", AttrKind.f32), DATA_FORMAT), infer_batchnorm_backward,
+                 (_bn_aux(2),), output_counts=frozenset({1, 3}),
+                 summary="gradient of batch normalization (1 or 3 outputs)"),
+    ]
+    return {s.kind: s for s in schemas}
+
+
+def _quant_attrs() -> tuple[AttrSpec, ...]:
+    return (AttrSpec("qtype", AttrKind.string, default="per_tensor",
+                     allowed=("per_tensor", "per_channel")),
+            AttrSpec("axis", AttrKind.s64, default=1), _req("scales", AttrKind.f32_list),
+            AttrSpec("zps", AttrKind.s64_list))
+
+
+#: The 47 op kinds of the pages, by kind.
+SCHEMAS: Mapping[str, OpSchema] = _build()
+
+#: Op kinds oneDNN defines that the pages do not name: accepted, never fused, never executed.
+OPAQUE_KINDS: frozenset[str] = frozenset({
+    "AbsBackward", "AvgPoolBackward", "BatchNormForwardTraining", "ClampBackward", "Concat",
+    "ConvolutionBackwardData", "ConvTransposeBackwardData", "ConvTransposeBackwardWeights",
+    "Dropout", "DynamicDequantize", "DynamicQuantize", "EluBackward", "End", "GELUBackward",
+    "GenIndex", "GreaterEqual", "GroupNorm", "HardSigmoid", "HardSigmoidBackward",
+    "HardSwishBackward", "InterpolateBackward", "LayerNorm", "LayerNormBackward",
+    "LogSoftmax", "LogSoftmaxBackward", "MaxPoolBackward", "Mish", "MishBackward", "PReLU",
+    "PReLUBackward", "RMSNorm", "Select", "SigmoidBackward", "SoftMaxBackward",
+    "SoftPlusBackward", "SqrtBackward", "SquaredDifference", "StaticReshape", "StaticTranspose",
+    "TanhBackward", "Wildcard",
+})
+
+
+def schema_for(kind: str) -> OpSchema | None:
+    """The schema of a kind the pages name, or None (opaque or unknown)."""
+    return SCHEMAS.get(kind)

@@ -1,0 +1,256 @@
+"""Graph validation: one generic checker that applies the op schemas to a graph.
+
+`finalize_graph` is what `Graph.finalize()` runs. It checks, in this order, and stops at the
+first broken rule with a `GraphError` subclass naming the op, the port or attribute and the
+rule id:
+
+1. graph settings (``engine_kind``, ``fpmath_mode``) and structure: unique op ids, one producer
+   per tensor, one dtype per tensor id, no cycle;
+2. per op: a kind oneDNN defines (kinds outside the pages pass with an `OutsideSpecWarning`),
+   arity, attributes (unknown, missing, wrong kind, value not allowed; defaults filled in),
+   dtypes (per port, shared symbols, the page's dtype rows), extra constraints;
+3. shapes, in topological order: inferred outputs must agree with declared ones; unknown dims
+   are filled from inference in the returned graph.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Mapping, Sequence
+
+from .errors import (
+    ArityError,
+    AttributeRuleError,
+    DTypeRuleError,
+    GraphError,
+    ShapeRuleError,
+    TopologyError,
+    UnknownOpError,
+)
+from .graph import AttrValue, Graph, LogicalTensor, Op
+from .opschemas import OPAQUE_KINDS, SCHEMAS
+from .schema import InferenceFailure, OpSchema, Shape
+
+__all__ = ["finalize_graph", "validate_op", "OutsideSpecWarning", "ENGINE_KINDS",
+           "FPMATH_MODES", "topological_order", "merge_shapes"]
+
+ENGINE_KINDS = ("cpu", "gpu")
+FPMATH_MODES = ("strict", "bf16", "f16", "tf32", "any")
+
+
+class OutsideSpecWarning(UserWarning):
+    """An op kind oneDNN defines but the spec pages do not name."""
+
+
+def finalize_graph(graph: Graph) -> Graph:
+    if graph.engine_kind not in ENGINE_KINDS:
+        raise GraphError(f"engine_kind {graph.engine_kind!r} is not one of {ENGINE_KINDS}",
+                         rule="graph.engine_kind", where="graph")
+    if graph.fpmath_mode not in FPMATH_MODES:
+        raise GraphError(f"fpmath_mode {graph.fpmath_mode!r} is not one of {FPMATH_MODES}",
+                         rule="graph.fpmath_mode", where="graph")
+    _check_structure(graph)
+    order = topological_order(graph)
+    ops = [validate_op(op) for op in graph.ops]
+    by_id = {op.id: op for op in ops}
+    shapes = _infer_shapes([by_id[op.id] for op in order], graph)
+    refined = [_with_shapes(op, shapes) for op in ops]
+    return graph.replace_ops(refined, finalized=True)
+
+
+def _check_structure(graph: Graph) -> None:
+    seen_ops: set[int] = set()
+    producer: dict[int, int] = {}
+    dtype_of: dict[int, tuple[LogicalTensor, int]] = {}
+    for op in graph.ops:
+        if op.id in seen_ops:
+            raise TopologyError(f"op id {op.id} is used by two ops", rule="graph.op_id.unique",
+                                op_id=op.id, op_kind=op.kind)
+        seen_ops.add(op.id)
+        for port, t in enumerate(op.outputs):
+            if t.id in producer:
+                raise TopologyError(
+                    f"tensor {t.id} is produced by op {producer[t.id]} and again here",
+                    rule="graph.tensor.one_producer", op_id=op.id, op_kind=op.kind,
+                    where=f"output {port}")
+            producer[t.id] = op.id
+        for t in (*op.inputs, *op.outputs):
+            if t.id in dtype_of:
+                first, first_op = dtype_of[t.id]
+                if first.dtype != t.dtype:
+                    raise TopologyError(
+                        f"tensor {t.id} is {t.dtype} here but {first.dtype} at op {first_op}",
+                        rule="graph.tensor.consistent", op_id=op.id, op_kind=op.kind)
+                try:
+                    merge_shapes(first.shape, t.shape)
+                except InferenceFailure:
+                    raise TopologyError(
+                        f"tensor {t.id} has shape {_fmt(t.shape)} here but {_fmt(first.shape)}"
+                        f" at op {first_op}", rule="graph.tensor.consistent", op_id=op.id,
+                        op_kind=op.kind) from None
+            else:
+                dtype_of[t.id] = (t, op.id)
+
+
+def topological_order(graph: Graph) -> list[Op]:
+    """Ops with producers before consumers (ties broken by position); raises on a cycle."""
+    indegree = {op.id: len(graph.predecessors(op)) for op in graph.ops}
+    ready = [op for op in graph.ops if indegree[op.id] == 0]
+    order: list[Op] = []
+    while ready:
+        op = ready.pop(0)
+        order.append(op)
+        for succ in graph.successors(op):
+            indegree[succ.id] -= 1
+            if indegree[succ.id] == 0:
+                ready.append(succ)
+    if len(order) != len(graph.ops):
+        stuck = sorted(op_id for op_id, d in indegree.items() if d > 0)
+        raise TopologyError(f"the graph has a cycle through ops {stuck}", rule="graph.acyclic",
+                            op_id=stuck[0], op_kind=graph.op_by_id[stuck[0]].kind)
+    return order
+
+
+def validate_op(op: Op) -> Op:
+    """Check one op against its schema; return it with default attributes filled in."""
+    schema = SCHEMAS.get(op.kind)
+    if schema is None:
+        if op.kind in OPAQUE_KINDS:
+            warnings.warn(OutsideSpecWarning(
+                f"op {op.id} ({op.kind}) is outside the spec: never fused, not executed by "
+                "the reference"), stacklevel=3)
+            return op
+        raise UnknownOpError(f"{op.kind!r} is not a oneDNN op kind", rule="schema.kind",
+                             op_id=op.id, op_kind=op.kind)
+    _check_arity(op, schema)
+    attrs = _check_attrs(op, schema)
+    op = Op(op.id, op.kind, op.inputs, op.outputs, attrs, op.name)
+    _check_dtypes(op, schema)
+    for constraint in schema.constraints:
+        problem = constraint.check(op)
+        if problem is not None:
+            error = DTypeRuleError if constraint.rule.startswith("schema.dtype") else (
+                AttributeRuleError)
+            raise error(problem, rule=constraint.rule, op_id=op.id, op_kind=op.kind)
+    return op
+
+
+def _check_arity(op: Op, schema: OpSchema) -> None:
+    for side, got, allowed in (("inputs", len(op.inputs), schema.input_counts),
+                               ("outputs", len(op.outputs), schema.allowed_output_counts)):
+        if got not in allowed:
+            counts = " or ".join(str(n) for n in sorted(allowed))
+            raise ArityError(f"{op.kind} takes {counts} {side}, got {got}",
+                             rule=f"schema.arity.{side}", op_id=op.id, op_kind=op.kind)
+
+
+def _check_attrs(op: Op, schema: OpSchema) -> dict[str, AttrValue]:
+    attrs: dict[str, AttrValue] = {}
+    for name, value in op.attrs.items():
+        spec = schema.attr_spec(name)
+        where = f"attribute {name}"
+        if spec is None:
+            known = ", ".join(a.name for a in schema.attrs) or "none"
+            raise AttributeRuleError(f"{op.kind} has no attribute {name!r} (it has: {known})",
+                                     rule="schema.attr.unknown", op_id=op.id, op_kind=op.kind,
+                                     where=where)
+        if not spec.kind.accepts(value):
+            raise AttributeRuleError(f"expected {spec.kind.value}, got {value!r}",
+                                     rule="schema.attr.type", op_id=op.id, op_kind=op.kind,
+                                     where=where)
+        if spec.allowed is not None and value not in spec.allowed:
+            allowed = ", ".join(repr(a) for a in spec.allowed)
+            raise AttributeRuleError(f"{value!r} is not one of {allowed}",
+                                     rule="schema.attr.value", op_id=op.id, op_kind=op.kind,
+                                     where=where)
+        attrs[name] = spec.kind.normalize(value)
+    for spec in schema.attrs:
+        if spec.name in attrs:
+            continue
+        if spec.required:
+            raise AttributeRuleError(f"required attribute {spec.name!r} is missing",
+                                     rule="schema.attr.required", op_id=op.id,
+                                     op_kind=op.kind, where=f"attribute {spec.name}")
+        if spec.default is not None:
+            attrs[spec.name] = spec.default
+    return attrs
+
+
+def _check_dtypes(op: Op, schema: OpSchema) -> None:
+    bound: dict[str, tuple[str, str]] = {}
+    ports = [("input", i, p, t) for i, (p, t) in enumerate(zip(schema.inputs, op.inputs))]
+    ports += [("output", i, p, t) for i, (p, t) in enumerate(zip(schema.outputs, op.outputs))]
+    for side, index, port, tensor in ports:
+        where = f"{side} {index} ({port.name})"
+        allowed = schema.types[port.symbol]
+        if tensor.dtype not in allowed:
+            names = ", ".join(sorted(d.value for d in allowed))
+            raise DTypeRuleError(f"dtype {tensor.dtype} is not allowed (allowed: {names})",
+                                 rule="schema.dtype.port", op_id=op.id, op_kind=op.kind,
+                                 where=where)
+        if port.symbol in bound and bound[port.symbol][0] != tensor.dtype:
+            other_dtype, other_where = bound[port.symbol]
+            raise DTypeRuleError(
+                f"dtype {tensor.dtype} differs from {other_dtype} at {other_where}; both are "
+                f"type {port.symbol}", rule="schema.dtype.unify", op_id=op.id,
+                op_kind=op.kind, where=where)
+        bound.setdefault(port.symbol, (tensor.dtype, where))
+    if schema.dtype_rows:
+        present = {p.name: t.dtype for _, _, p, t in ports}
+        if not any(all(present[n] in allowed for n in row if n in present)
+                   for row in schema.dtype_rows):
+            combo = ", ".join(f"{n}={d}" for n, d in present.items())
+            raise DTypeRuleError(f"the combination {combo} is not a row of {op.kind}'s "
+                                 "supported data types", rule="schema.dtype.row",
+                                 op_id=op.id, op_kind=op.kind)
+
+
+def merge_shapes(a: Shape, b: Shape) -> Shape:
+    """The most-known shape compatible with both; raise InferenceFailure if they clash."""
+    if a is None:
+        return b
+    if b is None:
+        return a
+    if len(a) != len(b) or any(x >= 0 and y >= 0 and x != y for x, y in zip(a, b)):
+        raise InferenceFailure(f"{_fmt(a)} vs {_fmt(b)}")
+    return tuple(x if x >= 0 else y for x, y in zip(a, b))
+
+
+def _fmt(shape: Shape) -> str:
+    if shape is None:
+        return "unknown"
+    return "[" + ", ".join(str(d) if d >= 0 else "?" for d in shape) + "]"
+
+
+def _infer_shapes(order: Sequence[Op], graph: Graph) -> dict[int, Shape]:
+    shapes: dict[int, Shape] = {}
+    for op in graph.ops:
+        for t in (*op.inputs, *op.outputs):
+            shapes[t.id] = merge_shapes(shapes.get(t.id), t.shape)
+    for op in order:
+        schema = SCHEMAS.get(op.kind)
+        if schema is None or schema.infer is None:
+            continue
+        ins = [shapes[t.id] for t in op.inputs]
+        try:
+            inferred = schema.infer(op, ins)
+        except InferenceFailure as exc:
+            raise ShapeRuleError(str(exc), rule="schema.shape.infer", op_id=op.id,
+                                 op_kind=op.kind, where=exc.where) from None
+        for port, (t, shape) in enumerate(zip(op.outputs, inferred)):
+            try:
+                shapes[t.id] = merge_shapes(shapes[t.id], shape)
+            except InferenceFailure:
+                raise ShapeRuleError(
+                    f"declared shape {_fmt(t.shape)} contradicts the inferred {_fmt(shape)}",
+                    rule="schema.shape.output", op_id=op.id, op_kind=op.kind,
+                    where=f"output {port}") from None
+    return shapes
+
+
+def _with_shapes(op: Op, shapes: Mapping[int, Shape]) -> Op:
+    def refine(t: LogicalTensor) -> LogicalTensor:
+        shape = shapes.get(t.id, t.shape)
+        return t if shape == t.shape or shape is None else t.with_shape(shape)
+    return Op(op.id, op.kind, tuple(map(refine, op.inputs)), tuple(map(refine, op.outputs)),
+              op.attrs, op.name)
