@@ -16,6 +16,7 @@ rule id:
 from __future__ import annotations
 
 import warnings
+from collections import deque
 from collections.abc import Mapping, Sequence
 
 from .errors import (
@@ -95,10 +96,10 @@ def _check_structure(graph: Graph) -> None:
 def topological_order(graph: Graph) -> list[Op]:
     """Ops with producers before consumers (ties broken by position); raises on a cycle."""
     indegree = {op.id: len(graph.predecessors(op)) for op in graph.ops}
-    ready = [op for op in graph.ops if indegree[op.id] == 0]
+    ready = deque(op for op in graph.ops if indegree[op.id] == 0)
     order: list[Op] = []
     while ready:
-        op = ready.pop(0)
+        op = ready.popleft()
         order.append(op)
         for succ in graph.successors(op):
             indegree[succ.id] -= 1
@@ -197,7 +198,7 @@ def _check_dtypes(op: Op, schema: OpSchema) -> None:
         bound.setdefault(port.symbol, (tensor.dtype, where))
     if schema.dtype_rows:
         present = {p.name: t.dtype for _, _, p, t in ports}
-        if not any(all(present[n] in allowed for n in row if n in present)
+        if not any(all(present[n] in row[n] for n in row if n in present)
                    for row in schema.dtype_rows):
             combo = ", ".join(f"{n}={d}" for n, d in present.items())
             raise DTypeRuleError(f"the combination {combo} is not a row of {op.kind}'s "

@@ -1,0 +1,301 @@
+"""Concrete graphs that instantiate catalog patterns.
+
+`instance_plans(entry)` expands a pattern tree into plans: which leaf each op takes, how many
+copies each repetition has, which option of an alternation, which member of a category, and
+whether a binary post-op reads its operand through a Dequantize. Together the plans reach every
+alternative, every repetition count inside the bounds, every optional branch and every category
+member. `build_instance(entry, plan)` wires a plan into a valid graph with small shapes:
+
+- the main chain flows through port 0; a binary's other operand is a fresh input (or a
+  Dequantize of one, where the pattern has a ``<t2`` side subgraph);
+- ``<t1`` side subgraphs (the weights path, a Dequantize-fed Add) are built and wired to the
+  reading op's other input;
+- dtypes follow the family: f32 for float patterns; u8/s8 in and out of quantized ones; SoftMax's
+  TypeCast goes to bf16.
+
+The partitioner's tests check that each such graph is exactly one partition of its pattern;
+the conformance strategies draw from the same plans.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+
+from fusionspec.spec.catalog import PatternEntry
+from fusionspec.spec.categories import CATEGORIES
+from fusionspec.spec.dtypes import DataType
+from fusionspec.spec.graph import AttrValue, Graph, LogicalTensor, Op
+from fusionspec.spec.pattern_tree import (
+    Alternation,
+    CategoryRef,
+    Chain,
+    Group,
+    Node,
+    OpRef,
+    Repeat,
+    Subgraphs,
+    mark_sites,
+)
+
+__all__ = ["Plan", "instance_plans", "build_instance", "UNARY_ATTRS"]
+
+F32, BF16, U8, S8 = DataType.f32, DataType.bf16, DataType.u8, DataType.s8
+
+#: Attributes that make each unary op of the pages valid.
+UNARY_ATTRS: dict[str, dict[str, AttrValue]] = {
+    "Clamp": {"min": -1.0, "max": 1.0}, "Elu": {"alpha": 0.5}, "LeakyReLU": {"alpha": 0.1},
+    "Pow": {"beta": 2.0},
+}
+
+_ACT = (1, 4, 6, 6)  # NCX activations
+_VEC = (4,)
+_CONV = {"strides": (1, 1), "pads_begin": (1, 1), "pads_end": (1, 1), "dilations": (1, 1),
+         "data_format": "NCX"}
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The main chain's op kinds in order; `dequantized` marks the binary post-ops (by position
+    in `kinds`) whose other operand comes through a Dequantize; `weights_quantize` adds the
+    optional Quantize on the weights path."""
+
+    kinds: tuple[str, ...]
+    dequantized: frozenset[int] = field(default_factory=frozenset)
+    weights_quantize: bool = False
+
+    def describe(self) -> str:
+        parts = [f"{k}(dq)" if i in self.dequantized else k for i, k in enumerate(self.kinds)]
+        return " + ".join(parts) + ("  [Quantize on weights]" if self.weights_quantize else "")
+
+
+# -- expanding a tree into plans -----------------------------------------------------------
+
+def _expand(node: Node) -> list[list[str]]:
+    """Every sequence of leaf tokens a node can match: op kinds, or '@Category' placeholders."""
+    if isinstance(node, OpRef):
+        return [[node.kind]]
+    if isinstance(node, CategoryRef):
+        return [[f"@{node.name}"]]
+    if isinstance(node, Alternation):
+        return [seq for option in node.options for seq in _expand(option)]
+    if isinstance(node, Group):
+        return _expand(node.body)
+    if isinstance(node, Repeat):
+        body = _expand(node.body)
+        found: list[list[str]] = []
+        for count in range(node.low, node.high + 1):
+            # Cycle the body's options across copies instead of taking their full product.
+            found.append([tok for i in range(count) for tok in body[i % len(body)]])
+            if len(body) > 1 and count > 0:
+                found.append([tok for i in range(count) for tok in body[(i + 1) % len(body)]])
+        return found
+    if isinstance(node, Chain):
+        seqs: list[list[str]] = [[]]
+        for item in node.items:
+            seqs = [a + b for a in seqs for b in _expand(item)]
+        return seqs
+    raise ValueError("Subgraphs are expanded by instance_plans")
+
+
+def instance_plans(entry: PatternEntry) -> list[Plan]:
+    """Plans reaching every alternative, count, optional branch and category member."""
+    tree = entry.tree
+    main = tree.parts[-1] if isinstance(tree, Subgraphs) else tree
+    sides = tree.parts[:-1] if isinstance(tree, Subgraphs) else ()
+    has_t2 = any(isinstance(p, Repeat) for p in sides)
+    weights_q = any(_has_optional_quantize(p) for p in sides)
+    members = _member_cycles()
+    unseen = {name: set(kinds) for name, kinds in CATEGORIES.items()}
+    plans: dict[Plan, None] = {}
+    sequences = _expand(main)
+    needed = {tok[1:] for seq in sequences for tok in seq if tok.startswith("@")}
+    n = 0
+    # Go round again until every member of every category the pattern uses has appeared.
+    while n == 0 or any(unseen[name] for name in needed):
+        for seq in sequences:
+            kinds = tuple(next(members[tok[1:]]) if tok.startswith("@") else tok for tok in seq)
+            for tok, kind in zip(seq, kinds):
+                if tok.startswith("@"):
+                    unseen[tok[1:]].discard(kind)
+            if _impossible(kinds):
+                continue
+            binaries = [i for i, k in enumerate(kinds) if k in _BINARY and i > 0]
+            dq = frozenset(binaries[: n % (len(binaries) + 1)]) if has_t2 else frozenset()
+            plans[Plan(kinds, dq, weights_q and n % 2 == 1)] = None
+            n += 1
+    return list(plans)
+
+
+def _impossible(kinds: Sequence[str]) -> bool:
+    """Kind sequences the notation allows but no well-formed graph has: a Quantize right after
+    a TypeCast would read bf16/f16, and Quantize takes f32 only (decision dec.sm_f2f_and_f2q)."""
+    return any(a == "TypeCast" and b == "Quantize" for a, b in zip(kinds, kinds[1:]))
+
+
+_BINARY = ("Add", "Divide", "Maximum", "Minimum", "Multiply", "Subtract")
+
+
+def _member_cycles() -> dict[str, Iterator[str]]:
+    return {name: itertools.cycle(kinds) for name, kinds in CATEGORIES.items()}
+
+
+def _has_optional_quantize(node: Node) -> bool:
+    return isinstance(node, Chain) and any(
+        isinstance(i, Repeat) and isinstance(i.body, OpRef) and i.body.kind == "Quantize"
+        for i in node.items)
+
+
+# -- building a graph ----------------------------------------------------------------------
+
+class _Builder:
+    def __init__(self, engine_kind: str) -> None:
+        self.ops: list[Op] = []
+        self.ids = itertools.count()
+        self.engine_kind = engine_kind
+
+    def tensor(self, shape: Sequence[int], dtype: DataType = F32) -> LogicalTensor:
+        return LogicalTensor(next(self.ids), dtype, tuple(shape))
+
+    def op(self, kind: str, inputs: Sequence[LogicalTensor], outputs: Sequence[LogicalTensor],
+           attrs: dict[str, AttrValue] | None = None) -> LogicalTensor:
+        self.ops.append(Op(len(self.ops), kind, tuple(inputs), tuple(outputs), attrs or {}))
+        return outputs[0]
+
+    def dequantize(self, shape: Sequence[int], dtype: DataType = U8) -> LogicalTensor:
+        return self.op("Dequantize", [self.tensor(shape, dtype)], [self.tensor(shape)],
+                       {"scales": (0.5,), "zps": (2,) if dtype == U8 else (0,)})
+
+
+def build_instance(entry: PatternEntry, plan: Plan, engine_kind: str = "cpu") -> Graph:
+    """A valid graph holding exactly one instance of `entry` laid out as `plan`."""
+    b = _Builder(engine_kind)
+    sides = entry.tree.parts[:-1] if isinstance(entry.tree, Subgraphs) else ()
+    t1_reader = _t1_reader(entry)
+    cur: LogicalTensor | None = None
+    for i, kind in enumerate(plan.kinds):
+        if cur is None:
+            cur = _head(b, kind, plan)
+            continue
+        if kind == t1_reader and sides:
+            cur = _t1_op(b, kind, cur, plan)
+        elif kind in _BINARY:
+            other = (b.dequantize(cur.shape or ()) if i in plan.dequantized
+                     else b.tensor(cur.shape or ()))
+            cur = b.op(kind, [cur, other], [b.tensor(cur.shape or ())])
+        else:
+            cur = _follower(b, kind, cur)
+    return Graph(b.ops, engine_kind=engine_kind)
+
+
+def _t1_reader(entry: PatternEntry) -> str | None:
+    for site in mark_sites(entry.tree):
+        if not site.output and site.name == "t1":
+            node: Node = entry.tree
+            for index in site.path:
+                node = _child(node, index)
+            if isinstance(node, OpRef):
+                return node.kind
+    return None
+
+
+def _child(node: Node, index: int) -> Node:
+    if isinstance(node, Subgraphs):
+        return node.parts[index]
+    if isinstance(node, Chain):
+        return node.items[index]
+    if isinstance(node, Alternation):
+        return node.options[index]
+    assert isinstance(node, Group | Repeat)
+    return node.body
+
+
+def _head(b: _Builder, kind: str, plan: Plan) -> LogicalTensor:
+    if kind == "Dequantize":
+        first = plan.kinds[1] if len(plan.kinds) > 1 else ""
+        shape = (4, 8) if first == "MatMul" else _ACT
+        return b.dequantize(shape, U8)
+    if kind == "Convolution":
+        return b.op(kind, [b.tensor(_ACT), b.tensor((4, 4, 3, 3))], [b.tensor(_ACT)],
+                    {**_CONV, "weights_format": "OIX"})
+    if kind == "ConvTranspose":
+        return b.op(kind, [b.tensor(_ACT), b.tensor((4, 4, 3, 3))], [b.tensor(_ACT)],
+                    {**_CONV, "weights_format": "IOX"})
+    if kind == "MatMul":
+        return b.op(kind, [b.tensor((4, 8)), b.tensor((8, 8))], [b.tensor((4, 8))])
+    if kind == "Interpolate":
+        return b.op(kind, [b.tensor((1, 4, 3, 3))], [b.tensor(_ACT)],
+                    {"mode": "nearest", "sizes": (6, 6), "data_format": "NCX"})
+    if kind.startswith("Reduce"):
+        return b.op(kind, [b.tensor(_ACT)], [b.tensor((1, 1, 6, 6))],
+                    {"axes": (1,), "keep_dims": True})
+    if kind == "SoftMax":
+        return b.op(kind, [b.tensor((4, 8))], [b.tensor((4, 8))], {"axis": 1})
+    if kind == "ConvolutionBackwardWeights":
+        return b.op(kind, [b.tensor(_ACT), b.tensor(_ACT)], [b.tensor((4, 4, 3, 3))],
+                    {**_CONV, "weights_format": "OIX", "weights_shape": (4, 4, 3, 3)})
+    if kind == "ReLUBackward":
+        return b.op(kind, [b.tensor(_ACT), b.tensor(_ACT)], [b.tensor(_ACT)])
+    if kind in _BINARY:
+        return b.op(kind, [b.tensor(_ACT), b.tensor(_ACT)], [b.tensor(_ACT)])
+    return _follower(b, kind, b.tensor(_ACT))
+
+
+def _t1_op(b: _Builder, kind: str, cur: LogicalTensor, plan: Plan) -> LogicalTensor:
+    """The op reading a ``<t1`` side subgraph: the base op's weights or an Add's operand."""
+    shape = cur.shape or ()
+    if kind in ("Convolution", "ConvTranspose", "MatMul"):
+        wshape = (8, 8) if kind == "MatMul" else (4, 4, 3, 3)
+        if plan.weights_quantize:
+            q = b.op("Quantize", [b.tensor(wshape)], [b.tensor(wshape, S8)], {"scales": (0.25,)})
+            weights = b.op("Dequantize", [q], [b.tensor(wshape)], {"scales": (0.25,)})
+        else:
+            weights = b.dequantize(wshape, S8)
+        attrs: dict[str, AttrValue] = {}
+        if kind != "MatMul":
+            attrs = {**_CONV, "weights_format": "OIX" if kind == "Convolution" else "IOX"}
+        out_shape = (4, 8) if kind == "MatMul" else _ACT
+        return b.op(kind, [cur, weights], [b.tensor(out_shape)], attrs)
+    return b.op(kind, [cur, b.dequantize(shape, U8)], [b.tensor(shape)])
+
+
+def _follower(b: _Builder, kind: str, cur: LogicalTensor) -> LogicalTensor:
+    """An op after the head, consuming `cur` on port 0."""
+    shape = cur.shape or ()
+    out = b.tensor(shape)
+    channels = (shape[1],) if len(shape) > 1 else (shape[-1],)
+    if kind in UNARY_ATTRS or kind in _UNARY_PLAIN:
+        return b.op(kind, [cur], [out], UNARY_ATTRS.get(kind, {}))
+    if kind == "BiasAdd":
+        fmt = "NCX" if len(shape) == 4 else "NXC"
+        size = (shape[1],) if fmt == "NCX" else (shape[-1],)
+        return b.op(kind, [cur, b.tensor(size)], [out], {"data_format": fmt})
+    if kind == "BatchNormInference":
+        return b.op(kind, [cur, *(b.tensor(channels) for _ in range(4))], [out],
+                    {"epsilon": 1e-5, "data_format": "NCX"})
+    if kind == "Quantize":
+        return b.op(kind, [cur], [b.tensor(shape, U8)], {"scales": (0.5,), "zps": (3,)})
+    if kind == "TypeCast":
+        return b.op(kind, [cur], [b.tensor(shape, BF16)])
+    if kind == "Reorder":
+        return b.op(kind, [cur], [out])
+    if kind in ("AvgPool", "MaxPool"):
+        attrs: dict[str, AttrValue] = {"kernel": (3, 3), "strides": (1, 1), "pads_begin": (1, 1),
+                                       "pads_end": (1, 1), "data_format": "NCX"}
+        if kind == "AvgPool":
+            attrs["exclude_pad"] = False
+        return b.op(kind, [cur], [out], attrs)
+    if kind == "BiasAddBackward":
+        return b.op(kind, [cur], [b.tensor((shape[1],))], {"data_format": "NCX"})
+    if kind == "BatchNormTrainingBackward":
+        return b.op(kind, [cur, b.tensor(shape), *(b.tensor(_VEC) for _ in range(3))],
+                    [out, b.tensor(_VEC), b.tensor(_VEC)],
+                    {"epsilon": 1e-5, "data_format": "NCX"})
+    if kind == "Multiply" or kind in _BINARY:
+        return b.op(kind, [cur, b.tensor(shape)], [out])
+    raise ValueError(f"no instance builder for {kind} after another op")
+
+
+_UNARY_PLAIN = frozenset({"Abs", "Exp", "GELU", "HardSwish", "Log", "Sigmoid", "SoftPlus",
+                          "ReLU", "Round", "Sqrt", "Square", "Tanh", "Reciprocal"})

@@ -1,0 +1,89 @@
+"""Sessions for developing and running fusionspec.
+
+    nox -s tests          the project's test suite (unit, property, CLI)
+    nox -s lint           ruff
+    nox -s typecheck      mypy --strict on the installed package (paths mapped to the sources)
+    nox -s examples       validate, partition and run the example graphs (the main job until
+                          the conformance suite lands)
+    nox -s corpus         load/finalize every oneDNN benchdnn graph under $FUSIONSPEC_ONEDNN_INPUTS
+    nox -s bench-reference  reference executor vs PyTorch CPU on realistic shapes
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import nox
+
+nox.options.sessions = ["tests", "lint", "typecheck"]
+nox.options.reuse_venv = "yes"
+nox.options.error_on_missing_interpreters = True
+
+PYTHON = "3.11"
+ROOT = Path(__file__).parent
+# The independent implementation the reference ops are checked against (a test-only need).
+TORCH = "torch==2.13.0"
+
+
+def _install(session: nox.Session, *extras: str, editable: bool = False) -> None:
+    target = f".[{','.join(extras)}]" if extras else "."
+    if editable:
+        session.install("-e", target)
+    else:
+        session.install(target)
+
+
+@nox.session(python=PYTHON)
+def tests(session: nox.Session) -> None:
+    """Run the test suite; extra arguments go to pytest (e.g. -k notation)."""
+    _install(session, "conformance", "report", "dev")
+    session.install(TORCH)
+    session.run("pytest", *(session.posargs or ["-q"]))
+
+
+@nox.session(python=PYTHON)
+def lint(session: nox.Session) -> None:
+    session.install("ruff>=0.5")
+    session.run("ruff", "check", ".")
+
+
+@nox.session(python=PYTHON)
+def typecheck(session: nox.Session) -> None:
+    """mypy --strict on the installed (not editable) package; errors name repository files."""
+    _install(session, "conformance", "report", "dev")
+    session.run("python", "tools/typecheck.py", *session.posargs)
+
+
+@nox.session(python=PYTHON)
+def examples(session: nox.Session) -> None:
+    """Validate, partition and execute every example graph shipped in examples/."""
+    _install(session)
+    files = sorted(str(p) for p in (ROOT / "examples").glob("*.json"))
+    out = ROOT / "results" / "examples"
+    out.mkdir(parents=True, exist_ok=True)
+    session.run("fusionspec", "validate", *files)
+    for path in files:
+        name = Path(path).stem
+        session.run("fusionspec", "partition", path)
+        session.run("fusionspec", "run", path, "--seed", "0", "--out",
+                    str(out / f"{name}.outputs.npz"))
+
+
+@nox.session(python=PYTHON)
+def corpus(session: nox.Session) -> None:
+    """Check every oneDNN benchdnn graph in $FUSIONSPEC_ONEDNN_INPUTS loads and validates."""
+    if not os.environ.get("FUSIONSPEC_ONEDNN_INPUTS"):
+        session.error("set FUSIONSPEC_ONEDNN_INPUTS to a checkout's tests/benchdnn/inputs/graph")
+    _install(session, "conformance")
+    session.run("pytest", "-q", "tests/spec/test_onednn_corpus.py", *session.posargs)
+
+
+@nox.session(name="bench-reference", python=PYTHON)
+def bench_reference(session: nox.Session) -> None:
+    """Reference executor vs PyTorch CPU, side by side; writes results/bench_reference.json."""
+    _install(session)
+    session.install(TORCH)
+    (ROOT / "results").mkdir(exist_ok=True)
+    session.run("python", "bench/bench_reference.py", "--out",
+                str(ROOT / "results" / "bench_reference.json"), *session.posargs)

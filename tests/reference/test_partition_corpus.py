@@ -1,0 +1,34 @@
+"""The partitioner on every oneDNN benchdnn pattern graph (real graphs, not generated ones).
+
+The graphs live in oneDNN's repository under tests/benchdnn/inputs/graph/pattern/; point the
+environment variable FUSIONSPEC_ONEDNN_INPUTS at a checkout's tests/benchdnn/inputs/graph (the
+`corpus` nox session does). Partitions may differ from oneDNN's where oneDNN departs from its
+pages; what is checked here is that every graph partitions, and into partitions that cover it.
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+from pathlib import Path
+
+import pytest
+
+from fusionspec.reference.partitioner import partition
+from fusionspec.spec.onednn_json import load
+
+ROOT = os.environ.get("FUSIONSPEC_ONEDNN_INPUTS")
+FILES = sorted((Path(ROOT) / "pattern").rglob("*.json")) if ROOT else []
+
+
+@pytest.mark.skipif(not ROOT, reason="FUSIONSPEC_ONEDNN_INPUTS is not set (oneDNN's benchdnn "
+                    "graphs are not shipped with fusionspec)")
+@pytest.mark.parametrize("path", FILES, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_benchdnn_pattern_graph_partitions(path: Path) -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # kinds outside the spec warn; they are expected here
+        graph = load(path).finalize()
+        parts = partition(graph)
+    covered = sorted(op.id for p in parts for op in p.ops)
+    assert covered == sorted(op.id for op in graph.ops), \
+        f"{path.name}: partitions cover ops {covered}, graph has {sorted(o.id for o in graph.ops)}"
