@@ -7,6 +7,7 @@
                           the conformance suite lands)
     nox -s corpus         load/finalize every oneDNN benchdnn graph under $FUSIONSPEC_ONEDNN_INPUTS
     nox -s bench-reference  reference executor vs PyTorch CPU on realistic shapes
+    nox -s bench-partition  partitioner on 10,000- and 20,000-op graphs
 """
 
 from __future__ import annotations
@@ -76,7 +77,8 @@ def corpus(session: nox.Session) -> None:
     if not os.environ.get("FUSIONSPEC_ONEDNN_INPUTS"):
         session.error("set FUSIONSPEC_ONEDNN_INPUTS to a checkout's tests/benchdnn/inputs/graph")
     _install(session, "conformance")
-    session.run("pytest", "-q", "tests/spec/test_onednn_corpus.py", *session.posargs)
+    session.run("pytest", "-q", "tests/spec/test_onednn_corpus.py",
+                "tests/reference/test_partition_corpus.py", *session.posargs)
 
 
 @nox.session(name="bench-reference", python=PYTHON)
@@ -87,3 +89,12 @@ def bench_reference(session: nox.Session) -> None:
     (ROOT / "results").mkdir(exist_ok=True)
     session.run("python", "bench/bench_reference.py", "--out",
                 str(ROOT / "results" / "bench_reference.json"), *session.posargs)
+
+
+@nox.session(name="bench-partition", python=PYTHON)
+def bench_partition(session: nox.Session) -> None:
+    """Partitioner on 10,000- and 20,000-op graphs; writes results/bench_partition.json."""
+    _install(session)
+    (ROOT / "results").mkdir(exist_ok=True)
+    session.run("python", "bench/bench_partition.py", "--out",
+                str(ROOT / "results" / "bench_partition.json"), *session.posargs)

@@ -51,7 +51,7 @@ UNARY_ATTRS: dict[str, dict[str, AttrValue]] = {
 
 _ACT = (1, 4, 6, 6)  # NCX activations
 _VEC = (4,)
-_CONV = {"strides": (1, 1), "pads_begin": (1, 1), "pads_end": (1, 1), "dilations": (1, 1),
+_CONV: dict[str, AttrValue] = {"strides": (1, 1), "pads_begin": (1, 1), "pads_end": (1, 1), "dilations": (1, 1),
          "data_format": "NCX"}
 
 
@@ -131,7 +131,7 @@ def instance_plans(entry: PatternEntry) -> list[Plan]:
 def _impossible(kinds: Sequence[str]) -> bool:
     """Kind sequences the notation allows but no well-formed graph has: a Quantize right after
     a TypeCast would read bf16/f16, and Quantize takes f32 only (decision dec.sm_f2f_and_f2q)."""
-    return any(a == "TypeCast" and b == "Quantize" for a, b in zip(kinds, kinds[1:]))
+    return any(a == "TypeCast" and b == "Quantize" for a, b in itertools.pairwise(kinds))
 
 
 _BINARY = ("Add", "Divide", "Maximum", "Minimum", "Multiply", "Subtract")

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field, replace
 from functools import cache, cached_property
 
 from fusionspec.spec.catalog import PatternEntry
+from fusionspec.spec.catalog import entry as catalog_entry
 from fusionspec.spec.graph import Graph, Op
 from fusionspec.spec.match import Match, MatchedOp
 from fusionspec.spec.pattern_tree import (
@@ -42,9 +43,11 @@ from fusionspec.spec.pattern_tree import (
     Repeat,
     Subgraphs,
     first_kinds,
+    leaves,
     mark_sites,
     min_ops,
 )
+from fusionspec.spec.rules import rules_for
 
 __all__ = ["COMMUTATIVE", "Candidate", "Matcher", "graph_depths", "chain_ports_ok"]
 
@@ -116,9 +119,9 @@ class Candidate:
 
     @cached_property
     def match(self) -> Match:
-        roles = self.entry.roles
+        roles, leaves_by_path = self.entry.roles, _leaf_map(self.entry.id)
         return Match(self.entry.id, tuple(
-            MatchedOp(op, roles[path], path, _leaf_at(self.entry.tree, path))
+            MatchedOp(op, roles[path], path, leaves_by_path[path])
             for op, path in zip(self.ops, self.paths)), self.engine_kind)
 
 
@@ -159,8 +162,9 @@ class Matcher:
                    ) -> tuple[Candidate | None, Candidate | None]:
         """(longest candidate passing the rules, longest candidate failing one before it)."""
         rejected: Candidate | None = None
+        checked = _has_rules(entry.id)
         for cand in self.candidates(entry, index, head):
-            failures = entry.check(cand.match)
+            failures = entry.check(cand.match) if checked else ()
             if not failures:
                 return cand, rejected
             if rejected is None:
@@ -377,16 +381,11 @@ def _main(tree: Node) -> tuple[Node, Path, tuple[tuple[Node, Path], ...]]:
 
 
 @cache
-def _leaf_at(tree: Node, path: Path) -> OpRef | CategoryRef:
-    node: Node = tree
-    for index in path:
-        if isinstance(node, Subgraphs):
-            node = node.parts[index]
-        elif isinstance(node, Chain):
-            node = node.items[index]
-        elif isinstance(node, Alternation):
-            node = node.options[index]
-        elif isinstance(node, Group | Repeat):
-            node = node.body
-    assert isinstance(node, OpRef | CategoryRef)
-    return node
+def _leaf_map(pattern_id: str) -> dict[Path, OpRef | CategoryRef]:
+    """Every leaf of a catalog pattern's tree, by path."""
+    return dict(leaves(catalog_entry(pattern_id).tree))
+
+
+@cache
+def _has_rules(pattern_id: str) -> bool:
+    return bool(rules_for(pattern_id))

@@ -42,9 +42,8 @@ from __future__ import annotations
 import gc
 import heapq
 import itertools
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
 

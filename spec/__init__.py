@@ -40,3 +40,35 @@ __all__ = [
     "Partition", "PortSpec", "PropertyType", "SCHEMAS", "ShapeRuleError", "TopologyError",
     "UNKNOWN_DIM", "UnknownOpError", "schema_for",
 ]
+
+# -- the pattern notation, the catalog and its rules ----------------------------------------
+from .catalog import CATALOG, Family, PatternEntry, UnknownPatternError, entries, entry
+from .categories import CATEGORIES
+from .decisions import Decision
+from .match import Match, MatchedOp, MatchError, Role, bind, leaf_roles, match_kinds
+from .notation import parse, rst_to_plain, to_notation
+from .pages import Page
+from .pattern_tree import (
+    NO_MARKS,
+    Alternation,
+    CategoryRef,
+    Chain,
+    Group,
+    Leaf,
+    Marks,
+    Node,
+    OpRef,
+    PatternTreeError,
+    Repeat,
+    Subgraphs,
+)
+from .rules import RULES, DTypeTable, Rule, RuleKind, UnknownRuleError, check_match, rules_for
+
+__all__ += [
+    "Alternation", "CATALOG", "CATEGORIES", "CategoryRef", "Chain", "DTypeTable", "Decision",
+    "Family", "Group", "Leaf", "MatchError", "Marks", "Match", "MatchedOp", "NO_MARKS", "Node",
+    "OpRef", "Page", "PatternEntry", "PatternTreeError", "RULES", "Repeat", "Role", "Rule",
+    "RuleKind", "Subgraphs", "UnknownPatternError", "UnknownRuleError", "bind", "check_match",
+    "entries", "entry", "leaf_roles", "match_kinds", "parse", "rst_to_plain", "rules_for",
+    "to_notation",
+]

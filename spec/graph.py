@@ -119,8 +119,8 @@ class Op:
 
     id: int
     kind: str
-    inputs: tuple[LogicalTensor, ...] = ()
-    outputs: tuple[LogicalTensor, ...] = ()
+    inputs: Sequence[LogicalTensor] = ()
+    outputs: Sequence[LogicalTensor] = ()
     attrs: Mapping[str, AttrValue] = field(default_factory=dict)
     name: str = ""
 
@@ -157,7 +157,7 @@ class Graph:
     so that a JSON file dumps back without loss.
     """
 
-    ops: tuple[Op, ...]
+    ops: Sequence[Op]
     engine_kind: str = "cpu"
     fpmath_mode: str = "strict"
     fpmath_mode_apply_to_int: bool | None = None
@@ -274,9 +274,9 @@ class Partition:
     """
 
     id: int
-    ops: tuple[Op, ...]
-    inputs: tuple[LogicalTensor, ...]
-    outputs: tuple[LogicalTensor, ...]
+    ops: Sequence[Op]
+    inputs: Sequence[LogicalTensor]
+    outputs: Sequence[LogicalTensor]
     pattern: str | None = None
     supported: bool = True
 

@@ -15,6 +15,7 @@ from .dtypes import FLOAT_TYPES, DataType
 from .graph import Op
 from .schema import AttrKind, AttrSpec, Constraint, OpSchema, PortSpec
 from .shapes import (
+    filled_default,
     infer_batchnorm_backward,
     infer_bias_add,
     infer_bias_add_backward,
@@ -194,8 +195,11 @@ def _pool_common() -> tuple[AttrSpec, ...]:
 
 def _maxpool_dilations(op: Op) -> str | None:
     dil, kernel = op.attrs.get("dilations"), op.attrs.get("kernel")
-    if isinstance(dil, tuple) and isinstance(kernel, tuple) and dil and len(dil) != len(kernel):
-        return f"dilations has {len(dil)} values but kernel has {len(kernel)}"
+    if isinstance(dil, tuple) and isinstance(kernel, tuple):
+        # oneDNN's own default is 12 ones whatever the kernel size; its dumps carry that form.
+        dil = filled_default(tuple(int(v) for v in dil), 1, len(kernel))
+        if dil and len(dil) != len(kernel):
+            return f"dilations has {len(dil)} values but kernel has {len(kernel)}"
     return None
 
 

@@ -11,6 +11,7 @@ The arithmetic follows oneDNN's shape inference (graph-style dilations, auto_pad
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Sequence
 
 from .graph import UNKNOWN_DIM, Op
@@ -21,6 +22,8 @@ __all__ = [
     "pads_for",
     "channel_axis",
     "spatial_dims",
+    "filled_default",
+    "MAX_NDIMS",
     "infer_identity",
     "infer_elementwise",
     "infer_bias_add",
@@ -37,10 +40,19 @@ __all__ = [
 ]
 
 U = UNKNOWN_DIM
+#: oneDNN's DNNL_MAX_NDIMS: it fills defaulted per-dim attributes (ConvTranspose output_padding,
+#: MaxPool dilations) with this many values, and its graph dumps carry them that way.
+MAX_NDIMS = 12
 
 
 def _known(d: int) -> bool:
     return d >= 0
+
+
+def _f32(x: float) -> float:
+    """`x` rounded to the nearest float32 (the f64 product of two f32 values is exact, so one
+    rounding gives C's f32 product)."""
+    return float(struct.unpack("f", struct.pack("f", x))[0])
 
 
 def _ints(op: Op, name: str) -> tuple[int, ...]:
@@ -128,6 +140,14 @@ def pads_for(op: Op, src_sp: Sequence[int], kernel: Sequence[int], strides: Sequ
         new_begin.append(b)
         new_end.append(total - b)
     return tuple(new_begin), tuple(new_end)
+
+
+def filled_default(values: tuple[int, ...], fill: int, n: int) -> tuple[int, ...]:
+    """`values`, or `n` copies of `fill` when `values` is oneDNN's filled-in default form
+    (MAX_NDIMS copies of `fill`), which stands for "one `fill` per spatial dim"."""
+    if len(values) == MAX_NDIMS and n != MAX_NDIMS and all(v == fill for v in values):
+        return (fill,) * n
+    return values
 
 
 def _check_len(name: str, values: Sequence[int], n: int) -> None:
@@ -274,7 +294,7 @@ def infer_conv_transpose(op: Op, shapes: Sequence[Shape]) -> Sequence[Shape]:
                                where="attribute groups")
     sp = spatial_dims(src, fmt)
     strides, dil = _ints(op, "strides"), _ints(op, "dilations")
-    out_pad = _ints(op, "output_padding") or (0,) * len(sp)
+    out_pad = filled_default(_ints(op, "output_padding"), 0, len(sp)) or (0,) * len(sp)
     for name, vals in (("strides", strides), ("dilations", dil), ("output_padding", out_pad)):
         _check_len(name, vals, len(sp))
     pb, pe = pads_for(op, sp, k, strides, dil, transposed=True)
@@ -352,7 +372,7 @@ def infer_pool(op: Op, shapes: Sequence[Shape]) -> Sequence[Shape]:
         raise InferenceFailure(f"src must have rank >= 3, got {list(src)}", where="input 0")
     sp = spatial_dims(src, fmt)
     kernel, strides = _ints(op, "kernel"), _ints(op, "strides")
-    dil = _ints(op, "dilations") if "dilations" in op.attrs else (1,) * len(sp)
+    dil = filled_default(_ints(op, "dilations"), 1, len(sp)) or (1,) * len(sp)
     for name, vals in (("kernel", kernel), ("strides", strides), ("dilations", dil)):
         _check_len(name, vals, len(sp))
     _check_positive(op, "kernel", "strides")
@@ -393,7 +413,9 @@ def infer_interpolate(op: Op, shapes: Sequence[Shape]) -> Sequence[Shape]:
         out_sp = list(sizes)
     else:
         _check_len("scales", [0] * len(scales), len(sp))
-        out_sp = [int(d * float(s)) if _known(d) else U for d, s in zip(sp, scales)]
+        # oneDNN multiplies in f32, float(in) * scale, then truncates: 10 x 0.7 gives 7, not 6.
+        out_sp = [int(_f32(float(d) * _f32(float(s)))) if _known(d) else U
+                  for d, s in zip(sp, scales)]
     return [_make_data_shape(fmt, src[0], c, out_sp)]
 
 
