@@ -1,0 +1,95 @@
+"""Shared helpers of the reference tests: calling an op's function, building one-op graphs, and
+comparing float32 results with a float64 oracle in units in the last place (ulp)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+import pytest
+from fusionspec.reference.execute import execute
+from fusionspec.reference.registry import implementation
+from fusionspec.spec.dtypes import DataType
+from fusionspec.spec.graph import Graph, LogicalTensor, Op
+
+Array = np.ndarray[Any, np.dtype[Any]]
+D = DataType
+
+
+def op_fn(kind: str) -> Callable[..., Any]:
+    """The registered reference function of `kind` (fails the test if there is none)."""
+    impl = implementation(kind)
+    assert impl is not None, f"no reference implementation is registered for {kind}"
+    return impl.fn
+
+
+def f32(values: object) -> Array:
+    return np.asarray(values, dtype=np.float32)
+
+
+def need_torch() -> ModuleType:
+    """PyTorch, or skip the calling test when it is not installed."""
+    return pytest.importorskip("torch")
+
+
+def ulp_error(got: Array, want: Array) -> Array:
+    """|got - want| in float32 ulps at `want` (float64 oracle). NaN where exactly one side is
+    NaN, 0 where both are NaN or both are the same infinity."""
+    g = np.asarray(got, dtype=np.float64)
+    w = np.asarray(want, dtype=np.float64)
+    spacing = np.spacing(np.abs(w).astype(np.float32)).astype(np.float64)
+    with np.errstate(invalid="ignore"):
+        err = np.abs(g - w) / spacing
+    same_special = (np.isnan(g) & np.isnan(w)) | (np.isinf(g) & (g == w))
+    return np.where(same_special, 0.0, err)
+
+
+def assert_ulp(got: Array, want: Array, max_ulp: float, what: str) -> None:
+    """Every element of the float32 `got` within `max_ulp` ulps of the float64 `want`."""
+    got = np.asarray(got)
+    assert got.shape == np.shape(want), f"shape {got.shape}, expected {np.shape(want)} [{what}]"
+    err = ulp_error(got, want)
+    bad = ~(err <= max_ulp)
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise AssertionError(
+            f"{int(bad.sum())} of {bad.size} elements off by more than {max_ulp} ulp [{what}]; "
+            f"first: got {got.reshape(-1)[i]!r}, want {np.asarray(want).reshape(-1)[i]!r} "
+            f"({err.reshape(-1)[i]:.3g} ulp)")
+
+
+def same_bits(got: Array, want: Array) -> bool:
+    """Equal values, NaN equal to NaN and -0.0 distinct from +0.0."""
+    g, w = np.asarray(got), np.asarray(want)
+    if g.shape != w.shape or g.dtype != w.dtype:
+        return False
+    if np.issubdtype(g.dtype, np.floating):
+        both_nan = np.isnan(g) & np.isnan(w)
+        return bool(np.all(both_nan | ((g == w) & (np.signbit(g) == np.signbit(w)))))
+    return bool(np.array_equal(g, w))
+
+
+def tensor(tid: int, dtype: DataType, shape: Sequence[int] | None,
+           strides: Sequence[int] | None = None) -> LogicalTensor:
+    return LogicalTensor(tid, dtype, None if shape is None else tuple(shape),
+                         None if strides is None else tuple(strides))
+
+
+def one_op_graph(kind: str, inputs: Sequence[LogicalTensor], outputs: Sequence[LogicalTensor],
+                 **attrs: Any) -> Graph:
+    return Graph([Op(0, kind, tuple(inputs), tuple(outputs), attrs)])
+
+
+def run_one(kind: str, arrays: Sequence[Array], out_dtypes: Sequence[DataType],
+            **attrs: Any) -> list[Array]:
+    """Run `kind` through the executor on a finalized one-op graph; input i gets id i, output
+    j gets id 100 + j with the declared dtype and the shape inference fills in."""
+    from fusionspec.reference.dtypes import data_type_of
+
+    ins = [tensor(i, data_type_of(a.dtype), a.shape) for i, a in enumerate(arrays)]
+    outs = [LogicalTensor(100 + j, dt) for j, dt in enumerate(out_dtypes)]
+    graph = one_op_graph(kind, ins, outs, **attrs).finalize()
+    result = execute(graph, {i: a for i, a in enumerate(arrays)})
+    return [result[100 + j] for j in range(len(out_dtypes))]
