@@ -1,0 +1,103 @@
+"""What the conformance suite generates and what it concludes: cases, statuses, verdicts.
+
+A `Case` is one graph with what the spec says about it:
+
+- ``valid``: an instance of catalog pattern `pattern`; the spec requires one partition with
+  exactly its ops, and outputs equal to the reference's within tolerance;
+- ``near-miss``: a well-formed graph that breaks one rule of `pattern` (`rule` names it: a
+  catalog rule id, or one of `STRUCTURAL_RULES`); the reference does not fuse it as `pattern`. A
+  backend that fuses it anyway and computes it right is an *extension*, not a failure;
+- ``ill-formed``: a graph that breaks an op-schema or graph rule (`rule` is the schema rule id,
+  e.g. ``schema.attr.required``); the spec requires a typed rejection.
+
+A `Verdict` is the suite's conclusion on one case for one backend and device, with a `Status`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from fusionspec.spec.graph import Graph
+
+__all__ = ["CaseKind", "Case", "Status", "FAILING", "Verdict", "STRUCTURAL_RULES"]
+
+
+class CaseKind(StrEnum):
+    valid = "valid"
+    near_miss = "near-miss"
+    ill_formed = "ill-formed"
+
+
+#: Near-miss labels for rules the notation itself states (catalog rules have their own ids).
+STRUCTURAL_RULES: Mapping[str, str] = {
+    "structure.bound": "one more post-op than the repetition bound allows",
+    "structure.bias_first": "BiasAdd not first in the epilogue, or twice",
+    "structure.fan_out": "an intermediate tensor of the chain has a second consumer",
+    "structure.port": "the chain enters Subtract or Divide on src_1",
+    "structure.kind": "an op the pattern does not allow at that place",
+}
+
+
+@dataclass(frozen=True)
+class Case:
+    """One generated graph and what the spec says about it.
+
+    `features` records what the case exercises, for grammar coverage in the report: e.g.
+    ``{"post_ops": 2, "alternative": "Binary", "bias": "yes", "dtype_row": "u8,s8,f32,u8"}``.
+    `dtype` is the case's headline data type for the report's matrix (``f32``, ``bf16``,
+    ``int8`` ...).
+    """
+
+    id: str
+    kind: CaseKind
+    pattern: str
+    graph: Graph
+    rule: str | None = None
+    dtype: str = "f32"
+    features: Mapping[str, str | int] = field(default_factory=dict)
+    description: str = ""
+
+
+class Status(StrEnum):
+    """The outcome of one case (each defined in a sentence in the report's legend)."""
+
+    passed = "pass"
+    fusion_mismatch = "fusion-mismatch"
+    numeric_mismatch = "numeric-mismatch"
+    rejected_valid = "rejected-valid"
+    accepted_invalid = "accepted-invalid"
+    extension = "extension"
+    unsupported = "unsupported"
+    error = "error"
+    timeout = "timeout"
+
+
+#: Statuses that make a conformance run fail (extension and unsupported are reported only).
+FAILING: frozenset[Status] = frozenset({
+    Status.fusion_mismatch, Status.numeric_mismatch, Status.rejected_valid,
+    Status.accepted_invalid, Status.error, Status.timeout,
+})
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The suite's conclusion on `case` for one backend/device.
+
+    `reason` says why in a sentence (`dst dtype f16, spec requires f32 [SoftMax->Add]`);
+    `details` carries what the report's drill-down shows (expected vs actual partitions, worst
+    elements, error vs tolerance, the backend's message), all JSON-ready.
+    """
+
+    case_id: str
+    pattern: str
+    kind: CaseKind
+    status: Status
+    reason: str = ""
+    rule: str | None = None
+    details: Mapping[str, object] = field(default_factory=dict)
+
+    @property
+    def failed(self) -> bool:
+        return self.status in FAILING

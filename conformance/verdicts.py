@@ -1,0 +1,401 @@
+"""Grading one case on one backend and device: `judge(case, backend, device, seed=...)`.
+
+The grading follows DESIGN.md ("Backends and the suite"); the reference is the expectation
+throughout: its partitioning of the graph, and its outputs on inputs filled from `seed`.
+
+- **valid**: the backend must partition the graph exactly as the reference does (the same op
+  sets, each partition with the same external tensors), so the instance forms one partition of
+  exactly its ops (else ``fusion-mismatch``); rejecting the graph is ``rejected-valid``. Then
+  every backend partition is compiled and executed in dependency order and the graph outputs
+  are compared with the reference's (``numeric-mismatch`` when outside `tolerances`).
+- **near-miss**: partitioned like the reference, the numerics decide; a partitioning that only
+  merges reference partitions (it fuses what the spec keeps apart) and computes right is an
+  ``extension`` naming the rule it went past; any other difference is a ``fusion-mismatch``.
+- **ill-formed**: `partition` (or `compile`) must raise a `GraphError` or an exception type the
+  backend declares in ``rejection_errors``; ``accepted-invalid`` otherwise.
+
+Any other exception from the backend is an ``error`` with its message and the end of its
+traceback. A case covered by one of the backend's declared ``limitations`` is still run, then
+reported ``unsupported`` with the limitation's reason; ``limitation_passed`` in the details
+says whether it would have passed.
+"""
+
+from __future__ import annotations
+
+import traceback
+from collections.abc import Callable, Mapping, Sequence
+from functools import partial
+from typing import Any, TypeVar
+
+import numpy as np
+from fusionspec.reference import execute, fill_inputs
+from fusionspec.reference.dtypes import numpy_dtype
+from fusionspec.reference.partitioner import external_tensors, partition
+from fusionspec.spec.errors import GraphError
+from fusionspec.spec.graph import Graph, LogicalTensor, Op, Partition
+from fusionspec.spec.rules import UnknownRuleError, rule
+
+from .backend import Backend, Device, Limitation
+from .cases import STRUCTURAL_RULES, Case, CaseKind, Status, Verdict
+from .tolerances import compare, dtype_name, dtype_reason, tolerance_for
+
+__all__ = ["judge", "matching_limitation", "apply_limitation", "rejection_types",
+           "rule_statement", "TRACEBACK_LINES"]
+
+Array = np.ndarray[Any, np.dtype[Any]]
+T = TypeVar("T")
+
+#: How many lines of a backend's traceback a verdict keeps.
+TRACEBACK_LINES = 8
+
+
+class _Stop(Exception):
+    """Ends grading early with a verdict (raised and caught inside this module only)."""
+
+    def __init__(self, status: Status, reason: str, **details: object) -> None:
+        super().__init__(reason)
+        self.status = status
+        self.reason = reason
+        self.details = details
+
+
+def judge(case: Case, backend: Backend, device: Device, *, seed: int = 0) -> Verdict:
+    """The suite's verdict on `case` for `backend` on `device`, inputs filled from `seed`."""
+    try:
+        if case.kind is CaseKind.ill_formed:
+            status, reason, details = _judge_ill_formed(case, backend, device)
+        else:
+            status, reason, details = _judge_well_formed(case, backend, device, seed)
+    except _Stop as stop:
+        status, reason, details = stop.status, stop.reason, stop.details
+    except Exception as exc:  # a bug of the suite itself: report it on this case, go on
+        status, reason = Status.error, f"the suite failed: {type(exc).__name__}: {exc}"
+        details = {"suite_error": True, "traceback": _short_traceback(exc)}
+    verdict = Verdict(case.id, case.pattern, case.kind, status, reason, case.rule, details)
+    limitation = matching_limitation(getattr(backend, "limitations", ()), case, device)
+    return verdict if limitation is None else apply_limitation(verdict, limitation)
+
+
+def matching_limitation(limitations: Sequence[Limitation], case: Case,
+                        device: Device) -> Limitation | None:
+    """The first declared limitation that covers `case` on `device`, if any."""
+    for limitation in limitations or ():
+        if limitation.covers(pattern=case.pattern, dtype=case.dtype, device_kind=device.kind,
+                             case_kind=case.kind.value):
+            return limitation
+    return None
+
+
+def apply_limitation(verdict: Verdict, limitation: Limitation) -> Verdict:
+    """`verdict` reported as ``unsupported``: the observed outcome moves into the details."""
+    passed = verdict.status in (Status.passed, Status.extension)
+    details = {**verdict.details, "limitation": limitation.reason, "limitation_passed": passed,
+               "observed_status": verdict.status.value, "observed_reason": verdict.reason}
+    return Verdict(verdict.case_id, verdict.pattern, verdict.kind, Status.unsupported,
+                   f"declared limitation: {limitation.reason}", verdict.rule, details)
+
+
+def rejection_types(backend: object) -> tuple[type[BaseException], ...]:
+    """GraphError plus the exception types the backend declares as rejections."""
+    declared = getattr(backend, "rejection_errors", ()) or ()
+    extra = tuple(t for t in declared if isinstance(t, type) and issubclass(t, BaseException))
+    return (GraphError, *extra)
+
+
+def rule_statement(rule_id: str | None) -> str:
+    """``rule id: statement`` for a catalog or structural rule (the id alone if unknown)."""
+    if rule_id is None:
+        return "no rule named"
+    if rule_id in STRUCTURAL_RULES:
+        return f"{rule_id}: {STRUCTURAL_RULES[rule_id]}"
+    try:
+        return f"{rule_id}: {rule(rule_id).statement}"
+    except UnknownRuleError:
+        return rule_id
+
+
+# -- calling the backend and the reference -------------------------------------------------
+
+def _short_traceback(exc: BaseException) -> str:
+    lines = "".join(traceback.format_exception(exc)).rstrip().splitlines()
+    return "\n".join(lines[-TRACEBACK_LINES:])
+
+
+def _call_backend(stage: str, backend: object, fn: Callable[[], T], *,
+                  rejection: Status | None) -> T:
+    """Run one backend call. A declared rejection becomes `rejection` (when given), anything
+    else an ``error`` naming the stage."""
+    try:
+        return fn()
+    except Exception as exc:
+        if rejection is not None and isinstance(exc, rejection_types(backend)):
+            raise _Stop(rejection, f"{stage}() rejected the graph: {type(exc).__name__}: {exc}",
+                        stage=stage, error_type=type(exc).__name__, message=str(exc),
+                        error_rule=getattr(exc, "rule", None)) from exc
+        raise _Stop(Status.error, f"{stage}() raised {type(exc).__name__}: {exc}",
+                    stage=stage, error_type=type(exc).__name__, message=str(exc),
+                    traceback=_short_traceback(exc)) from exc
+
+
+def _call_reference(what: str, fn: Callable[[], T]) -> T:
+    """Run a reference computation; its failure is the suite's problem, reported as error."""
+    try:
+        return fn()
+    except Exception as exc:
+        raise _Stop(Status.error, f"the reference could not {what} (a problem of the suite, "
+                    f"not the backend): {type(exc).__name__}: {exc}", suite_error=True,
+                    traceback=_short_traceback(exc)) from exc
+
+
+# -- ill-formed ------------------------------------------------------------------------------
+
+def _judge_ill_formed(case: Case, backend: Backend, device: Device,
+                      ) -> tuple[Status, str, dict[str, object]]:
+    try:
+        parts = _call_backend("partition", backend, lambda: list(backend.partition(case.graph)),
+                              rejection=Status.passed)
+        for part in parts:
+            _call_backend("compile", backend, partial(backend.compile, part, device),
+                          rejection=Status.passed)
+    except _Stop as stop:
+        if stop.status is Status.error:
+            stop.reason = f"unexpected exception for an ill-formed graph: {stop.reason}"
+            raise
+        got_rule = stop.details.get("error_rule")
+        details = {**stop.details, "expected_rule": case.rule,
+                   "rule_matches": None if got_rule is None else got_rule == case.rule}
+        note = "" if got_rule in (None, case.rule) else f" (the case breaks {case.rule})"
+        return Status.passed, stop.reason + note, details
+    return (Status.accepted_invalid,
+            f"accepted an ill-formed graph without complaint ({rule_statement(case.rule)})",
+            {"expected_rule": case.rule, "actual_partitions": _describe_all(parts)})
+
+
+# -- valid and near-miss ---------------------------------------------------------------------
+
+def _judge_well_formed(case: Case, backend: Backend, device: Device, seed: int,
+                       ) -> tuple[Status, str, dict[str, object]]:
+    graph = _call_reference("finalize this graph", case.graph.finalize)
+    expected = _call_reference("partition this graph", lambda: partition(graph))
+    parts = _call_backend("partition", backend, lambda: list(backend.partition(case.graph)),
+                          rejection=Status.rejected_valid)
+    _check_cover(graph, parts)
+    fusion = _fusion(case, graph, expected, parts)
+    details: dict[str, object] = {"expected_partitions": _describe_all(expected),
+                                  "actual_partitions": _describe_all(parts)}
+    if fusion == "mismatch":
+        # Fusion is graded first; the numerics are still run, for the report's drill-down.
+        try:
+            outcome = _numerics(graph, backend, device, parts, seed)
+            details["numerics"] = outcome["summary"]
+        except _Stop as stop:
+            details["numerics"] = f"{stop.status.value}: {stop.reason}"
+        return Status.fusion_mismatch, _fusion_reason(graph, expected, parts), details
+    numerics = _numerics(graph, backend, device, parts, seed)
+    details["numerics"] = numerics["summary"]
+    if numerics["failure"] is not None:
+        failure = numerics["failure"]
+        return Status.numeric_mismatch, str(failure["reason"]), {**details, **failure}
+    if fusion == "extension":
+        merged = [_kinds(p.ops) for p in parts if _key(p) not in {_key(e) for e in expected}]
+        return (Status.extension, f"fused {', '.join(merged)} past "
+                f"{rule_statement(case.rule)}, and computed it right", details)
+    return Status.passed, "", details
+
+
+def _key(part: Partition) -> frozenset[int]:
+    return frozenset(op.id for op in part.ops)
+
+
+def _kinds(ops: Sequence[Op]) -> str:
+    return "[" + "->".join(op.kind for op in sorted(ops, key=lambda o: o.id)) + "]"
+
+
+def _describe(part: object) -> dict[str, object]:
+    if not isinstance(part, Partition):  # a broken backend may return anything
+        return {"not_a_partition": repr(part)[:200]}
+    ops = sorted(part.ops, key=lambda o: o.id)
+    return {"ops": [op.id for op in ops], "kinds": [op.kind for op in ops],
+            "inputs": sorted(t.id for t in part.inputs),
+            "outputs": sorted(t.id for t in part.outputs),
+            "pattern": part.pattern, "supported": part.supported}
+
+
+def _describe_all(parts: Sequence[object]) -> list[dict[str, object]]:
+    return [_describe(p) for p in parts]
+
+
+def _check_cover(graph: Graph, parts: Sequence[object]) -> None:
+    """Every backend partition is a Partition, and they cover the graph's ops exactly once."""
+    seen: dict[int, int] = {}
+    for index, part in enumerate(parts):
+        if not isinstance(part, Partition):
+            raise _Stop(Status.error, f"partition() returned a {type(part).__name__}, not a "
+                        "fusionspec Partition", stage="partition")
+        for op in part.ops:
+            if op.id not in graph.op_by_id:
+                raise _Stop(Status.fusion_mismatch, f"partition {index} holds op {op.id}, "
+                            "which is not in the graph", actual_partitions=_describe_all(parts))
+            if op.id in seen:
+                raise _Stop(Status.fusion_mismatch, f"op {op.id} ({op.kind}) is in partitions "
+                            f"{seen[op.id]} and {index}", actual_partitions=_describe_all(parts))
+            seen[op.id] = index
+    left = [op for op in graph.ops if op.id not in seen]
+    if left:
+        raise _Stop(Status.fusion_mismatch, f"ops {[op.id for op in left]} "
+                    f"({', '.join(op.kind for op in left)}) are in no partition",
+                    actual_partitions=_describe_all(parts))
+
+
+def _io_ok(graph: Graph, part: Partition) -> bool:
+    want_in, want_out = external_tensors(graph, part.ops)
+    return ({t.id for t in part.inputs} == {t.id for t in want_in}
+            and {t.id for t in part.outputs} == {t.id for t in want_out})
+
+
+def _fusion(case: Case, graph: Graph, expected: Sequence[Partition],
+            parts: Sequence[Partition]) -> str:
+    """``same``, ``extension`` (only merges reference partitions) or ``mismatch``; raises
+    for a backend partition marked unsupported (a rejection of a valid graph)."""
+    for part in parts:
+        if not part.supported:
+            raise _Stop(Status.rejected_valid, f"the backend marks partition {_kinds(part.ops)} "
+                        "unsupported", actual_partitions=_describe_all(parts))
+    # The reference may label an instance with an overlapping pattern that comes first in the
+    # catalog (convtranspose.int8 vs int8.convtranspose_post_ops); the op sets are what count.
+    if case.kind is CaseKind.valid and all(p.pattern is None for p in expected):
+        raise _Stop(Status.error, f"the reference fuses nothing in this valid case of "
+                    f"{case.pattern} (a problem of the suite)", suite_error=True,
+                    expected_partitions=_describe_all(expected))
+    want = {_key(p) for p in expected}
+    got = {_key(p) for p in parts}
+    if not all(_io_ok(graph, p) for p in parts):
+        return "mismatch"
+    if want == got:
+        return "same"
+    coarser = all(any(w <= g for g in got) for w in want)
+    if case.kind is CaseKind.near_miss and coarser:
+        return "extension"
+    return "mismatch"
+
+
+def _fusion_reason(graph: Graph, expected: Sequence[Partition],
+                   parts: Sequence[Partition]) -> str:
+    want = {_key(p): p for p in expected}
+    got = {_key(p): p for p in parts}
+    wrong_io = [p for p in parts if _key(p) in want and not _io_ok(graph, p)]
+    if wrong_io:
+        part = wrong_io[0]
+        ins, outs = external_tensors(graph, part.ops)
+        return (f"partition {_kinds(part.ops)} has inputs {sorted(t.id for t in part.inputs)} "
+                f"and outputs {sorted(t.id for t in part.outputs)}; the spec requires "
+                f"{sorted(t.id for t in ins)} and {sorted(t.id for t in outs)}")
+    missing = [_kinds(p.ops) for k, p in want.items() if k not in got]
+    extra = [_kinds(p.ops) for k, p in got.items() if k not in want]
+    return (f"expected partition(s) {', '.join(missing)}; the backend formed "
+            f"{', '.join(extra) or 'other partitions'}")
+
+
+# -- numerics --------------------------------------------------------------------------------
+
+def _order(parts: Sequence[Partition]) -> list[Partition]:
+    producer = {t.id: i for i, p in enumerate(parts) for t in p.outputs}
+    needs = [{producer[t.id] for t in p.inputs if t.id in producer} - {i}
+             for i, p in enumerate(parts)]
+    order: list[int] = []
+    pending = list(range(len(parts)))
+    while pending:
+        ready = [i for i in pending if needs[i] <= set(order)]
+        if not ready:
+            raise _Stop(Status.fusion_mismatch, "the backend's partitions depend on each other "
+                        "in a cycle (a partition is not convex)",
+                        actual_partitions=_describe_all(parts))
+        order.extend(ready)
+        pending = [i for i in pending if i not in ready]
+    return [parts[i] for i in order]
+
+
+def _ancestors(graph: Graph, tensor_id: int) -> list[Op]:
+    """The ops `tensor_id` depends on, producers first (graph order is topological once
+    finalized)."""
+    wanted: set[int] = set()
+    stack = [tensor_id]
+    while stack:
+        tid = stack.pop()
+        if tid in graph.producers:
+            op = graph.producers[tid][0]
+            if op.id not in wanted:
+                wanted.add(op.id)
+                stack.extend(t.id for t in op.inputs)
+    return [op for op in graph.ops if op.id in wanted]
+
+
+def _exact(graph: Graph, tensor: LogicalTensor, values: Mapping[int, Array]) -> Array | None:
+    """The reference's value of a Quantize output before rounding: x/scale + zp in float64."""
+    if tensor.id not in graph.producers:
+        return None
+    op = graph.producers[tensor.id][0]
+    if op.kind != "Quantize" or op.inputs[0].id not in values:
+        return None
+    src = np.asarray(values[op.inputs[0].id], dtype=np.float64)
+    scales = np.asarray(op.attrs.get("scales", (1.0,)), dtype=np.float64)
+    zps = np.asarray(op.attrs.get("zps", ()) or [0] * scales.size, dtype=np.float64)
+    if op.attrs.get("qtype", "per_tensor") == "per_channel" and src.ndim:
+        shape = [1] * src.ndim
+        axis_attr = op.attrs.get("axis", 1)
+        axis = (axis_attr if isinstance(axis_attr, int) else 1) % src.ndim
+        shape[axis] = scales.size
+        scales, zps = scales.reshape(shape), zps.reshape(shape)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        result: Array = src / scales + zps
+    return result
+
+
+def _numerics(graph: Graph, backend: Backend, device: Device, parts: Sequence[Partition],
+              seed: int) -> dict[str, Any]:
+    """Run the backend's partitions and compare the graph outputs with the reference's.
+
+    Returns ``summary`` (per output: dtype, errors, tolerance, passed) and ``failure`` (the
+    details of the first failing output, or None).
+    """
+    inputs = _call_reference("fill inputs", lambda: fill_inputs(graph, seed))
+    reference = _call_reference("execute this graph", lambda: execute(
+        graph, inputs, keep_intermediates=True))
+    values: dict[int, object] = dict(inputs)
+    for part in _order(parts):
+        compiled = _call_backend("compile", backend, partial(backend.compile, part, device),
+                                 rejection=Status.rejected_valid)
+        feed: dict[int, Any] = {t.id: values[t.id] for t in part.inputs}
+        produced: object = _call_backend("execute", backend, partial(compiled.execute, feed),
+                                         rejection=None)
+        if not isinstance(produced, Mapping):
+            raise _Stop(Status.numeric_mismatch, f"execute() returned a "
+                        f"{type(produced).__name__}, not a mapping of tensor id to array")
+        for t in part.outputs:
+            if t.id not in produced:
+                raise _Stop(Status.numeric_mismatch, f"execute() of partition "
+                            f"{_kinds(part.ops)} returned no array for output tensor {t.id}",
+                            tensor=t.id)
+            array = produced[t.id]
+            want = graph.tensors[t.id].dtype
+            if isinstance(array, np.ndarray) and array.dtype != numpy_dtype(want):
+                raise _Stop(Status.numeric_mismatch,
+                            dtype_reason(dtype_name(array.dtype), want, _ancestors(graph, t.id)),
+                            tensor=t.id, dtype=want.value, actual_dtype=str(array.dtype))
+            values[t.id] = array
+    summary: list[dict[str, object]] = []
+    failure: dict[str, object] | None = None
+    for t in graph.output_tensors:
+        tol = tolerance_for(_ancestors(graph, t.id), t.dtype)
+        exact = _exact(graph, t, reference) if tol.off_by_one else None
+        result = compare(reference[t.id], values.get(t.id), tol, exact=exact)
+        summary.append({"tensor": t.id, "dtype": t.dtype.value, "passed": result.passed,
+                        "max_abs_error": result.to_dict()["max_abs_error"],
+                        "max_rel_error": result.to_dict()["max_rel_error"],
+                        "rtol": tol.rtol, "atol": tol.atol})
+        if failure is None and not result.passed:
+            failure = {"reason": f"tensor {t.id}: {result.reason}", "tensor": t.id,
+                       "dtype": t.dtype.value, "shape": list(reference[t.id].shape),
+                       **{k: v for k, v in result.to_dict().items()
+                          if k not in ("reason", "passed")}}
+    return {"summary": summary, "failure": failure}

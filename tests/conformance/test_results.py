@@ -1,0 +1,181 @@
+"""The results document (counts, coverage, failures, versions) and the failure artifacts that
+replay a case."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import _toy_backends as toy
+import numpy as np
+import pytest
+from fusionspec.conformance.backend import Backend
+from fusionspec.conformance.cases import Case, CaseKind, Status, Verdict
+from fusionspec.conformance.cmd_run import read_npz
+from fusionspec.conformance.reference_backend import NUMPY_DEVICE, ReferenceBackend
+from fusionspec.conformance.results import (
+    SCHEMA_VERSION,
+    SPEC_VERSION,
+    ResultsCollector,
+    ResultsFormatError,
+    artifact_name,
+    load_failure,
+    load_results,
+    write_failure,
+)
+from fusionspec.conformance.verdicts import judge
+from fusionspec.reference import fill_inputs
+from fusionspec.spec.dtypes import DataType
+from fusionspec.spec.graph import Graph, LogicalTensor, Op
+
+VALID = toy.valid_case("fp.matmul_post_ops", 3)
+NEAR_MISS = toy.near_miss_case()
+ILL_FORMED = toy.ill_formed_case()
+
+
+def collect(backend: Backend, out_dir: Path | None = None) -> ResultsCollector:
+    collector = ResultsCollector(backend.name, NUMPY_DEVICE, seed=5, out_dir=out_dir)
+    for case in (VALID, NEAR_MISS, ILL_FORMED):
+        collector.add(case, judge(case, backend, NUMPY_DEVICE, seed=5))
+    return collector
+
+
+def test_document_header() -> None:
+    doc = collect(ReferenceBackend()).to_dict()
+    assert doc["schema"] == SCHEMA_VERSION, f"schema version: {doc['schema']}"
+    assert doc["spec_version"] == SPEC_VERSION and SPEC_VERSION.count("+") == 2, \
+        f"the spec version names the three pages: {SPEC_VERSION}"
+    assert doc["suite_version"] == "0.1.0", \
+        f"suite version is the package's: {doc['suite_version']}"
+    assert doc["device"]["id"] == "numpy" and "driver" in doc["device"], f"device: {doc['device']}"
+    for key in ("python", "numpy", "ml_dtypes", "platform", "hypothesis", "pytest"):
+        assert key in doc["environment"], f"environment records {key}: {doc['environment']}"
+    assert doc["started"] <= doc["finished"], "start and end times are recorded in order"
+
+
+def test_counts_rules_and_coverage() -> None:
+    doc = collect(ReferenceBackend()).to_dict()
+    assert doc["totals"] == {"pass": 3}, f"the reference passes all three: {doc['totals']}"
+    matmul = doc["patterns"]["fp.matmul_post_ops"]
+    assert matmul["by_kind"] == {"valid": {"pass": 1}, "near-miss": {"pass": 1},
+                                 "ill-formed": {"pass": 1}}, f"by kind: {matmul['by_kind']}"
+    assert matmul["coverage"]["post_ops"] == {"2": 1, "4": 1}, \
+        f"coverage counts feature values: {matmul['coverage']}"
+    assert doc["rules"]["structure.bound"]["counts"] == {"pass": 1}, f"rules: {doc['rules']}"
+    assert doc["rules"]["structure.bound"]["statement"].startswith("one more post-op"), \
+        "rules carry their statement"
+    assert len(doc["verdicts"]) == 3 and not doc["failures"], "three verdicts, no failures"
+
+
+def test_failures_are_listed_and_saved(tmp_path: Path) -> None:
+    collector = collect(toy.WrongMath(), tmp_path)
+    doc = collector.to_dict()
+    assert collector.failed, "numeric mismatches fail the run"
+    assert [f["case_id"] for f in doc["failures"]] == [VALID.id, NEAR_MISS.id], \
+        f"both computed cases fail: {[f['case_id'] for f in doc['failures']]}"
+    failure = doc["failures"][0]
+    assert failure["status"] == "numeric-mismatch" and failure["description"], f"{failure}"
+    folder = Path(failure["replay"]["dir"])
+    assert folder.parent == tmp_path / "failures", f"artifacts under failures/: {folder}"
+    assert folder.name == artifact_name(VALID.id), f"folder named after the case: {folder}"
+    for name in ("graph.json", "inputs.npz", "case.json", "replay.txt"):
+        assert (folder / name).is_file(), f"{name} is written for a failure"
+    replay = (folder / "replay.txt").read_text().splitlines()
+    want = f"fusionspec conform --backend wrong-math --device numpy --replay {folder}"
+    assert replay[0] == want, f"first line replays through the suite: {replay[0]}"
+    assert replay[1] == f"fusionspec run {folder}/graph.json --inputs {folder}/inputs.npz", \
+        f"second line runs the reference on the saved inputs: {replay[1]}"
+    assert failure["replay"]["commands"] == replay, "the document carries the same commands"
+
+
+def test_failure_folder_round_trips(tmp_path: Path) -> None:
+    verdict = judge(VALID, toy.WrongMath(), NUMPY_DEVICE, seed=9)
+    folder = write_failure(tmp_path / "f", VALID, verdict, backend="wrong-math",
+                           device_id="numpy", seed=9)
+    case, seed = load_failure(folder)
+    assert seed == 9 and case.id == VALID.id and case.kind is CaseKind.valid, \
+        f"case and seed come back: {case.id} {seed}"
+    assert case.graph == VALID.graph, "the graph comes back from graph.json unchanged"
+    graph = VALID.graph.finalize()
+    saved = read_npz(folder / "inputs.npz", graph.input_tensors)
+    for tid, array in fill_inputs(graph, 9).items():
+        assert np.array_equal(saved[tid], array), f"input {tid} is saved exactly"
+    again = judge(case, toy.WrongMath(), NUMPY_DEVICE, seed=seed)
+    assert again.status is verdict.status, "the replayed case gives the same verdict"
+
+
+def test_bf16_inputs_travel_as_bit_patterns(tmp_path: Path) -> None:
+    x = LogicalTensor(0, DataType.bf16, (2, 3))
+    graph = Graph([Op(0, "ReLU", [x], [LogicalTensor(1, DataType.bf16, (2, 3))])])
+    case = Case("bf16-relu", CaseKind.valid, "fp.unary_binary", graph, dtype="bf16")
+    verdict = Verdict(case.id, case.pattern, case.kind, Status.numeric_mismatch, "made up")
+    folder = write_failure(tmp_path / "b", case, verdict, backend="x", device_id="d", seed=1)
+    with np.load(folder / "inputs.npz") as npz:
+        assert npz["0"].dtype == np.uint16, f"bf16 stored as uint16 bits: {npz['0'].dtype}"
+    loaded = read_npz(folder / "inputs.npz", graph.finalize().input_tensors)
+    assert np.array_equal(loaded[0], fill_inputs(graph.finalize(), 1)[0]), "bits round-trip"
+
+
+def test_ill_formed_failure_is_saved_without_inputs(tmp_path: Path) -> None:
+    verdict = judge(ILL_FORMED, toy.AcceptsEverything(), NUMPY_DEVICE)
+    folder = write_failure(tmp_path / "i", ILL_FORMED, verdict, backend="a", device_id="numpy",
+                           seed=0)
+    record = json.loads((folder / "case.json").read_text())
+    assert (folder / "graph.json").is_file(), "the ill-formed graph is still dumped"
+    assert not (folder / "inputs.npz").exists() and record["notes"], \
+        f"no inputs for a graph that does not finalize, and a note says why: {record['notes']}"
+    assert len((folder / "replay.txt").read_text().splitlines()) == 1, \
+        "without inputs only the conform replay line is written"
+
+
+def test_write_and_load(tmp_path: Path) -> None:
+    path = collect(toy.NeverFuses(), tmp_path).write(tmp_path / "results.json")
+    doc = load_results(path)
+    assert doc["totals"].get("fusion-mismatch") == 2, f"totals survive: {doc['totals']}"
+    assert "NaN" not in path.read_text(), "the file is strict JSON"
+
+
+def test_load_rejects_other_schemas(tmp_path: Path) -> None:
+    path = tmp_path / "old.json"
+    path.write_text(json.dumps({"schema": "fusionspec-results/0"}))
+    with pytest.raises(ResultsFormatError, match="fusionspec-results/0"):
+        load_results(path)
+    path.write_text("[1, 2]")
+    with pytest.raises(ResultsFormatError, match="JSON object"):
+        load_results(path)
+    path.write_text("{not json")
+    with pytest.raises(ResultsFormatError, match="cannot read"):
+        load_results(path)
+    path.write_text(json.dumps({"schema": SCHEMA_VERSION}))
+    with pytest.raises(ResultsFormatError, match="lacks"):
+        load_results(path)
+
+
+def test_non_finite_details_become_strings(tmp_path: Path) -> None:
+    collector = ResultsCollector("x", NUMPY_DEVICE)
+    verdict = Verdict("c", "p", CaseKind.valid, Status.numeric_mismatch, "r",
+                      details={"max_rel_error": float("inf"), "odd": {1, 2}})
+    collector.add(Case("c", CaseKind.valid, "p", VALID.graph), verdict)
+    path = collector.write(tmp_path / "r.json")
+    details = load_results(path)["failures"][0]["details"]
+    assert details["max_rel_error"] == "inf", f"inf is written as a string: {details}"
+
+
+def test_limitations_are_listed() -> None:
+    collector = collect(toy.LimitedFaithful())
+    doc = collector.to_dict()
+    assert not collector.failed, "unsupported cases do not fail the run"
+    assert doc["totals"] == {"unsupported": 3}, f"totals: {doc['totals']}"
+    assert all(item["limitation_passed"] for item in doc["limitations"]), \
+        f"the report can list limitations that pass: {doc['limitations']}"
+
+
+def test_artifact_names_are_safe_and_unique(tmp_path: Path) -> None:
+    assert artifact_name("fp.conv/valid #3 (x)") == "fp.conv_valid_3_x", \
+        f"unsafe characters are replaced: {artifact_name('fp.conv/valid #3 (x)')}"
+    collector = ResultsCollector("wrong-math", NUMPY_DEVICE, out_dir=tmp_path)
+    verdict = judge(VALID, toy.WrongMath(), NUMPY_DEVICE)
+    for case_id in ("a/b", "a?b"):
+        collector.add(Case(case_id, VALID.kind, VALID.pattern, VALID.graph), verdict)
+    names = sorted(p.name for p in (tmp_path / "failures").iterdir())
+    assert names == ["a_b", "a_b-2"], f"clashing names get a suffix: {names}"
