@@ -19,8 +19,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from fusionspec.reference.partitioner import partition
 from synthetic import resnet_like
+
+from fusionspec.reference.partitioner import partition
 
 
 def main() -> int:

@@ -26,6 +26,7 @@ from importlib.metadata import entry_points
 from typing import Protocol, runtime_checkable
 
 import numpy as np
+
 from fusionspec.spec.errors import FusionspecError
 from fusionspec.spec.graph import Graph, Partition
 

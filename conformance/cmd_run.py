@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
 from fusionspec.reference.dtypes import numpy_dtype
 from fusionspec.reference.errors import InputMismatchError
 from fusionspec.reference.execute import default_partitioner, execute, single_op_partitions

@@ -19,6 +19,7 @@ the conformance strategies draw from the same plans.
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -27,6 +28,7 @@ from fusionspec.spec.catalog import PatternEntry
 from fusionspec.spec.categories import CATEGORIES
 from fusionspec.spec.dtypes import DataType
 from fusionspec.spec.graph import AttrValue, Graph, LogicalTensor, Op
+from fusionspec.spec.onednn_json import dumps
 from fusionspec.spec.pattern_tree import (
     Alternation,
     CategoryRef,
@@ -39,7 +41,9 @@ from fusionspec.spec.pattern_tree import (
     mark_sites,
 )
 
-__all__ = ["Plan", "instance_plans", "build_instance", "UNARY_ATTRS"]
+from .cases import Case, CaseKind
+
+__all__ = ["Plan", "instance_plans", "build_instance", "instance_cases", "UNARY_ATTRS"]
 
 F32, BF16, U8, S8 = DataType.f32, DataType.bf16, DataType.u8, DataType.s8
 
@@ -51,8 +55,8 @@ UNARY_ATTRS: dict[str, dict[str, AttrValue]] = {
 
 _ACT = (1, 4, 6, 6)  # NCX activations
 _VEC = (4,)
-_CONV: dict[str, AttrValue] = {"strides": (1, 1), "pads_begin": (1, 1), "pads_end": (1, 1), "dilations": (1, 1),
-         "data_format": "NCX"}
+_CONV: dict[str, AttrValue] = {"strides": (1, 1), "pads_begin": (1, 1), "pads_end": (1, 1),
+                               "dilations": (1, 1), "data_format": "NCX"}
 
 
 @dataclass(frozen=True)
@@ -299,3 +303,19 @@ def _follower(b: _Builder, kind: str, cur: LogicalTensor) -> LogicalTensor:
 
 _UNARY_PLAIN = frozenset({"Abs", "Exp", "GELU", "HardSwish", "Log", "Sigmoid", "SoftPlus",
                           "ReLU", "Round", "Sqrt", "Square", "Tanh", "Reciprocal"})
+
+
+def instance_cases(entry: PatternEntry, engine_kind: str = "cpu") -> list[Case]:
+    """Every plan of `entry` as a valid f32/int8 `Case`: the deterministic floor of coverage
+    the suite runs before drawing random cases (every category member, every count)."""
+    cases: list[Case] = []
+    for plan in instance_plans(entry):
+        graph = build_instance(entry, plan, engine_kind)
+        digest = hashlib.sha256(dumps(graph, indent=None).encode()).hexdigest()[:8]
+        quantized = any(t.dtype in (U8, S8) for op in graph.ops for t in (*op.inputs,
+                                                                           *op.outputs))
+        cases.append(Case(f"{entry.id}/valid/instance-{digest}", CaseKind.valid, entry.id,
+                          graph, dtype="int8" if quantized else "f32",
+                          features={"source": "catalog instance"},
+                          description=f"catalog instance: {plan.describe()}"))
+    return cases

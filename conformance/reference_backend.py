@@ -15,6 +15,7 @@ from typing import Any
 
 import ml_dtypes
 import numpy as np
+
 from fusionspec.reference import execute
 from fusionspec.reference.partitioner import partition
 from fusionspec.spec.graph import Graph, Partition

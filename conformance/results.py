@@ -164,6 +164,15 @@ class ResultsCollector:
         if verdict.failed:
             self.failures.append(self._failure(case, verdict, use_seed))
 
+    def add_minimal(self, case: Case, verdict: Verdict, *, of_case: str) -> None:
+        """Record a shrunk case that stands for the failure `of_case`: saved and listed with
+        the failures (``minimal_of``), but not counted again in the totals."""
+        if not verdict.failed:
+            return
+        record = self._failure(case, verdict, self.seed)
+        record["minimal_of"] = of_case
+        self.failures.append(record)
+
     def _failure(self, case: Case, verdict: Verdict, seed: int) -> dict[str, Any]:
         replay: dict[str, Any] = {"seed": seed, "case_id": case.id}
         if self.out_dir is not None:

@@ -21,7 +21,9 @@ went through into one `Tolerance`:
    value before rounding (`compare`'s `exact`) sits at a .5 tie, either neighbour is accepted.
    benchdnn's window around the tie is 9e-6 (its fills make the value exact); here the window
    also grows with the chain budget, relative to the value, since a chain of inexact ops moves
-   a tie by that much.
+   a tie by that much. The allowance exists because a library may multiply by 1/scale; with
+   power-of-two Quantize scales that product is exact, so a value exactly on a tie is a true
+   tie and must round half to even (the verdict passes no `exact` value there).
 
 An element passes when ``|actual - expected| <= rtol*|expected| + atol*max(1, M)``, where `M`
 is the tensor's largest finite reference magnitude. The absolute term covers cancellation: an
@@ -40,6 +42,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+
 from fusionspec.reference.dtypes import cast_to, data_type_of, numpy_dtype
 from fusionspec.spec.dtypes import DataType
 from fusionspec.spec.errors import FusionspecError

@@ -19,6 +19,7 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 import numpy.typing as npt
+
 from fusionspec.spec.dtypes import DataType
 
 __all__ = [

@@ -27,6 +27,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeAlias
 
 import numpy as np
+
 from fusionspec.spec.graph import Graph, LogicalTensor, Op, Partition
 from fusionspec.spec.opschemas import OPAQUE_KINDS, SCHEMAS
 from fusionspec.spec.validate import validate_op

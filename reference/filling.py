@@ -28,6 +28,7 @@ from enum import IntEnum
 from typing import Any
 
 import numpy as np
+
 from fusionspec.spec.dtypes import DataType
 from fusionspec.spec.graph import Graph, LogicalTensor, Op, Partition
 from fusionspec.spec.shapes import spatial_dims

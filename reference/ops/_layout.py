@@ -23,11 +23,12 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
+from numpy.lib.stride_tricks import as_strided
+from numpy.typing import NDArray
+
 from fusionspec.spec.graph import AttrValue, Op
 from fusionspec.spec.schema import InferenceFailure, Shape
 from fusionspec.spec.shapes import pads_for
-from numpy.lib.stride_tricks import as_strided
-from numpy.typing import NDArray
 
 from ..errors import OpInputError
 

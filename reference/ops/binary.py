@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+
 from fusionspec.spec.shapes import channel_axis
 
 from ..errors import OpInputError

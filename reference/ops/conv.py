@@ -18,6 +18,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+
 from fusionspec.spec.graph import AttrValue
 from fusionspec.spec.shapes import infer_conv, infer_conv_transpose, spatial_dims
 

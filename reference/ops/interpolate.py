@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
+
 from fusionspec.spec.graph import AttrValue
 from fusionspec.spec.shapes import infer_interpolate, spatial_dims
 

@@ -11,6 +11,7 @@ defines the exact value, ignores it.
 from __future__ import annotations
 
 import numpy as np
+
 from fusionspec.spec.graph import AttrValue
 from fusionspec.spec.shapes import infer_matmul
 

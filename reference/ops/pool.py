@@ -21,6 +21,7 @@ import math
 from collections.abc import Sequence
 
 import numpy as np
+
 from fusionspec.spec.dtypes import DataType
 from fusionspec.spec.graph import AttrValue
 from fusionspec.spec.shapes import filled_default, infer_pool, spatial_dims

@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+
 from fusionspec.spec.dtypes import DataType
 
 from ..dtypes import cast_to

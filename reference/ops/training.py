@@ -18,6 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+
 from fusionspec.spec.shapes import channel_axis
 
 from ..errors import OpInputError

@@ -94,8 +94,11 @@ def GELU(src: Array, *, mode: str = "gelu_erf") -> Array:
 
 @register
 def HardSwish(src: Array) -> Array:
+    """x*min(max(x + 3, 0), 6)/6; HardSwish(-inf) is -0 (the limit; a literal -inf*0 is NaN)."""
     x = _f64(src)
-    return _f32(x * np.clip(x + 3.0, 0.0, 6.0) / 6.0)
+    with np.errstate(invalid="ignore"):
+        y = x * np.clip(x + 3.0, 0.0, 6.0) / 6.0
+    return _f32(np.where(np.isneginf(x), -0.0, y))
 
 
 @register

@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 import pytest
+
 from fusionspec.conformance.cli import main
 from fusionspec.spec.catalog import CATALOG
 

@@ -12,6 +12,7 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 import pytest
+
 from fusionspec.conformance.cli import main
 from fusionspec.reference import execute, fill_inputs
 from fusionspec.spec.dtypes import DataType as D

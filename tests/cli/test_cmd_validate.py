@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from fusionspec.conformance.cli import main
 from fusionspec.spec import DataType, Graph, LogicalTensor, Op
 from fusionspec.spec import onednn_json as oj

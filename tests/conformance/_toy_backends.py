@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
+
 from fusionspec.conformance.backend import CompiledPartition, Device, Limitation
 from fusionspec.conformance.cases import Case, CaseKind
 from fusionspec.conformance.instances import build_instance, instance_plans

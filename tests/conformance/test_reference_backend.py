@@ -8,6 +8,7 @@ from importlib.metadata import entry_points
 import numpy as np
 import pytest
 from _toy_backends import ill_formed_case, near_miss_case
+
 from fusionspec.conformance.backend import (
     ENTRY_POINT_GROUP,
     Backend,

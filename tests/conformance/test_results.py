@@ -9,6 +9,7 @@ from pathlib import Path
 import _toy_backends as toy
 import numpy as np
 import pytest
+
 from fusionspec.conformance.backend import Backend
 from fusionspec.conformance.cases import Case, CaseKind, Status, Verdict
 from fusionspec.conformance.cmd_run import read_npz

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import _toy_backends as toy
 import pytest
+
 from fusionspec.conformance.backend import BackendError
 from fusionspec.conformance.cases import Status
 from fusionspec.conformance.runner import Runner, resolve_backend, select_device

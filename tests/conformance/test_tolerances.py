@@ -6,6 +6,7 @@ from __future__ import annotations
 import ml_dtypes
 import numpy as np
 import pytest
+
 from fusionspec.conformance.tolerances import (
     EPS,
     FAMILIES,

@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+
 from fusionspec.reference.execute import execute
 from fusionspec.reference.registry import implementation
 from fusionspec.spec.dtypes import DataType

@@ -10,10 +10,11 @@ import ml_dtypes
 import numpy as np
 import pytest
 from _helpers import D, f32, need_torch, op_fn, run_one, same_bits
-from fusionspec.reference.errors import OpInputError
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
+
+from fusionspec.reference.errors import OpInputError
 
 Array = np.ndarray[Any, np.dtype[Any]]
 KINDS = ("Add", "Subtract", "Multiply", "Divide", "Maximum", "Minimum")

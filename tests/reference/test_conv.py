@@ -10,11 +10,12 @@ from typing import Any
 import numpy as np
 import pytest
 from _helpers import D, f32, need_torch, op_fn, run_one
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from fusionspec.reference.errors import OpInputError
 from fusionspec.spec.graph import LogicalTensor, Op
 from fusionspec.spec.validate import validate_op
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 Array = np.ndarray[Any, np.dtype[Any]]
 EPS32 = 2.0**-24

@@ -10,10 +10,11 @@ from typing import Any
 import numpy as np
 import pytest
 from _helpers import D, f32, need_torch, op_fn, run_one
-from fusionspec.reference.errors import OpInputError
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_conv import assert_dot_bound, auto_pads, call, from_ncx, to_ncx
+
+from fusionspec.reference.errors import OpInputError
 
 Array = np.ndarray[Any, np.dtype[Any]]
 

@@ -10,6 +10,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 from _helpers import D, f32, same_bits, tensor
+
 from fusionspec.reference import (
     ExecutionError,
     InputMismatchError,

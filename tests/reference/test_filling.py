@@ -9,6 +9,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 from _helpers import D, tensor
+
 from fusionspec.reference import ExecutionError, execute, fill_inputs
 from fusionspec.reference.dtypes import numpy_dtype
 from fusionspec.reference.filling import fill_tensor

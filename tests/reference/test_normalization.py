@@ -7,9 +7,10 @@ import math
 import numpy as np
 import pytest
 from _helpers import assert_ulp, f32, need_torch, op_fn, same_bits
-from fusionspec.reference.errors import OpInputError
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
+from fusionspec.reference.errors import OpInputError
 
 
 @settings(max_examples=30, deadline=None)

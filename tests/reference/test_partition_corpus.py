@@ -14,6 +14,7 @@ import warnings
 from pathlib import Path
 
 import pytest
+
 from fusionspec.reference.partitioner import partition
 from fusionspec.spec.errors import FusionspecError
 from fusionspec.spec.onednn_json import load

@@ -10,12 +10,13 @@ dependency order, and the result does not depend on op ids or insertion order.
 
 from __future__ import annotations
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from fusionspec.reference.partitioner import partition
 from fusionspec.spec.categories import BINARY, UNARY
 from fusionspec.spec.dtypes import DataType
 from fusionspec.spec.graph import AttrValue, Graph, LogicalTensor, Op, Partition
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 SHAPE = (2, 8)
 F32 = DataType.f32

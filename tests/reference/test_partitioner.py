@@ -7,6 +7,7 @@ import warnings
 from collections.abc import Sequence
 
 import pytest
+
 from fusionspec.conformance.instances import build_instance, instance_plans
 from fusionspec.reference.explain import explain
 from fusionspec.reference.partitioner import partition

@@ -7,9 +7,10 @@ import ml_dtypes
 import numpy as np
 import pytest
 from _helpers import D, f32, need_torch, op_fn, run_one, same_bits
-from fusionspec.reference.errors import OpInputError
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
+from fusionspec.reference.errors import OpInputError
 
 
 def _q(x: list[float] | np.ndarray, dst: D, **attrs: object) -> np.ndarray:

@@ -6,9 +6,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from _helpers import D, assert_ulp, f32, need_torch, op_fn, run_one, same_bits
-from fusionspec.reference.errors import OpInputError
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
+from fusionspec.reference.errors import OpInputError
 
 
 def test_relu_backward_uses_dst_by_default_and_src_when_asked() -> None:

@@ -11,10 +11,11 @@ import ml_dtypes
 import numpy as np
 import pytest
 from _helpers import D, assert_ulp, f32, need_torch, op_fn, run_one, same_bits
-from fusionspec.reference.errors import OpInputError
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
+
+from fusionspec.reference.errors import OpInputError
 
 Array = np.ndarray[Any, np.dtype[Any]]
 BOUND = 88.72283172607421875  # oneDNN's f32 exp overflow bound
@@ -229,3 +230,9 @@ def test_unary_through_executor_rounds_once_to_bf16() -> None:
     want = np.exp(np.array([1.0, 2.0, 3.0])).astype(np.float32).astype(got.dtype)
     assert got.dtype == want.dtype and np.array_equal(got, want), \
         f"Exp bf16 output {got} should be exp in f32 rounded to bf16 {want}"
+
+
+def test_hardswish_of_minus_infinity_is_its_limit() -> None:
+    got = op_fn("HardSwish")(np.array([-np.inf, np.inf, -3.0], dtype=np.float32))
+    assert got[0] == 0 and not np.isnan(got[0]), f"HardSwish(-inf) = {got[0]}, the limit is 0"
+    assert got[1] == np.inf and got[2] == 0, f"HardSwish(+inf, -3) = {got[1:]}, want (inf, 0)"

@@ -14,6 +14,7 @@ import re
 from pathlib import Path
 
 import pytest
+
 from fusionspec.spec import SCHEMAS
 from fusionspec.spec.catalog import (
     CATALOG,

@@ -7,6 +7,9 @@ are checked to point at the character that is wrong.
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from fusionspec.spec import SCHEMAS, NotationError
 from fusionspec.spec.catalog import CATALOG, PatternEntry, entry
 from fusionspec.spec.categories import CATEGORIES
@@ -33,8 +36,6 @@ from fusionspec.spec.pattern_tree import (
     op_kinds,
     walk,
 )
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 # -- catalog round trips -------------------------------------------------------------------
 

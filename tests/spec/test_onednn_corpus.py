@@ -14,6 +14,7 @@ import warnings
 from pathlib import Path
 
 import pytest
+
 from fusionspec.spec import Graph, GraphError, JsonFormatError, OutsideSpecWarning
 from fusionspec.spec import onednn_json as oj
 

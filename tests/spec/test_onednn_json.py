@@ -15,6 +15,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
 from fusionspec.spec import (
     OPAQUE_KINDS,
     SCHEMAS,
@@ -29,8 +32,6 @@ from fusionspec.spec import (
     PropertyType,
 )
 from fusionspec.spec import onednn_json as oj
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 FUZZ = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])

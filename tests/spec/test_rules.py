@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import pytest
+
 from fusionspec.spec import DataType, LogicalTensor, Op
 from fusionspec.spec.catalog import entry
 from fusionspec.spec.match import Match, MatchError, Role, leaf_roles, match_kinds

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import pytest
 from _spec_builders import VALID, D, OpCase, edit, op, single, tensor
+
 from fusionspec.spec import (
     SCHEMAS,
     ArityError,

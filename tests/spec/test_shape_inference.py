@@ -11,6 +11,7 @@ from collections.abc import Mapping
 
 import pytest
 from _spec_builders import CONV_2D, POOL_2D, D, op, single
+
 from fusionspec.spec import UNKNOWN_DIM, AttrValue, Graph, LogicalTensor, Op
 from fusionspec.spec.shapes import pads_for
 

@@ -1,0 +1,142 @@
+"""``fusionspec conform``: grade a backend against the spec, pattern by pattern.
+
+    fusionspec conform --backend reference --out results/conformance/reference
+    fusionspec conform --backend accel --device pocl-cpu --patterns fp.conv_post_ops
+    fusionspec conform --list                      # registered backends and their devices
+    fusionspec conform --backend NAME --replay results/.../failures/<case>
+
+Prints one line per pattern and case kind as it goes, writes the results document
+(``results.json``) and one folder per failing case under ``--out``, and exits with 0 only when
+no case failed (``extension`` and ``unsupported`` do not fail a run).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections import Counter
+from pathlib import Path
+
+from fusionspec.spec.errors import FusionspecError
+
+from .backend import available_backends, load_backend
+from .cases import Case, CaseKind, Status, Verdict
+from .cli import emit
+
+HELP = "run the conformance suite against a backend and write the results"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--backend", default="reference",
+                        help="registered backend name, or module:attr (default: reference)")
+    parser.add_argument("--device", help="device id (default: the backend's first device)")
+    parser.add_argument("--out", type=Path, help="folder for results.json and failure folders")
+    parser.add_argument("--patterns", help="comma-separated pattern ids (default: all)")
+    parser.add_argument("--kinds", default="valid,near-miss,ill-formed",
+                        help="comma-separated case kinds (default: all three)")
+    parser.add_argument("--profile", choices=("ci", "thorough"), default="ci")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the input data")
+    parser.add_argument("--no-isolate", action="store_true",
+                        help="judge cases in this process (faster; no timeout or crash guard)")
+    parser.add_argument("--replay", type=Path, help="re-run one saved failure folder")
+    parser.add_argument("--list", action="store_true", help="list backends and devices")
+    parser.add_argument("--json", action="store_true", help="machine-readable summary")
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.list:
+        return _list(args)
+    if args.replay is not None:
+        return _replay(args)
+    from .suite import PROFILES, run_suite
+
+    kinds = [CaseKind(k.strip()) for k in args.kinds.split(",") if k.strip()]
+    patterns = [p.strip() for p in args.patterns.split(",")] if args.patterns else None
+    progress = _Progress(quiet=args.json)
+    collector = run_suite(args.backend, device=args.device, patterns=patterns, kinds=kinds,
+                          profile=PROFILES[args.profile], out_dir=args.out,
+                          isolate=not args.no_isolate, seed=args.seed, progress=progress)
+    progress.flush()
+    document = collector.to_dict()
+    written = collector.write(args.out / "results.json") if args.out is not None else None
+    totals = ", ".join(f"{n} {s}" for s, n in sorted(collector.totals.items()))
+    verdict = "FAIL" if collector.failed else "PASS"
+    lines = [f"{verdict}: {collector.backend} on {collector.device.id}: {totals}"]
+    for failure in collector.failures[:20]:
+        lines.append(f"  {failure['status']}: {failure['case_id']}: {failure['reason']}")
+        for command in failure["replay"].get("commands", [])[:1]:
+            lines.append(f"    replay: {command}")
+    if len(collector.failures) > 20:
+        lines.append(f"  ... {len(collector.failures) - 20} more failures in the results file")
+    if written is not None:
+        lines.append(f"results: {written}")
+    emit(args, "\n".join(lines), {"ok": not collector.failed, "results": str(written or ""),
+                                  "totals": document["totals"]})
+    return 1 if collector.failed else 0
+
+
+class _Progress:
+    """One line per pattern and case kind: counts by status, updated as cases finish."""
+
+    def __init__(self, *, quiet: bool) -> None:
+        self.quiet = quiet
+        self.key: tuple[str, CaseKind] | None = None
+        self.counts: Counter[str] = Counter()
+        self.live = sys.stderr.isatty()
+
+    def __call__(self, pattern: str, kind: CaseKind, case: Case, verdict: Verdict) -> None:
+        if (pattern, kind) != self.key:
+            self.flush()
+            self.key, self.counts = (pattern, kind), Counter()
+        self.counts[verdict.status.value] += 1
+        if self.live and not self.quiet:
+            sys.stderr.write("\r" + self._line())
+            sys.stderr.flush()
+
+    def _line(self) -> str:
+        assert self.key is not None
+        pattern, kind = self.key
+        counts = " ".join(f"{n} {s}" for s, n in sorted(self.counts.items()))
+        bad = sum(n for s, n in self.counts.items() if Status(s) not in
+                  (Status.passed, Status.extension, Status.unsupported))
+        return f"{'FAIL' if bad else 'ok  '} {pattern:<34} {kind.value:<10} {counts}"
+
+    def flush(self) -> None:
+        if self.key is not None and not self.quiet:
+            sys.stderr.write(("\r" if self.live else "") + self._line() + "\n")
+            sys.stderr.flush()
+        self.key = None
+
+
+def _list(args: argparse.Namespace) -> int:
+    rows: list[dict[str, object]] = []
+    for name in available_backends():
+        try:
+            devices = [d.id for d in load_backend(name).devices()]
+            rows.append({"backend": name, "devices": devices})
+        except FusionspecError as exc:
+            rows.append({"backend": name, "devices": [], "unavailable": str(exc)})
+    lines = []
+    for r in rows:
+        found = r["devices"]
+        assert isinstance(found, list)
+        shown = ", ".join(found) if found else f"unavailable ({r.get('unavailable')})"
+        lines.append(f"{r['backend']}: {shown}")
+    text = "\n".join(lines)
+    emit(args, text, {"backends": rows})
+    return 0
+
+
+def _replay(args: argparse.Namespace) -> int:
+    from .results import load_failure
+    from .runner import Runner
+
+    case, seed = load_failure(args.replay)
+    with Runner(args.backend, args.device, 120.0, isolate=not args.no_isolate,
+                seed=seed) as runner:
+        verdict = runner.run(case)
+    text = (f"{verdict.status.value}: {case.id} ({case.description})\n  {verdict.reason}"
+            if verdict.reason else f"{verdict.status.value}: {case.id}")
+    emit(args, text, {"case_id": case.id, "status": verdict.status.value,
+                      "reason": verdict.reason})
+    return 1 if verdict.failed else 0

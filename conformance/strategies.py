@@ -1,0 +1,148 @@
+"""Hypothesis strategies for conformance cases, derived from the pattern catalog.
+
+There is no generator written per pattern: every strategy walks the catalog entry's pattern
+tree (`fusionspec.conformance.strategy_plan`), draws a dtype row
+(`fusionspec.conformance.strategy_dtypes`) and wires a graph with random but valid shapes and
+attributes (`fusionspec.conformance.strategy_build`, `fusionspec.conformance.strategy_attrs`).
+
+- `valid_cases(entry)`: instances of the pattern. Every alternative, repetition count, optional
+  branch, category member and dtype row is reachable. The reference partitioner puts all ops of
+  such a graph in one partition of the pattern (or of an earlier catalog row the same ops also
+  instantiate, which wins the tie by catalog order).
+- `near_miss_cases(entry)`: well-formed graphs breaking exactly one rule of the pattern
+  (`fusionspec.conformance.strategy_near_miss`); `Case.rule` names it.
+- `ill_formed_cases(entry=None)`: a valid instance with one defect that `Graph.finalize()`
+  rejects (`fusionspec.conformance.strategy_ill_formed`); `Case.rule` is the rule id it raises.
+
+Case ids are ``<pattern>/<kind>/<hash>`` for valid cases and ``<pattern>/<kind>/<rule>/<hash>``
+for the others, the hash being the first 8 hex digits of the SHA-256 of the graph's compact
+oneDNN JSON: the same graph always gets the same id. `Case.dtype` is the report matrix's
+column (see `fusionspec.conformance.strategy_dtypes.headline_dtype`: ``int8`` when any tensor is
+u8/s8, else ``bf16``, ``f16``, ``f8``, ``f32``). `Case.features` holds the grammar features (see
+`strategy_plan`), the attribute features and the ``dtype_row``; each is also reported with
+`hypothesis.event` while a test runs, so hypothesis' statistics show the coverage, and
+`coverage_items(entry)` lists what the valid cases of a pattern must reach between them
+(`strategy_coverage`).
+
+Graphs are returned as built, not finalized: a backend under test receives what a user would
+give it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping, Sequence
+
+from hypothesis import event
+from hypothesis import strategies as st
+from hypothesis.control import currently_in_test_context
+
+from fusionspec.spec.catalog import CATALOG, PatternEntry
+from fusionspec.spec.catalog import entry as catalog_entry
+from fusionspec.spec.graph import Graph, Op
+from fusionspec.spec.match import MatchError
+from fusionspec.spec.onednn_json import dumps
+
+from .cases import Case, CaseKind
+from .strategy_build import Built, build
+from .strategy_coverage import case_items, coverage_items
+from .strategy_dtypes import headline_dtype, plan_for_row, required_rows, row_bounds
+from .strategy_plan import draw_skeleton
+
+__all__ = ["valid_cases", "valid_builds", "valid_case", "near_miss_cases", "ill_formed_cases",
+           "case_id", "accepted_patterns", "coverage_items", "case_items", "headline_dtype",
+           "report_events"]
+
+
+def _entry(entry: PatternEntry | str) -> PatternEntry:
+    return catalog_entry(entry) if isinstance(entry, str) else entry
+
+
+def accepted_patterns(entry: PatternEntry | str, ops: Sequence[Op]) -> frozenset[str]:
+    """The patterns a partition of `ops` (given in pattern order, as the reference
+    partitioner lists them) may carry for a valid instance of `entry`: `entry` itself, and
+    every earlier catalog row whose notation the same ops also instantiate, since the
+    partitioner breaks such ties by catalog order."""
+    entry = _entry(entry)
+    found = {entry.id}
+    for other in CATALOG:
+        if other.id == entry.id:
+            break
+        try:
+            other.bind(list(ops))
+        except MatchError:
+            continue
+        found.add(other.id)
+    return frozenset(found)
+
+
+def case_id(pattern: str, kind: CaseKind, graph: Graph, rule: str | None = None) -> str:
+    """``<pattern>/<kind>[/<rule>]/<8 hex digits of the graph JSON's SHA-256>``."""
+    digest = hashlib.sha256(dumps(graph, indent=None).encode()).hexdigest()[:8]
+    middle = f"{kind.value}/{rule}" if rule else kind.value
+    return f"{pattern}/{middle}/{digest}"
+
+
+def report_events(pattern: str, kind: CaseKind, features: Mapping[str, str | int],
+                  rule: str | None = None) -> None:
+    """Report a drawn case's features to hypothesis' statistics (only inside a test)."""
+    if not currently_in_test_context():
+        return
+    event(f"{pattern} {kind.value}" + (f" [{rule}]" if rule else ""))
+    for key, value in case_items(features):
+        event(f"{pattern}: {key} = {value}")
+
+
+def draw_instance(draw: st.DrawFn, entry: PatternEntry) -> Built:
+    """A valid instance: its dtype row first (every row equally likely), then the instance
+    shape that row needs, then shapes and attributes."""
+    row = draw(st.sampled_from(required_rows(entry)), label="dtype row")
+    bounds, bias_input = row_bounds(draw, entry, row)
+    skeleton = draw_skeleton(draw, entry, bounds)
+    return build(draw, entry, skeleton,
+                 plan_for_row(draw, entry, skeleton.steps, row, bias_input))
+
+
+def valid_builds(entry: PatternEntry | str) -> st.SearchStrategy[Built]:
+    """A valid instance of `entry` with everything that went into it (see `Built`)."""
+    return _valid_builds(_entry(entry).id)
+
+
+@st.composite
+def _valid_builds(draw: st.DrawFn, pattern: str) -> Built:
+    # Takes the pattern id, not the entry, so that failures print a readable call.
+    entry = catalog_entry(pattern)
+    built = draw_instance(draw, entry)
+    report_events(entry.id, CaseKind.valid, built.features)
+    return built
+
+
+def valid_case(built: Built) -> Case:
+    """The `Case` of a valid instance."""
+    pattern = built.entry.id
+    return Case(case_id(pattern, CaseKind.valid, built.graph), CaseKind.valid, pattern,
+                built.graph, None, headline_dtype(built.graph), built.features,
+                built.describe())
+
+
+def valid_cases(entry: PatternEntry | str) -> st.SearchStrategy[Case]:
+    """Valid instances of `entry` (a catalog entry or its id)."""
+    return valid_builds(entry).map(valid_case)
+
+
+def near_miss_cases(entry: PatternEntry | str) -> st.SearchStrategy[Case]:
+    """Well-formed graphs that break exactly one rule of `entry`."""
+    from .strategy_near_miss import near_misses
+
+    return near_misses(_entry(entry)).map(lambda miss: miss.case)
+
+
+def ill_formed_cases(entry: PatternEntry | str | None = None) -> st.SearchStrategy[Case]:
+    """Instances of `entry` (any catalog pattern when None) with one defect that
+    `Graph.finalize()` rejects; `Case.rule` is the rule id it raises."""
+    from .strategy_ill_formed import ill_formed
+
+    if entry is None:
+        return st.sampled_from(CATALOG).flatmap(lambda e: ill_formed(e)).map(
+            lambda defect: defect.case)
+    return ill_formed(_entry(entry)).map(lambda defect: defect.case)

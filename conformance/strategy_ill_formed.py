@@ -1,0 +1,300 @@
+"""Ill-formed graphs: a valid pattern instance with one defect that `Graph.finalize()` rejects.
+
+A valid instance is drawn, every defect that can be made in it is listed (`edits`), and one is
+applied. Each defect is made so that the *first* check `finalize()` runs that fails is the one
+named (`fusionspec.spec.validate` checks graph structure, then each op's arity, attributes and
+dtypes, then shapes in topological order):
+
+=========================  ==================================================================
+rule                       the defect
+=========================  ==================================================================
+schema.dtype.port          a graph input (or output) gets a type its port does not allow
+schema.dtype.unify         a graph input gets another allowed type than the ports it shares a
+                           type symbol with
+schema.shape.output        a graph output's declared shape contradicts inference
+schema.shape.infer         inputs or attributes that inference rejects: an operand that does
+                           not broadcast, a bias or weights of the wrong size, an attribute
+                           list of the wrong length, an axis out of range
+schema.attr.required       a required attribute left out
+schema.attr.value          a string attribute outside its allowed values
+schema.attr.unknown        an attribute the op does not have
+schema.arity.inputs        one input more than the op takes, or fewer than it needs
+graph.acyclic              an op reads a tensor computed downstream of it (or its own output)
+graph.tensor.one_producer  an op writes the tensor another op already produces
+=========================  ==================================================================
+
+The tensors a defect touches are graph inputs read by one op or graph outputs, so no other op
+sees the change first.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from hypothesis import assume
+from hypothesis import strategies as st
+
+from fusionspec.spec.catalog import PatternEntry
+from fusionspec.spec.catalog import entry as catalog_entry
+from fusionspec.spec.dtypes import DataType
+from fusionspec.spec.graph import AttrValue, Graph, LogicalTensor, Op
+from fusionspec.spec.opschemas import SCHEMAS
+
+from .cases import Case, CaseKind
+from .strategies import case_id, report_events
+from .strategy_build import Built, build
+from .strategy_dtypes import draw_dtype_plan, headline_dtype
+from .strategy_plan import draw_skeleton, feature_keys
+
+__all__ = ["Defect", "Edit", "ILL_FORMED_RULES", "ill_formed", "edits"]
+
+D = DataType
+ILL_FORMED_RULES = ("schema.dtype.port", "schema.dtype.unify", "schema.shape.output",
+                    "schema.shape.infer", "schema.attr.required", "schema.attr.value",
+                    "schema.attr.unknown", "schema.arity.inputs", "graph.acyclic",
+                    "graph.tensor.one_producer")
+
+#: Values a user might plausibly write that the schemas do not allow (by attribute, or by
+#: op kind and attribute).
+_BAD_VALUES: dict[str, str] = {
+    "data_format": "NCHW", "auto_pad": "same_upper", "auto_broadcast": "bidirectional",
+    "rounding_type": "round", "qtype": "per_axis", "coordinate_transformation_mode":
+    "asymmetric", "accumulation_mode": "f64", "Interpolate.mode": "cubic",
+    "GELU.mode": "tanh", "SoftMax.mode": "inf_as_nan", "ConvTranspose.weights_format": "OIX",
+    "Convolution.weights_format": "IOX", "ConvolutionBackwardWeights.weights_format": "IOX",
+}
+#: Attributes some ops have, to give ops that do not have them.
+_STRAY: dict[str, AttrValue] = {"axis": 1, "data_format": "NCX", "epsilon": 1e-5,
+                                "alpha": 0.5, "keep_dims": True, "transpose_a": True}
+
+
+@dataclass(frozen=True)
+class Edit:
+    """One defect: the rule it breaks, a sentence that starts with the kind of the op it
+    changes, and how to make it."""
+
+    rule: str
+    words: str
+    apply: Callable[[Graph], Graph]
+
+    @property
+    def op_kind(self) -> str:
+        return self.words.split()[0]
+
+
+@dataclass(frozen=True)
+class Defect:
+    case: Case
+    built: Built
+    edit: Edit
+
+
+def _replace(graph: Graph, op: Op) -> Graph:
+    return graph.replace_ops([op if o.id == op.id else o for o in graph.ops])
+
+
+def _rebuilt(op: Op, *, inputs: tuple[LogicalTensor, ...] | None = None,
+             outputs: tuple[LogicalTensor, ...] | None = None,
+             attrs: dict[str, AttrValue] | None = None) -> Op:
+    return Op(op.id, op.kind, op.inputs if inputs is None else inputs,
+              op.outputs if outputs is None else outputs,
+              dict(op.attrs) if attrs is None else attrs, op.name)
+
+
+def _retyped(t: LogicalTensor, dtype: DataType | None = None,
+             shape: tuple[int, ...] | None = None) -> LogicalTensor:
+    return LogicalTensor(t.id, dtype or t.dtype, shape if shape is not None else t.shape,
+                         t.strides, t.layout_type, t.property_type)
+
+
+def _sole_inputs(graph: Graph) -> list[tuple[Op, int]]:
+    """(op, port) of graph inputs that exactly one op reads, once."""
+    return [(op, port) for op in graph.ops for port, t in enumerate(op.inputs)
+            if t.id not in graph.producers and len(graph.consumers[t.id]) == 1]
+
+
+def _set_input(op: Op, port: int, t: LogicalTensor) -> Op:
+    inputs = list(op.inputs)
+    inputs[port] = t
+    return _rebuilt(op, inputs=tuple(inputs))
+
+
+def _apply(op: Op) -> Callable[[Graph], Graph]:
+    return lambda graph: _replace(graph, op)
+
+
+# -- candidate defects, rule by rule -------------------------------------------------------
+
+def _dtype_edits(graph: Graph) -> list[Edit]:
+    found: list[Edit] = []
+    for op, port in _sole_inputs(graph):
+        schema = SCHEMAS.get(op.kind)
+        if schema is None or port >= len(schema.inputs):
+            continue
+        t, symbol = op.inputs[port], schema.inputs[port].symbol
+        allowed = schema.types[symbol]
+        name = schema.inputs[port].name
+        bad = next(d for d in (D.u8, D.f32, D.s32, D.boolean) if d not in allowed)
+        found.append(Edit("schema.dtype.port", f"{op.kind} {op.id} {name} is {bad}",
+                          _apply(_set_input(op, port, _retyped(t, bad)))))
+        shared = [p for p in (*schema.inputs[:len(op.inputs)], *schema.outputs[:len(op.outputs)])
+                  if p.symbol == symbol and p.name != name]
+        other = next((d for d in (D.bf16, D.f32, D.f16) if d in allowed and d != t.dtype), None)
+        if shared and other is not None:
+            found.append(Edit("schema.dtype.unify",
+                              f"{op.kind} {op.id} {name} is {other}, {shared[0].name} "
+                              f"{t.dtype}", _apply(_set_input(op, port, _retyped(t, other)))))
+    for op in graph.ops:
+        schema = SCHEMAS[op.kind]
+        out = op.outputs[0]
+        if out.id in graph.consumers:
+            continue
+        allowed = schema.types[schema.outputs[0].symbol]
+        bad = next(d for d in (D.s32, D.u8, D.f32) if d not in allowed)
+        found.append(Edit("schema.dtype.port", f"{op.kind} {op.id} dst is {bad}", _apply(
+            _rebuilt(op, outputs=(_retyped(out, bad), *op.outputs[1:])))))
+        shape = out.shape or ()
+        if shape:
+            wrong = (shape[0] + 1, *shape[1:])
+            found.append(Edit("schema.shape.output",
+                              f"{op.kind} {op.id} dst declared {list(wrong)}", _apply(
+                                  _rebuilt(op, outputs=(_retyped(out, shape=wrong),
+                                                        *op.outputs[1:])))))
+    return found
+
+
+def _infer_edits(graph: Graph) -> list[Edit]:
+    found: list[Edit] = []
+    for op, port in _sole_inputs(graph):
+        t, chain = op.inputs[port], op.inputs[1 - port] if len(op.inputs) == 2 else None
+        shape = list(t.shape or ())
+        axis: int | None = None
+        if op.kind in ("Add", "Subtract", "Multiply", "Divide", "Maximum", "Minimum"):
+            dims = list(chain.shape or ()) if chain is not None else []
+            axis = next((a for a, d in enumerate(dims) if d >= 2 and a < len(shape)), None)
+            if axis is not None:
+                shape[axis] = dims[axis] + 1
+        elif op.kind == "BiasAdd" and port == 1:
+            axis, shape[0] = 0, shape[0] + 1
+        elif op.kind in ("Convolution", "ConvTranspose") and port == 1:
+            fmt = op.attrs.get("weights_format", "XIO" if op.kind == "Convolution" else "XOI")
+            axis = {"OIX": 1, "XIO": -2, "IOX": 0, "XOI": -1}[str(fmt)]
+            shape[axis] += 1
+        elif op.kind == "MatMul" and port == 1:
+            axis = -1 if op.attrs.get("transpose_b") else -2
+            shape[axis] += 1
+        if axis is not None:
+            found.append(Edit("schema.shape.infer", f"{op.kind} {op.id} input {port} shape "
+                              f"{shape}", _apply(_set_input(op, port,
+                                                            _retyped(t, shape=tuple(shape))))))
+    for op in graph.ops:
+        attrs = dict(op.attrs)
+        rank = len(op.inputs[0].shape or ()) if op.inputs else 0
+        if "strides" in attrs and op.kind != "ConvolutionBackwardWeights":
+            attrs["strides"] = (*attrs["strides"], 1)  # type: ignore[misc]
+            words = "one stride too many"
+        elif op.kind == "SoftMax":
+            attrs["axis"], words = rank, f"axis {rank} of a rank-{rank} src"
+        elif op.kind.startswith("Reduce"):
+            attrs["axes"], words = (rank,), f"axes [{rank}] of a rank-{rank} src"
+        elif op.kind == "Interpolate" and attrs.get("sizes"):
+            attrs["sizes"] = (*attrs["sizes"], 2)  # type: ignore[misc]
+            words = "one size too many"
+        else:
+            continue
+        found.append(Edit("schema.shape.infer", f"{op.kind} {op.id}: {words}",
+                          _apply(_rebuilt(op, attrs=attrs))))
+    return found
+
+
+def _attr_edits(graph: Graph) -> list[Edit]:
+    found: list[Edit] = []
+    for op in graph.ops:
+        schema = SCHEMAS[op.kind]
+        for spec in schema.attrs:
+            if spec.required and spec.name in op.attrs:
+                attrs = {k: v for k, v in op.attrs.items() if k != spec.name}
+                found.append(Edit("schema.attr.required", f"{op.kind} {op.id} without "
+                                  f"{spec.name}", _apply(_rebuilt(op, attrs=attrs))))
+            if spec.allowed is not None:
+                bad = _BAD_VALUES.get(f"{op.kind}.{spec.name}") or _BAD_VALUES[spec.name]
+                found.append(Edit("schema.attr.value", f"{op.kind} {op.id} {spec.name}="
+                                  f"{bad!r}", _apply(_rebuilt(op, attrs={**op.attrs,
+                                                                          spec.name: bad}))))
+        stray = next(n for n in _STRAY if schema.attr_spec(n) is None)
+        found.append(Edit("schema.attr.unknown", f"{op.kind} {op.id} with attribute {stray}",
+                          _apply(_rebuilt(op, attrs={**op.attrs, stray: _STRAY[stray]}))))
+    return found
+
+
+def _structure_edits(graph: Graph, chain: tuple[int, ...], fresh: int) -> list[Edit]:
+    found: list[Edit] = []
+    for op in graph.ops:
+        counts = SCHEMAS[op.kind].input_counts
+        extra = LogicalTensor(fresh, op.inputs[0].dtype, op.inputs[0].shape)
+        found.append(Edit("schema.arity.inputs", f"{op.kind} {op.id} with "
+                          f"{max(counts) + 1} inputs", _apply(_rebuilt(
+                              op, inputs=(*op.inputs, *[extra] * (max(counts) + 1
+                                                                 - len(op.inputs)))))))
+        if min(counts) > 0:
+            found.append(Edit("schema.arity.inputs", f"{op.kind} {op.id} with "
+                              f"{min(counts) - 1} inputs",
+                              _apply(_rebuilt(op, inputs=tuple(op.inputs[:min(counts) - 1])))))
+    ops = [graph.op_by_id[i] for i in chain]
+    sole = set(_sole_inputs(graph))
+    for i, a in enumerate(ops):
+        for b in ops[i:]:
+            out = b.outputs[0]
+            for port, t in enumerate(a.inputs):
+                if (a, port) in sole and t.dtype == out.dtype and t.shape == out.shape:
+                    found.append(Edit("graph.acyclic", f"{a.kind} {a.id} reads the output of "
+                                      f"{b.kind} {b.id}", _apply(_set_input(a, port, out))))
+        for b in ops[i + 1:]:
+            twin = _retyped(b.outputs[0])
+            twin = LogicalTensor(a.outputs[0].id, twin.dtype, twin.shape)
+            found.append(Edit("graph.tensor.one_producer", f"{b.kind} {b.id} writes tensor "
+                              f"{twin.id} of {a.kind} {a.id}", _apply(_rebuilt(
+                                  b, outputs=(twin, *b.outputs[1:])))))
+    return found
+
+
+def edits(graph: Graph, chain: tuple[int, ...]) -> dict[str, list[Edit]]:
+    """Every defect that can be made in `graph` (whose main chain is the ops `chain`), by
+    rule id."""
+    fresh = max(t.id for op in graph.ops for t in (*op.inputs, *op.outputs)) + 1
+    found: dict[str, list[Edit]] = {rule: [] for rule in ILL_FORMED_RULES}
+    for edit in (*_dtype_edits(graph), *_infer_edits(graph), *_attr_edits(graph),
+                 *_structure_edits(graph, chain, fresh)):
+        found[edit.rule].append(edit)
+    return found
+
+
+def ill_formed(entry: PatternEntry, rule: str | None = None) -> st.SearchStrategy[Defect]:
+    """Instances of `entry` with one defect: of any rule, or of `rule` (instances where it
+    cannot be made are rejected)."""
+    if rule is not None and rule not in ILL_FORMED_RULES:
+        raise ValueError(f"no ill-formed rule {rule!r}; known: {', '.join(ILL_FORMED_RULES)}")
+    return _ill_formed(entry.id, rule)
+
+
+@st.composite
+def _ill_formed(draw: st.DrawFn, pattern: str, rule: str | None) -> Defect:
+    entry = catalog_entry(pattern)
+    skeleton = draw_skeleton(draw, entry)
+    built = build(draw, entry, skeleton, draw_dtype_plan(draw, entry, skeleton.steps))
+    found = edits(built.graph, built.step_ops)
+    available = [r for r in ILL_FORMED_RULES if found[r]]
+    if rule is not None:
+        assume(rule in available)
+    chosen = rule or draw(st.sampled_from(available), label="rule")
+    edit = draw(st.sampled_from(found[chosen]), label="defect")
+    graph = edit.apply(built.graph)
+    grammar = set(feature_keys(pattern).values())
+    features = {k: v for k, v in built.features.items() if k not in grammar}
+    features.update(rule=chosen, defect_op=edit.op_kind)
+    report_events(pattern, CaseKind.ill_formed, features, chosen)
+    case = Case(case_id(pattern, CaseKind.ill_formed, graph, chosen), CaseKind.ill_formed,
+                pattern, graph, chosen, headline_dtype(built.graph), features,
+                f"ill-formed [{chosen}]: {edit.words}; in {built.describe()}")
+    return Defect(case, built, edit)

@@ -1,0 +1,163 @@
+"""Running the conformance suite: profiles, and the loop over patterns and case kinds.
+
+For each catalog pattern and each case kind (valid, near-miss, ill-formed), hypothesis draws
+cases from the catalog-derived strategies (`fusionspec.conformance.strategies`); valid cases
+start from the catalog instances of `fusionspec.conformance.instances` (every category member
+and repetition count, in f32 or int8), a deterministic floor under the random draws. Every case
+is judged on the backend in an isolated worker (`Runner`) and recorded (`ResultsCollector`).
+The cases of one pattern and kind are drawn in one hypothesis run, so hypothesis' ``event``
+records which alternatives, counts and dtype rows were exercised.
+
+Profiles:
+
+- ``ci``: derandomized (the same cases on every run, so a result is reproducible from the
+  command alone), a bounded number of examples per pattern and kind, no example database;
+- ``thorough``: random, many more examples, hypothesis' example database (so a failure found
+  once is tried first next time), and each failing status is searched down to a minimal case
+  (hypothesis' shrinking), saved next to the failures it stands for.
+
+A failure never stops the run: every pattern is graded, and the caller decides what fails.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from hypothesis import HealthCheck, Phase, find, given, settings
+from hypothesis import strategies as st
+from hypothesis.database import DirectoryBasedExampleDatabase
+from hypothesis.errors import NoSuchExample, Unsatisfiable
+
+from fusionspec.spec.catalog import CATALOG, PatternEntry, entry
+
+from .cases import Case, CaseKind, Status, Verdict
+from .instances import instance_cases
+from .results import ResultsCollector
+from .runner import Runner
+from .strategies import ill_formed_cases, near_miss_cases, valid_cases
+
+__all__ = ["Profile", "PROFILES", "Progress", "select_patterns", "run_pattern", "run_suite"]
+
+
+@dataclass(frozen=True)
+class Profile:
+    """How many cases of each kind to draw per pattern, and how."""
+
+    name: str
+    valid: int
+    near_miss: int
+    ill_formed: int
+    derandomize: bool
+    database: bool
+    shrink: bool
+    timeout_s: float
+
+    def examples(self, kind: CaseKind) -> int:
+        return {CaseKind.valid: self.valid, CaseKind.near_miss: self.near_miss,
+                CaseKind.ill_formed: self.ill_formed}[kind]
+
+
+PROFILES: dict[str, Profile] = {
+    "ci": Profile("ci", valid=60, near_miss=30, ill_formed=15, derandomize=True,
+                  database=False, shrink=False, timeout_s=60.0),
+    "thorough": Profile("thorough", valid=300, near_miss=100, ill_formed=60, derandomize=False,
+                        database=True, shrink=True, timeout_s=120.0),
+}
+
+#: Called after each case: (pattern id, case kind, case, verdict).
+Progress = Callable[[str, CaseKind, Case, Verdict], None]
+
+_STRATEGIES: dict[CaseKind, Callable[[PatternEntry], st.SearchStrategy[Case]]] = {
+    CaseKind.valid: valid_cases,
+    CaseKind.near_miss: near_miss_cases,
+    CaseKind.ill_formed: ill_formed_cases,
+}
+
+
+def select_patterns(ids: Sequence[str] | None) -> list[PatternEntry]:
+    """The catalog entries named by `ids` (all, in catalog order, when None or empty)."""
+    if not ids:
+        return list(CATALOG)
+    return [entry(i) for i in ids]
+
+
+def _settings(profile: Profile, examples: int, database_dir: Path | None) -> settings:
+    database = None
+    if profile.database and database_dir is not None:
+        database = DirectoryBasedExampleDatabase(str(database_dir))
+    return settings(max_examples=examples, derandomize=profile.derandomize, database=database,
+                    deadline=None, print_blob=True,
+                    phases=[Phase.explicit, Phase.reuse, Phase.generate],
+                    suppress_health_check=list(HealthCheck))
+
+
+def run_pattern(pattern: PatternEntry, kind: CaseKind, runner: Runner,
+                collector: ResultsCollector, profile: Profile, *,
+                progress: Progress | None = None, database_dir: Path | None = None,
+                ) -> list[tuple[Case, Verdict]]:
+    """Draw and judge the cases of one pattern and kind; returns the failing ones."""
+    strategy = _STRATEGIES[kind](pattern)
+    failing: list[tuple[Case, Verdict]] = []
+
+    def judge(case: Case) -> None:
+        verdict = runner.run(case)
+        collector.add(case, verdict)
+        if progress is not None:
+            progress(pattern.id, kind, case, verdict)
+        if verdict.failed:
+            failing.append((case, verdict))
+
+    if kind is CaseKind.valid:
+        # A deterministic floor first: every category member and repetition count.
+        for case in instance_cases(pattern):
+            judge(case)
+
+    @_settings(profile, profile.examples(kind), database_dir)
+    @given(strategy)
+    def draw_and_judge(case: Case) -> None:
+        judge(case)
+
+    draw_and_judge()
+    if failing and profile.shrink:
+        _add_minimal_cases(strategy, failing, runner, collector)
+    return failing
+
+
+def _add_minimal_cases(strategy: st.SearchStrategy[Case], failing: list[tuple[Case, Verdict]],
+                       runner: Runner, collector: ResultsCollector) -> None:
+    """For each failing status, let hypothesis shrink to a smallest case with that status."""
+    for status in sorted({v.status for _, v in failing}):
+        first = next(c for c, v in failing if v.status is status)
+
+        def fails_alike(case: Case, wanted: Status = status) -> bool:
+            return runner.run(case).status is wanted
+
+        try:
+            smallest = find(strategy, fails_alike, settings=settings(
+                max_examples=200, database=None, deadline=None,
+                suppress_health_check=list(HealthCheck)))
+        except (NoSuchExample, Unsatisfiable):
+            continue  # the failure is too rare to find again; the original case stays saved
+        collector.add_minimal(smallest, runner.run(smallest), of_case=first.id)
+
+
+def run_suite(backend: str, *, device: str | None = None, patterns: Sequence[str] | None = None,
+              kinds: Sequence[CaseKind] = tuple(CaseKind), profile: Profile = PROFILES["ci"],
+              out_dir: Path | None = None, isolate: bool = True, seed: int = 0,
+              sys_path: Sequence[str] = (), progress: Progress | None = None,
+              ) -> ResultsCollector:
+    """Grade `backend` (a registered name or ``module:attr``) on every selected pattern."""
+    entries = select_patterns(patterns)
+    database_dir = out_dir / "hypothesis-db" if out_dir is not None else None
+    with Runner(backend, device, profile.timeout_s, isolate=isolate, seed=seed,
+                sys_path=sys_path) as runner:
+        collector = ResultsCollector(runner.backend_name, runner.device, seed=seed,
+                                     out_dir=out_dir)
+        for pattern in entries:
+            for kind in kinds:
+                run_pattern(pattern, kind, runner, collector, profile, progress=progress,
+                            database_dir=database_dir)
+        collector.finish()
+    return collector
