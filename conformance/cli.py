@@ -29,6 +29,8 @@ COMMANDS: dict[str, str] = {
     "partition": "cmd_partition",
     "explain": "cmd_explain",
     "run": "cmd_run",
+    "conform": "cmd_conform",
+    "report": "cmd_report",
 }
 
 
