@@ -3,8 +3,12 @@
     nox -s tests          the project's test suite (unit, property, CLI)
     nox -s lint           ruff
     nox -s typecheck      mypy --strict on the installed package (paths mapped to the sources)
-    nox -s examples       validate, partition and run the example graphs (the main job until
-                          the conformance suite lands)
+    nox -s conformance    the main job: the conformance suite (ci profile) on every installed
+                          backend and device, results under results/conformance/
+    nox -s conformance-reference  the same for the reference backend only
+    nox -s report         the HTML report of results/conformance/*/results.json, written to
+                          reports/out/index.html (the conformance session ends with it too)
+    nox -s examples       validate, partition and run the example graphs in examples/
     nox -s corpus         load/finalize every oneDNN benchdnn graph under $FUSIONSPEC_ONEDNN_INPUTS
     nox -s bench-reference  reference executor vs PyTorch CPU on realistic shapes
     nox -s bench-partition  partitioner on 10,000- and 20,000-op graphs
@@ -12,6 +16,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -38,7 +43,7 @@ def _install(session: nox.Session, *extras: str, editable: bool = False) -> None
 @nox.session(python=PYTHON)
 def tests(session: nox.Session) -> None:
     """Run the test suite; extra arguments go to pytest (e.g. -k notation)."""
-    _install(session, "conformance", "report", "dev")
+    _install(session, "accel", "conformance", "report", "dev")
     session.install(TORCH)
     session.run("pytest", *(session.posargs or ["-q"]))
 
@@ -52,7 +57,7 @@ def lint(session: nox.Session) -> None:
 @nox.session(python=PYTHON)
 def typecheck(session: nox.Session) -> None:
     """mypy --strict on the installed (not editable) package; errors name repository files."""
-    _install(session, "conformance", "report", "dev")
+    _install(session, "accel", "conformance", "report", "dev")
     session.run("python", "tools/typecheck.py", *session.posargs)
 
 
@@ -98,3 +103,65 @@ def bench_partition(session: nox.Session) -> None:
     (ROOT / "results").mkdir(exist_ok=True)
     session.run("python", "bench/bench_partition.py", "--out",
                 str(ROOT / "results" / "bench_partition.json"), *session.posargs)
+
+
+def _conform(session: nox.Session, backends: list[str] | None) -> None:
+    """Run `fusionspec conform` for each backend and device; fail if any run failed."""
+    profile = os.environ.get("FUSIONSPEC_PROFILE", "ci")
+    listing = json.loads(session.run("fusionspec", "conform", "--list", "--json", silent=True)
+                         or "{}")
+    failed: list[str] = []
+    for row in listing.get("backends", []):
+        name = row["backend"]
+        if backends is not None and name not in backends:
+            continue
+        if not row["devices"]:
+            session.warn(f"backend {name} is unavailable: {row.get('unavailable')}")
+            continue
+        for device in row["devices"]:
+            out = ROOT / "results" / "conformance" / f"{name}-{device}"
+            try:
+                session.run("fusionspec", "conform", "--backend", name, "--device", device,
+                            "--profile", profile, "--out", str(out), *session.posargs)
+            except nox.command.CommandFailed:
+                failed.append(f"{name}:{device}")
+    if failed:
+        session.error(f"conformance failures on {', '.join(failed)} (see results/conformance)")
+
+
+def _report(session: nox.Session, *args: str, required: bool = True) -> None:
+    """Render reports/out/index.html from every results/conformance/*/results.json."""
+    files = sorted(str(p) for p in (ROOT / "results" / "conformance").glob("*/results.json"))
+    if not files:
+        if required:
+            session.error("no results/conformance/*/results.json yet: run `nox -s conformance`")
+        session.warn("no results to report on")
+        return
+    session.run("fusionspec", "report", *files, "-o",
+                str(ROOT / "reports" / "out" / "index.html"), *args)
+
+
+@nox.session(python=PYTHON)
+def conformance(session: nox.Session) -> None:
+    """The conformance suite on every installed backend and device (FUSIONSPEC_PROFILE=ci)."""
+    _install(session, "conformance", "report")
+    try:
+        _conform(session, None)
+    finally:
+        # The report is most wanted when a run failed, so it is rendered either way.
+        _report(session, required=False)
+
+
+@nox.session(python=PYTHON)
+def report(session: nox.Session) -> None:
+    """The HTML report of the last conformance runs; arguments go to `fusionspec report`
+    (e.g. --baseline old/results.json)."""
+    _install(session, "conformance", "report")
+    _report(session, *session.posargs)
+
+
+@nox.session(name="conformance-reference", python=PYTHON)
+def conformance_reference(session: nox.Session) -> None:
+    """The conformance suite on the reference backend."""
+    _install(session, "conformance")
+    _conform(session, ["reference"])

@@ -36,16 +36,20 @@ def main() -> int:
     args = sys.argv[1:]
     root = installed_root()
     with tempfile.TemporaryDirectory() as tmp:
+        env = dict(os.environ)
+        env.pop("MYPYPATH", None)
         if root is None:
-            root = Path(tmp)
-            (root / "fusionspec").mkdir()
+            # Editable install: a tree of links gives mypy the import names.
+            root = Path(tmp) / "tree"
+            (root / "fusionspec").mkdir(parents=True)
             for name in SUBPACKAGES:
                 (root / "fusionspec" / name).symlink_to(REPO / name)
-        env = dict(os.environ, MYPYPATH=str(root))
+            env["MYPYPATH"] = str(root)
+        # An installed package is found in site-packages as any dependency would be.
         cmd = [sys.executable, "-m", "mypy", "--strict", "--config-file",
                str(REPO / "pyproject.toml"), "--cache-dir", str(Path(tmp) / "cache"),
                *[arg for name in SUBPACKAGES for arg in ("-p", f"fusionspec.{name}")], *args]
-        proc = subprocess.run(cmd, cwd=root, env=env, capture_output=True, text=True)
+        proc = subprocess.run(cmd, cwd=tmp, env=env, capture_output=True, text=True)
     prefix = f"{root}/fusionspec/"
     for stream, text in ((sys.stdout, proc.stdout), (sys.stderr, proc.stderr)):
         for line in text.splitlines():

@@ -1,0 +1,407 @@
+"""The drill-down of one failing case: what the report shows when a failure is opened.
+
+`failure_view` turns one entry of a results document's ``failures`` list into a `FailureView`:
+the graph drawn as a chain diagram and its oneDNN JSON (both from the failure folder's
+``graph.json``, when the folder is still there), expected vs actual partitions, the numerics
+summary, the worst elements, the error against the tolerance, the backend's message and
+traceback, the generated kernel source when the details carry one (``kernel_source``), the
+replay commands, and every other detail as JSON so that nothing a backend reported is lost.
+
+The failure folder is looked up next to the results file first (``failures/<name>``, so a
+results folder that was moved or copied still finds its artifacts), then at the path the run
+recorded. Nothing is regenerated: a missing ``graph.json`` is said, with the note the run left in
+``case.json`` when there is one.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path, PurePath
+
+from markupsafe import Markup
+
+from .document import Doc
+from .legend import StatusInfo, status_info
+from .svg import MAX_DIAGRAM_OPS, DiagramOp, TensorRef, chain_diagram
+
+__all__ = ["PartitionRow", "OutputRow", "WorstRow", "ToleranceView", "ErrorView", "FailureView",
+           "FailureLine", "failure_view", "failure_line", "find_folder", "MAX_JSON_CHARS"]
+
+#: A graph.json longer than this is cut in the page (the file itself is named for the rest).
+MAX_JSON_CHARS = 120_000
+
+#: Detail keys the drill-down renders in their own place; any other key goes to "more details".
+_SHOWN = frozenset({
+    "expected_partitions", "actual_partitions", "numerics", "reason", "tensor", "dtype", "shape",
+    "tolerance", "max_abs_error", "max_rel_error", "mismatches", "total", "worst", "stage",
+    "error_type", "message", "traceback", "kernel_source", "suite_error"})
+
+
+@dataclass(frozen=True)
+class PartitionRow:
+    """One partition: its op kinds in order, op ids, external inputs and outputs; `matched` is
+    whether the other side has a partition with the same ops."""
+
+    kinds: str
+    ops: str
+    inputs: str
+    outputs: str
+    pattern: str
+    matched: bool
+
+
+@dataclass(frozen=True)
+class OutputRow:
+    """One graph output in the numerics summary."""
+
+    tensor: str
+    dtype: str
+    passed: bool
+    max_abs: str
+    max_rel: str
+    rtol: str
+    atol: str
+
+
+@dataclass(frozen=True)
+class WorstRow:
+    index: str
+    expected: str
+    actual: str
+    abs_error: str
+    rel_error: str
+
+
+@dataclass(frozen=True)
+class ToleranceView:
+    """The failing output against its tolerance."""
+
+    tensor: str
+    dtype: str
+    shape: str
+    rtol: str
+    atol: str
+    chain: str
+    basis: tuple[str, ...]
+    off_by_one: bool
+    mismatches: str
+    max_abs: str
+    max_rel: str
+    ratio: str
+
+
+@dataclass(frozen=True)
+class ErrorView:
+    """An exception behind the verdict; `suite` when the suite itself failed, not the backend."""
+
+    stage: str
+    error_type: str
+    message: str
+    traceback: str
+    suite: bool = False
+
+
+@dataclass(frozen=True)
+class FailureView:
+    """Everything the drill-down of one failure shows (see the module docstring)."""
+
+    anchor: str
+    run_label: str
+    case_id: str
+    pattern: str
+    kind: str
+    rule: str
+    rule_statement: str
+    dtype: str
+    status: StatusInfo
+    description: str
+    reason: str
+    minimal_of: str
+    features: tuple[tuple[str, str], ...]
+    diagram: Markup | None
+    diagram_note: str
+    graph_json: str | None
+    graph_note: str
+    folder: str
+    expected_partitions: tuple[PartitionRow, ...]
+    actual_partitions: tuple[PartitionRow, ...]
+    numerics_note: str
+    outputs: tuple[OutputRow, ...]
+    worst: tuple[WorstRow, ...]
+    tolerance: ToleranceView | None
+    error: ErrorView | None
+    kernel_source: str | None
+    replay: tuple[str, ...]
+    seed: str
+    more: tuple[tuple[str, str], ...]
+
+
+@dataclass(frozen=True)
+class FailureLine:
+    """A failure listed without its drill-down (past the per-pattern limit)."""
+
+    case_id: str
+    status: StatusInfo
+    rule: str
+    reason: str
+    replay: str
+
+
+# -- formatting --------------------------------------------------------------------------------
+
+def _num(value: object, digits: int = 3) -> str:
+    """A number as the report prints it (NaN and infinities arrive as strings)."""
+    if isinstance(value, bool) or value is None:
+        return "—" if value is None else str(value)
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return f"{value:.{digits}g}" if math.isfinite(value) else str(value)
+    return str(value)
+
+
+def _float(value: object) -> float | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int | float):
+        return float(value)
+    if isinstance(value, str):
+        try:
+            return float(value)
+        except ValueError:
+            return None
+    return None
+
+
+def _ids(value: object) -> str:
+    return ", ".join(str(v) for v in value) if isinstance(value, list) else _num(value)
+
+
+def _json(value: object) -> str:
+    return json.dumps(value, indent=1, sort_keys=False, ensure_ascii=False)
+
+
+# -- partitions --------------------------------------------------------------------------------
+
+def _partition_sets(parts: Sequence[Doc]) -> list[frozenset[str]]:
+    sets = []
+    for part in parts:
+        ops = part.raw("ops")
+        sets.append(frozenset(str(o) for o in ops) if isinstance(ops, list) else frozenset())
+    return sets
+
+
+def _partition_rows(parts: Sequence[Doc], other: Sequence[Doc] | None) -> tuple[PartitionRow, ...]:
+    theirs = set(_partition_sets(other)) if other is not None else None
+    rows = []
+    for part, ops in zip(parts, _partition_sets(parts)):
+        if part.raw("not_a_partition") is not None:
+            rows.append(PartitionRow(f"not a partition: {part.text('not_a_partition')}", "", "",
+                                     "", "", False))
+            continue
+        kinds = part.raw("kinds")
+        chain = " → ".join(str(k) for k in kinds) if isinstance(kinds, list) else ""
+        rows.append(PartitionRow(chain, _ids(part.raw("ops")), _ids(part.raw("inputs")),
+                                 _ids(part.raw("outputs")), part.text("pattern", "—"),
+                                 theirs is None or ops in theirs))
+    return tuple(rows)
+
+
+def _membership(expected: Sequence[Doc], actual: Sequence[Doc]) -> dict[str, tuple[str, bool]]:
+    """op id -> (note for its box, whether the backend partitioned it differently)."""
+    exp_sets, act_sets = _partition_sets(expected), _partition_sets(actual)
+    where_exp = {op: i for i, ops in enumerate(exp_sets) for op in ops}
+    where_act = {op: i for i, ops in enumerate(act_sets) for op in ops}
+    marks: dict[str, tuple[str, bool]] = {}
+    for op in set(where_exp) | set(where_act):
+        e, a = where_exp.get(op), where_act.get(op)
+        if expected and actual:
+            note = f"spec P{'-' if e is None else e} · backend P{'-' if a is None else a}"
+            differs = e is None or a is None or exp_sets[e] != act_sets[a]
+        else:
+            note = f"{'spec' if expected else 'backend'} P{e if expected else a}"
+            differs = False
+        marks[op] = (note, differs)
+    return marks
+
+
+# -- the graph ---------------------------------------------------------------------------------
+
+def find_folder(recorded: str, results_path: Path | None) -> Path | None:
+    """The failure folder: next to the results file first, then where the run recorded it."""
+    if not recorded:
+        return None
+    candidates = []
+    if results_path is not None:
+        candidates.append(results_path.parent / "failures" / PurePath(recorded).name)
+    candidates.append(Path(recorded))
+    return next((c for c in candidates if c.is_dir()), None)
+
+
+def _tensors(value: object) -> tuple[TensorRef, ...]:
+    refs = []
+    for item in value if isinstance(value, list) else ():
+        if isinstance(item, Mapping):
+            shape = item.get("shape")
+            shown = "x".join(str(d) for d in shape) if isinstance(shape, list) else ""
+            refs.append(TensorRef(str(item.get("id", "?")), str(item.get("dtype", "")), shown))
+    return tuple(refs)
+
+
+def _diagram_ops(graph: object, marks: Mapping[str, tuple[str, bool]]) -> list[DiagramOp]:
+    """The ops of a oneDNN graph JSON document, read loosely (an ill-formed graph still
+    draws); ValueError when it is not one."""
+    ops_json = graph.get("graph") if isinstance(graph, Mapping) else None
+    if not isinstance(ops_json, list):
+        raise ValueError("it has no 'graph' list of ops")
+    ops = []
+    for index, op in enumerate(ops_json):
+        if not isinstance(op, Mapping):
+            raise ValueError(f"entry {index} of 'graph' is not an op object")
+        op_id = op.get("id", index)
+        note, flagged = marks.get(str(op_id), ("", False))
+        ops.append(DiagramOp(op_id if isinstance(op_id, int) else index, str(op.get("kind", "?")),
+                             str(op.get("name", "")), _tensors(op.get("inputs")),
+                             _tensors(op.get("outputs")), note, flagged))
+    return ops
+
+
+def _graph(folder: Path | None, marks: Mapping[str, tuple[str, bool]], title: str,
+           ) -> tuple[Markup | None, str, str | None, str]:
+    """(diagram, note on the diagram, graph JSON text, note on the JSON)."""
+    if folder is None:
+        return None, "", None, ("the failure folder is not there (it is written when the run "
+                                "has --out); nothing is regenerated")
+    path = folder / "graph.json"
+    if not path.is_file():
+        notes = ""
+        try:
+            record = json.loads((folder / "case.json").read_text(encoding="utf-8"))
+            if isinstance(record, Mapping) and isinstance(record.get("notes"), list):
+                notes = "; ".join(str(n) for n in record["notes"])
+        except (OSError, ValueError):
+            notes = ""
+        return None, "", None, f"no graph.json in {folder}" + (f" ({notes})" if notes else "")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        return None, "", None, f"{path} cannot be read: {exc}"
+    shown = text if len(text) <= MAX_JSON_CHARS else (
+        text[:MAX_JSON_CHARS] + f"\n… cut at {MAX_JSON_CHARS} characters; the whole graph is "
+        f"in {path}")
+    try:
+        ops = _diagram_ops(json.loads(text), marks)
+    except ValueError as exc:
+        return None, f"not drawn: {path.name} is not a oneDNN graph ({exc})", shown, ""
+    if len(ops) > MAX_DIAGRAM_OPS:
+        return None, f"not drawn: {len(ops)} ops (the diagram stops at {MAX_DIAGRAM_OPS})", \
+            shown, ""
+    # chain_diagram escapes every text it places, so its SVG can go into the page as it is.
+    return Markup(chain_diagram(ops, title=title)), "", shown, ""
+
+
+# -- numerics ----------------------------------------------------------------------------------
+
+def _outputs(details: Doc) -> tuple[tuple[OutputRow, ...], str]:
+    numerics = details.raw("numerics")
+    if isinstance(numerics, str):
+        return (), numerics
+    rows = []
+    for row in details.objects("numerics") if isinstance(numerics, list) else ():
+        rows.append(OutputRow(row.text("tensor"), row.text("dtype"), bool(row.raw("passed")),
+                              _num(row.raw("max_abs_error")), _num(row.raw("max_rel_error")),
+                              _num(row.raw("rtol")), _num(row.raw("atol"))))
+    return tuple(rows), ""
+
+
+def _worst(details: Doc) -> tuple[WorstRow, ...]:
+    rows = []
+    for item in details.objects("worst"):
+        want, got = _float(item.raw("expected")), _float(item.raw("actual"))
+        diff = abs(got - want) if want is not None and got is not None else None
+        finite = diff is not None and math.isfinite(diff)
+        rel = diff / abs(want) if finite and want and diff is not None else None
+        rows.append(WorstRow(_ids(item.raw("index")), _num(item.raw("expected"), 7),
+                             _num(item.raw("actual"), 7),
+                             _num(diff) if diff is not None else "—",
+                             _num(rel) if rel is not None else "—"))
+    return tuple(rows)
+
+
+def _tolerance(details: Doc) -> ToleranceView | None:
+    if details.raw("tolerance") is None:
+        return None
+    tol = details.obj("tolerance")
+    mismatches, total = details.raw("mismatches"), details.raw("total")
+    share = ""
+    if isinstance(mismatches, int) and isinstance(total, int) and total > 0:
+        share = f"{mismatches} of {total} elements ({100 * mismatches / total:.1f} %)"
+    rtol, max_rel = _float(tol.raw("rtol")), _float(details.raw("max_rel_error"))
+    ratio = ""
+    if rtol and max_rel is not None and math.isfinite(max_rel):
+        ratio = f"max rel error = {max_rel / rtol:,.0f} × rtol" if max_rel >= rtol else \
+            f"max rel error = {max_rel / rtol:.2f} × rtol"
+    basis = tol.raw("basis")
+    shape = details.raw("shape")
+    return ToleranceView(details.text("tensor"), tol.text("dtype", details.text("dtype")),
+                         "x".join(str(d) for d in shape) if isinstance(shape, list) else "",
+                         _num(tol.raw("rtol")), _num(tol.raw("atol")), tol.text("chain"),
+                         tuple(str(b) for b in basis) if isinstance(basis, list) else (),
+                         bool(tol.raw("off_by_one")), share,
+                         _num(details.raw("max_abs_error")), _num(details.raw("max_rel_error")),
+                         ratio)
+
+
+def _error(details: Doc) -> ErrorView | None:
+    if not any(details.raw(k) for k in ("message", "traceback", "error_type")):
+        return None
+    return ErrorView(details.text("stage"), details.text("error_type"),
+                     details.text("message"), details.text("traceback"),
+                     details.raw("suite_error") is True)
+
+
+# -- the views ---------------------------------------------------------------------------------
+
+def failure_view(failure: Doc, *, anchor: str, run_label: str, results_path: Path | None,
+                 rule_statements: Mapping[str, str]) -> FailureView:
+    """The drill-down of `failure` (an entry of a results document's ``failures``)."""
+    details = failure.obj("details")
+    replay = failure.obj("replay")
+    expected = details.objects("expected_partitions")
+    actual = details.objects("actual_partitions")
+    folder = find_folder(replay.text("dir"), results_path)
+    case_id = failure.text("case_id")
+    diagram, diagram_note, graph_json, graph_note = _graph(
+        folder, _membership(expected, actual), f"graph of {case_id}")
+    outputs, numerics_note = _outputs(details)
+    kernel = details.raw("kernel_source")
+    features = failure.obj("features")
+    rule = failure.text("rule")
+    more = tuple((key, value if isinstance(value, str) else _json(value))
+                 for key, value in details.data.items() if key not in _SHOWN)
+    return FailureView(
+        anchor=anchor, run_label=run_label, case_id=case_id, pattern=failure.text("pattern"),
+        kind=failure.text("kind"), rule=rule, rule_statement=rule_statements.get(rule, ""),
+        dtype=failure.text("dtype"), status=status_info(failure.text("status")),
+        description=failure.text("description"), reason=failure.text("reason"),
+        minimal_of=failure.text("minimal_of"),
+        features=tuple((k, str(v)) for k, v in features.data.items()),
+        diagram=diagram, diagram_note=diagram_note, graph_json=graph_json,
+        graph_note=graph_note, folder=str(folder) if folder is not None else replay.text("dir"),
+        expected_partitions=_partition_rows(expected, actual if actual else None),
+        actual_partitions=_partition_rows(actual, expected if expected else None),
+        numerics_note=numerics_note, outputs=outputs, worst=_worst(details),
+        tolerance=_tolerance(details), error=_error(details),
+        kernel_source=kernel if isinstance(kernel, str) else (
+            None if kernel is None else _json(kernel)),
+        replay=tuple(replay.texts("commands")), seed=replay.text("seed"), more=more)
+
+
+def failure_line(failure: Doc) -> FailureLine:
+    commands = failure.obj("replay").texts("commands")
+    return FailureLine(failure.text("case_id"), status_info(failure.text("status")),
+                       failure.text("rule"), failure.text("reason"),
+                       commands[0] if commands else "")

@@ -1,0 +1,117 @@
+"""The report's vocabulary: statuses, metrics and pattern families, each defined in a sentence.
+
+The statuses are those of the results document (`fusionspec.conformance.cases.Status`; a test
+keeps the two lists equal). The report reads them as strings, so a document from a newer suite
+with a status this report does not know still renders: the status is shown as failing, with a
+legend entry saying it is unknown here.
+
+>>> status_info("numeric-mismatch").failing
+True
+>>> [s.name for s in STATUSES][:3]
+['pass', 'extension', 'unsupported']
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from fusionspec.spec.catalog import Family
+
+__all__ = ["StatusInfo", "STATUSES", "status_info", "status_order", "METRICS", "FAMILY_TITLES",
+           "family_title"]
+
+
+@dataclass(frozen=True)
+class StatusInfo:
+    """A status: its name in the results, a short label, whether it fails a run, its CSS class
+    and its definition."""
+
+    name: str
+    label: str
+    failing: bool
+    css: str
+    definition: str
+
+
+#: In the order the report lists them: the good outcomes first, then the failures.
+STATUSES: tuple[StatusInfo, ...] = (
+    StatusInfo("pass", "pass", False, "st-pass",
+               "The backend did what the spec requires for the case: the right partitions, "
+               "outputs within tolerance, or a typed rejection of an ill-formed graph."),
+    StatusInfo("extension", "extension", False, "st-extension",
+               "On a near-miss graph the backend fused more than the spec allows and computed "
+               "the result right: reported, not a failure."),
+    StatusInfo("unsupported", "unsupported", False, "st-unsupported",
+               "The backend declares the case a limitation, with a reason; it is still run, and "
+               "the report says whether it would have passed."),
+    StatusInfo("fusion-mismatch", "fusion", True, "st-fusion",
+               "The backend's partitions differ from the spec's: a pattern instance not fused "
+               "into one partition of exactly its ops, or wrong partition inputs/outputs."),
+    StatusInfo("numeric-mismatch", "numeric", True, "st-numeric",
+               "The partitions are right but an output differs from the reference beyond the "
+               "tolerance, or has the wrong data type or shape."),
+    StatusInfo("rejected-valid", "rejected", True, "st-rejected",
+               "The backend refused a graph the spec declares valid (raised on partition or "
+               "compile, or marked a partition unsupported)."),
+    StatusInfo("accepted-invalid", "accepted", True, "st-accepted",
+               "The backend accepted an ill-formed graph that the spec requires to be rejected "
+               "with a typed error."),
+    StatusInfo("error", "error", True, "st-error",
+               "The backend raised an unexpected exception or its process crashed (or, when the "
+               "details say so, the suite itself failed on the case)."),
+    StatusInfo("timeout", "timeout", True, "st-timeout",
+               "No verdict came within the profile's time limit; the backend's process was "
+               "killed and restarted."),
+)
+
+_BY_NAME: Mapping[str, StatusInfo] = {s.name: s for s in STATUSES}
+
+
+def status_info(name: str) -> StatusInfo:
+    """The status called `name`; one this report does not know counts as failing."""
+    known = _BY_NAME.get(name)
+    if known is not None:
+        return known
+    return StatusInfo(name, name, True, "st-unknown",
+                      "A status this version of the report does not know (the results come from "
+                      "a newer suite); counted as failing.")
+
+
+def status_order(name: str) -> tuple[int, str]:
+    """A sort key that lists statuses in `STATUSES` order, unknown ones last."""
+    for index, status in enumerate(STATUSES):
+        if status.name == name:
+            return index, name
+    return len(STATUSES), name
+
+
+#: The numbers the report shows, each in one sentence.
+METRICS: tuple[tuple[str, str], ...] = (
+    ("cases", "How many generated graphs were graded for a pattern on a backend and device "
+              "(valid instances, near-misses and ill-formed graphs together)."),
+    ("conforming", "Cases that pass or are extensions, as a share of the cases not declared "
+                   "unsupported; unsupported cases are counted apart, never as passes."),
+    ("grammar coverage", "The share of the pattern's required grammar items (each repetition "
+                         "count, alternative, category member, dtype row and attribute variant) "
+                         "that at least one case exercised."),
+    ("tolerance", "An element passes when |actual - expected| <= rtol*|expected| + "
+                  "atol*max(1, M), M being the output's largest finite reference magnitude; "
+                  "8-bit and integer outputs must be exact, up to a rounding tie."),
+    ("max abs / rel error", "The largest absolute and relative difference between backend and "
+                            "reference over the finite elements of the failing output."),
+    ("worst elements", "The elements with the largest errors, with their index, the reference's "
+                       "value and the backend's."),
+)
+
+FAMILY_TITLES: Mapping[str, str] = {
+    Family.float_inference.value: "Float inference",
+    Family.quantized.value: "Quantized inference",
+    Family.training.value: "Training",
+    Family.quantized_convtranspose.value: "Quantized ConvTranspose",
+    Family.softmax.value: "Softmax",
+}
+
+
+def family_title(family: str) -> str:
+    return FAMILY_TITLES.get(family, family or "Other patterns")

@@ -1,0 +1,49 @@
+"""Real results documents for the report's tests, produced once per session by running the
+conformance suite in this process on the reference, on planted mutants
+(tests/conformance/_mutants.py) and on the report's own test backends (_report_backends.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from _helpers import PATTERNS
+
+from fusionspec.conformance.suite import run_suite
+
+HERE = Path(__file__).resolve().parent
+MUTANTS = HERE.parent / "conformance"
+
+
+def produce(backend: str, out: Path, patterns: tuple[str, ...] = PATTERNS) -> Path:
+    """Run the suite on `backend` (in process) and write ``out/results.json``."""
+    collector = run_suite(backend, patterns=list(patterns), isolate=False, out_dir=out,
+                          sys_path=[str(MUTANTS), str(HERE)])
+    return collector.write(out / "results.json")
+
+
+@pytest.fixture(scope="session")
+def reference_results(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return produce("reference", tmp_path_factory.mktemp("reference"))
+
+
+@pytest.fixture(scope="session")
+def never_fuses_results(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return produce("_mutants:NeverFuses", tmp_path_factory.mktemp("never-fuses"))
+
+
+@pytest.fixture(scope="session")
+def gelu_results(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return produce("_mutants:GeluTanhForErf", tmp_path_factory.mktemp("gelu-tanh"),
+                   ("softmax.post_ops",))
+
+
+@pytest.fixture(scope="session")
+def limited_results(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return produce("_report_backends:LimitedNeverFuses", tmp_path_factory.mktemp("limited"))
+
+
+@pytest.fixture(scope="session")
+def hostile_results(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return produce("_report_backends:HostileErrors", tmp_path_factory.mktemp("hostile"),
+                   ("softmax.post_ops",))
