@@ -28,6 +28,8 @@ from fusionspec.spec.catalog import PatternEntry
 from fusionspec.spec.categories import CATEGORIES
 from fusionspec.spec.dtypes import DataType
 from fusionspec.spec.graph import AttrValue, Graph, LogicalTensor, Op
+from fusionspec.spec.match import MatchError
+from fusionspec.spec.notation import to_notation
 from fusionspec.spec.onednn_json import dumps
 from fusionspec.spec.pattern_tree import (
     Alternation,
@@ -39,6 +41,7 @@ from fusionspec.spec.pattern_tree import (
     Repeat,
     Subgraphs,
     mark_sites,
+    node_at,
 )
 
 from .cases import Case, CaseKind
@@ -314,8 +317,38 @@ def instance_cases(entry: PatternEntry, engine_kind: str = "cpu") -> list[Case]:
         digest = hashlib.sha256(dumps(graph, indent=None).encode()).hexdigest()[:8]
         quantized = any(t.dtype in (U8, S8) for op in graph.ops for t in (*op.inputs,
                                                                            *op.outputs))
+        features: dict[str, str | int] = {"source": "catalog instance",
+                                          **_grammar_features(entry, graph)}
         cases.append(Case(f"{entry.id}/valid/instance-{digest}", CaseKind.valid, entry.id,
-                          graph, dtype="int8" if quantized else "f32",
-                          features={"source": "catalog instance"},
+                          graph, dtype="int8" if quantized else "f32", features=features,
                           description=f"catalog instance: {plan.describe()}"))
     return cases
+
+
+def _grammar_features(entry: PatternEntry, graph: Graph) -> dict[str, str | int]:
+    """The grammar features of an instance, keyed as the strategies key them (repetition
+    counts, alternation options and category members taken), read off its match."""
+    from fusionspec.reference.partitioner import partition
+
+    from .strategy_plan import feature_keys
+
+    parts = partition(graph.finalize())
+    if len(parts) != 1:
+        return {}
+    try:
+        paths = [m.path for m in entry.bind(list(parts[0].ops)).ops if m.path is not None]
+    except MatchError:
+        return {}  # an earlier catalog row's instance whose op order this tree does not read
+    found: dict[str, str | int] = {}
+    for path, key in feature_keys(entry.id).items():
+        node = node_at(entry.tree, path)
+        below = [p for p in paths if p[:len(path)] == path]
+        if isinstance(node, Repeat):
+            found[key] = len(below)
+        elif isinstance(node, Alternation) and below:
+            taken = {to_notation(node.options[p[len(path)]]) for p in below}
+            found[key] = ",".join(sorted(taken))
+        elif isinstance(node, CategoryRef) and below:
+            kinds = {op.kind for op, q in zip(parts[0].ops, paths) if q == path}
+            found[key] = ",".join(sorted(kinds))
+    return found

@@ -91,7 +91,7 @@ def broadcast_shapes(a: Shape, b: Shape, *, auto_broadcast: str = "numpy") -> Sh
             if x != y and 1 not in (x, y):
                 raise InferenceFailure(
                     f"shapes {list(a)} and {list(b)} do not broadcast (numpy rules)")
-            out.append(max(x, y) if 1 in (x, y) else x)
+            out.append(y if x == 1 else x)  # NumPy: 1 stretches to the other, even to 0
         elif _known(x):
             out.append(x if x != 1 else U)
         elif _known(y):
