@@ -37,6 +37,7 @@ from .instances import instance_cases
 from .results import ResultsCollector
 from .runner import Runner
 from .strategies import ill_formed_cases, near_miss_cases, valid_cases
+from .strategy_near_miss import near_miss_rules, near_misses
 
 __all__ = ["Profile", "PROFILES", "Progress", "select_patterns", "run_pattern", "run_suite"]
 
@@ -83,6 +84,18 @@ def select_patterns(ids: Sequence[str] | None) -> list[PatternEntry]:
     return [entry(i) for i in ids]
 
 
+def _draws(pattern: PatternEntry, kind: CaseKind, profile: Profile,
+           ) -> list[tuple[st.SearchStrategy[Case], int]]:
+    """The hypothesis runs of one pattern and kind: near misses get one run per rule of the
+    pattern (each rule is exercised whatever the profile's budget), the others one run."""
+    budget = profile.examples(kind)
+    if kind is not CaseKind.near_miss:
+        return [(_STRATEGIES[kind](pattern), budget)]
+    rules = near_miss_rules(pattern)
+    share = max(2, -(-budget // max(len(rules), 1)))
+    return [(near_misses(pattern, rule).map(lambda miss: miss.case), share) for rule in rules]
+
+
 def _settings(profile: Profile, examples: int, database_dir: Path | None) -> settings:
     database = None
     if profile.database and database_dir is not None:
@@ -114,12 +127,13 @@ def run_pattern(pattern: PatternEntry, kind: CaseKind, runner: Runner,
         for case in instance_cases(pattern):
             judge(case)
 
-    @_settings(profile, profile.examples(kind), database_dir)
-    @given(strategy)
-    def draw_and_judge(case: Case) -> None:
-        judge(case)
+    for part, examples in _draws(pattern, kind, profile):
+        @_settings(profile, examples, database_dir)
+        @given(part)
+        def draw_and_judge(case: Case) -> None:
+            judge(case)
 
-    draw_and_judge()
+        draw_and_judge()
     if failing and profile.shrink:
         _add_minimal_cases(strategy, failing, runner, collector)
     return failing

@@ -121,8 +121,11 @@ def Pow(src: Array, *, beta: float) -> Array:
 
 @register
 def ReLU(src: Array) -> Array:
-    # x*0 rather than 0 for x <= 0: negative inputs give -0.0 and NaN stays NaN.
-    return _f32(np.where(src > 0, src, src * np.float32(0.0)))
+    # x*0 rather than 0 for x <= 0: negative inputs give -0.0 and NaN stays NaN; -inf gives
+    # -0.0, the limit (a literal -inf*0 would be NaN).
+    with np.errstate(invalid="ignore"):
+        low = np.where(np.isneginf(src), np.float32(-0.0), src * np.float32(0.0))
+    return _f32(np.where(src > 0, src, low))
 
 
 @register
@@ -167,7 +170,8 @@ def Sqrt(src: Array) -> Array:
 
 @register
 def Square(src: Array) -> Array:
-    return _f32(src) * _f32(src)
+    with np.errstate(over="ignore"):  # overflow to inf is the f32 result
+        return _f32(src) * _f32(src)
 
 
 @register

@@ -13,9 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from fusionspec.conformance.cases import CaseKind, Status
+from fusionspec.conformance.cases import STRUCTURAL_RULES, CaseKind, Status
 from fusionspec.conformance.results import ResultsCollector
+from fusionspec.conformance.strategy_ill_formed import ILL_FORMED_RULES
 from fusionspec.conformance.suite import run_suite
+from fusionspec.spec.catalog import pattern_ids
+from fusionspec.spec.rules import RULES
 
 HERE = str(Path(__file__).parent)
 
@@ -69,3 +72,10 @@ def test_reference_passes_every_pattern_with_zero_failures() -> None:
     assert not results.failed, f"the reference fails its own suite: {bad}"
     assert set(results.totals) == {Status.passed.value}, \
         f"the reference must pass every case: {dict(results.totals)}"
+    document = results.to_dict()
+    assert set(document["patterns"]) == set(pattern_ids()), \
+        f"patterns never exercised: {set(pattern_ids()) - set(document['patterns'])}"
+    want = {r.id for r in RULES if r.predicate is not None} | set(STRUCTURAL_RULES) | set(
+        ILL_FORMED_RULES)
+    missing = sorted(want - set(document["rules"]))
+    assert not missing, f"rules the ci profile never exercised: {missing}"

@@ -236,3 +236,10 @@ def test_hardswish_of_minus_infinity_is_its_limit() -> None:
     got = op_fn("HardSwish")(np.array([-np.inf, np.inf, -3.0], dtype=np.float32))
     assert got[0] == 0 and not np.isnan(got[0]), f"HardSwish(-inf) = {got[0]}, the limit is 0"
     assert got[1] == np.inf and got[2] == 0, f"HardSwish(+inf, -3) = {got[1:]}, want (inf, 0)"
+
+
+def test_relu_of_minus_infinity_is_minus_zero() -> None:
+    got = op_fn("ReLU")(np.array([-np.inf, -2.0, np.nan, 3.0], dtype=np.float32))
+    assert got[0] == 0 and np.signbit(got[0]), f"ReLU(-inf) = {got[0]}, want -0.0 (the limit)"
+    assert np.signbit(got[1]) and np.isnan(got[2]) and got[3] == 3, \
+        f"ReLU(-2, nan, 3) = {got[1:]}, want (-0.0, nan, 3)"
