@@ -145,9 +145,12 @@ def _judge_safely(case: Case, backend: Backend, device: Device, seed: int) -> Ve
 # -- the runner ------------------------------------------------------------------------------
 
 def _context() -> multiprocessing.context.DefaultContext:
+    # Not "fork": a backend's runtime (an OpenCL driver, say) that the parent process already
+    # loaded does not survive a fork. The fork server is a fresh process that never loads one,
+    # and forks clean workers quickly; spawn where there is no fork server.
     methods = multiprocessing.get_all_start_methods()
     context: multiprocessing.context.DefaultContext = multiprocessing.get_context(
-        "fork" if "fork" in methods else "spawn")  # type: ignore[assignment]
+        "forkserver" if "forkserver" in methods else "spawn")  # type: ignore[assignment]
     return context
 
 

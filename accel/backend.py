@@ -1,0 +1,80 @@
+"""`AccelBackend`: the OpenCL implementation of the spec, behind the suite's `Backend` protocol.
+
+- ``devices()``: every OpenCL device (`fusionspec.accel.devices`), PoCL's CPU first, the one
+  selected by ``AccelBackend(device=...)`` or ``FUSIONSPEC_ACCEL_DEVICE`` before the rest; an
+  empty tuple on a machine without OpenCL, so the suite lists the backend as unavailable.
+- ``partition(graph)``: the spec's partitions, from the reference partitioner (it also rejects an
+  ill-formed graph with the `GraphError` naming the rule).
+- ``compile(partition, device)``: the first kernel family that matches the partition
+  (`fusionspec.accel.families`) generates one fused kernel plan; the returned
+  `AccelCompiledPartition` holds the built program and exposes ``kernel_source``. A partition no
+  family handles raises `UnsupportedPartitionError` naming its pattern.
+
+``AccelBackend(fused=False)`` (or `AccelOpByOpBackend`) is the unfused baseline: each op of a
+partition runs as its own kernel, intermediates in global device buffers in their declared
+dtypes, as a library without fusion would run them; the benchmark compares the two.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from fusionspec.conformance.backend import Device
+from fusionspec.reference.partitioner import partition as reference_partition
+from fusionspec.spec.graph import Graph, Partition
+
+from .codegen.epilogue import ordered_ops
+from .compiled import AccelCompiledPartition
+from .devices import order_with_selected, select_device
+from .families import BuildContext, family_for
+from .plan import KernelPlan
+from .runtime import runtime_for
+
+__all__ = ["AccelBackend", "AccelOpByOpBackend", "single_op_partitions"]
+
+
+def single_op_partitions(partition: Partition) -> list[Partition]:
+    """`partition` split into one partition per op, producers first (op-by-op mode)."""
+    parts: list[Partition] = []
+    for index, op in enumerate(ordered_ops(partition.ops)):
+        inputs = tuple({t.id: t for t in op.inputs}.values())
+        parts.append(Partition(index, (op,), inputs, op.outputs, pattern=None,
+                               supported=partition.supported))
+    return parts
+
+
+class AccelBackend:
+    """fusionspec's OpenCL backend: one generated kernel per partition (see module doc)."""
+
+    name = "accel"
+
+    def __init__(self, device: str | None = None, *, fused: bool = True) -> None:
+        self._device = device
+        self.fused = fused
+
+    def devices(self) -> Sequence[Device]:
+        return tuple(info.as_device() for info in order_with_selected(self._device))
+
+    def partition(self, graph: Graph) -> list[Partition]:
+        return reference_partition(graph)
+
+    def plans(self, partition: Partition, device: Device) -> list[KernelPlan]:
+        """The kernel plans `compile` would build (code generation only, no OpenCL build)."""
+        ctx = BuildContext.for_device(select_device(device.id))
+        parts = [partition] if self.fused else single_op_partitions(partition)
+        return [family_for(part).build(part, ctx) for part in parts]
+
+    def compile(self, partition: Partition, device: Device) -> AccelCompiledPartition:
+        info = select_device(device.id)
+        return AccelCompiledPartition(partition, runtime_for(info),
+                                      self.plans(partition, device))
+
+
+class AccelOpByOpBackend(AccelBackend):
+    """The unfused baseline as a zero-argument backend (``--backend
+    fusionspec.accel.backend:AccelOpByOpBackend``)."""
+
+    name = "accel-opbyop"
+
+    def __init__(self, device: str | None = None) -> None:
+        super().__init__(device, fused=False)

@@ -1,0 +1,3 @@
+"""OpenCL C generation shared by every kernel family: the dtype policy (`types`), the program
+preamble and template rendering (`source`), tensor access through strides with broadcasting
+(`access`), and the one post-op generator (`epilogue`) with its op table (`ops`)."""

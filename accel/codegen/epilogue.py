@@ -1,0 +1,303 @@
+"""The one post-op generator: element-wise ops -> OpenCL C statements, driven by a table.
+
+Every fused kernel of the backend evaluates its element-wise ops here: all the ops of an
+element-wise partition, or the ops after the main op of a convolution, matmul, pooling,
+reduction or softmax partition (its epilogue). `emit_epilogue` walks the ops in dependency order
+and writes straight-line statements that compute, at the kernel's current domain index
+``idx[]``, one register per tensor (``v<tensor id>``): a tensor produced by the main op comes in
+through `given` (``{dst.id: Value("acc")}``), a partition input is loaded with NumPy
+broadcasting through its runtime strides (`fusionspec.accel.codegen.access`), and an op's
+output is its table entry applied to its operands' registers. Either operand of a binary op may
+be the chain (the order is the ops' own), and the other one may itself be computed by ops of the
+partition (the Dequantize of an int8 post-op operand). Partition outputs among the computed
+tensors are stored (rounded and saturated to their dtype) as soon as they exist, and with
+``acc=`` the final value is written back to the accumulator.
+
+Numerics mirror `fusionspec.reference.execute`: f32 registers throughout, with TypeCast and
+Quantize as the only roundings inside a partition; integer (s32) arithmetic exact in ``long``
+and saturated; constants are exact f32 literals.
+
+Accuracy choice: transcendental ops use the full-precision OpenCL builtins (``exp``, ``expm1``,
+``log``, ``log1p``, ``erfc``, ``tanh``, ``pow``; at most 3-16 ulp by the OpenCL specification),
+never ``native_*`` or ``half_*`` variants and never ``-cl-fast-relaxed-math``, whose error is
+unbounded by the specification; division and sqrt are correctly rounded where the device
+supports it (`fusionspec.accel.runtime.base_options`). The suite's tolerances
+(`fusionspec.conformance.tolerances`: 4e-6 relative for simple and 4e-5 for complex eltwise
+ops) are far above these bounds.
+
+The op table lives in `fusionspec.accel.codegen.ops` (`OP_TABLE`): adding an op is one entry.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from fusionspec.spec.graph import AttrValue, LogicalTensor, Op
+from fusionspec.spec.opschemas import SCHEMAS
+
+from ..errors import UnsupportedPartitionError
+from ..plan import Param, StrideArg
+from .access import Domain, buffer_name, read_param, write_param
+from .source import Preamble
+from .types import Kind, TypePolicy, c_float, check_supported
+
+__all__ = ["Value", "OpCtx", "EpilogueCode", "emit_epilogue", "supported_kinds",
+           "ordered_ops"]
+
+
+@dataclass(frozen=True)
+class Value:
+    """A register (or C expression) and its kind: f32 ``float`` or exact integer ``long``."""
+
+    text: str
+    kind: Kind = "float"
+
+
+@dataclass(frozen=True)
+class EpilogueCode:
+    """What `emit_epilogue` produced.
+
+    `params`: the kernel parameters its loads and stores need (buffers and strides), to append
+    to the kernel signature; `body`: the statements (one per line, unindented); `values`: the
+    register of every tensor it loaded or computed, by tensor id; `result`: the register of the
+    last op's output (the given value when there are no ops); `stored`: ids of the tensors it
+    stores."""
+
+    params: tuple[Param, ...]
+    body: str
+    values: Mapping[int, Value]
+    result: Value
+    stored: tuple[int, ...] = field(default=())
+
+
+def supported_kinds() -> frozenset[str]:
+    """The op kinds the generator can emit (the table's keys)."""
+    from .ops import OP_TABLE
+
+    return frozenset(OP_TABLE)
+
+
+def ordered_ops(ops: Sequence[Op]) -> list[Op]:
+    """`ops` with every producer before its consumers (stable otherwise)."""
+    produced = {t.id: op for op in ops for t in op.outputs}
+    order: list[Op] = []
+    state: dict[int, int] = {}  # op id -> 1 visiting, 2 done
+
+    def visit(op: Op) -> None:
+        if state.get(op.id) == 2:
+            return
+        if state.get(op.id) == 1:
+            raise UnsupportedPartitionError("the ops form a cycle",
+                                            kinds=[o.kind for o in ops])
+        state[op.id] = 1
+        for t in op.inputs:
+            if t.id in produced:
+                visit(produced[t.id])
+        state[op.id] = 2
+        order.append(op)
+
+    for op in ops:
+        visit(op)
+    return order
+
+
+class OpCtx:
+    """What an op-table entry sees: the op, its operands' registers, its attributes, and ways
+    to declare per-channel loads, constant tables, helpers and temporaries."""
+
+    def __init__(self, emitter: _Emitter, op: Op) -> None:
+        self.op = op
+        self._e = emitter
+        self.policy: TypePolicy = emitter.policy
+
+    # operands
+    def arg(self, port: int) -> Value:
+        """The register of input `port` at the domain index (loaded on first use)."""
+        return self._e.value(self.op.inputs[port])
+
+    def f(self, port: int) -> str:
+        """Input `port` as an f32 expression (integers are converted as NumPy does)."""
+        value = self.arg(port)
+        return self.policy.as_float(value.text, value.kind)
+
+    def input(self, port: int) -> LogicalTensor:
+        return self.op.inputs[port]
+
+    def output(self, port: int = 0) -> LogicalTensor:
+        return self.op.outputs[port]
+
+    def channel_index(self, port: int, axis: int) -> str:
+        """The index of input `port`'s tensor along `axis` at the domain index."""
+        return self._e.domain.index_of(self.op.inputs[port])[axis]
+
+    def load_at(self, port: int, index: str) -> str:
+        """Element `index` of input `port`, a 1-D partition input (per-channel parameters:
+        bias, gamma, scales given as tensors), as an f32 expression."""
+        return self._e.load_1d(self.op.inputs[port], index, self.op)
+
+    # attributes and constants
+    def attr(self, name: str) -> AttrValue:
+        """Attribute `name`, or its schema default; UnsupportedPartitionError when absent."""
+        if name in self.op.attrs:
+            return self.op.attrs[name]
+        spec = SCHEMAS[self.op.kind].attr_spec(name) if self.op.kind in SCHEMAS else None
+        if spec is None or spec.default is None:
+            raise UnsupportedPartitionError(f"op {self.op.id} ({self.op.kind}) has no attribute "
+                                            f"{name!r} (finalize the graph first)")
+        return spec.default
+
+    def fattr(self, name: str) -> float:
+        value = self.attr(name)
+        if not isinstance(value, int | float) or isinstance(value, bool):
+            raise UnsupportedPartitionError(f"op {self.op.id} ({self.op.kind}) attribute "
+                                            f"{name!r} is {value!r}, not a number")
+        return float(value)
+
+    @staticmethod
+    def lit(value: float) -> str:
+        """An exact f32 literal of `value` (rounded to f32 first, as f32 attributes are)."""
+        return c_float(value)
+
+    def table(self, suffix: str, values: Sequence[float]) -> str:
+        """A program-scope ``__constant float`` table, named after the op; returns its name."""
+        return self._e.preamble.float_table(f"op{self.op.id}_{suffix}", values)
+
+    def need(self, *helpers: str) -> None:
+        self._e.preamble.need(helpers)
+
+    def let(self, expr: str, kind: Kind = "float") -> str:
+        """Emit ``const <type> eN = expr;`` and return ``eN`` (to use a value twice)."""
+        return self._e.temp(expr, kind)
+
+
+class _Emitter:
+    def __init__(self, ops: Sequence[Op], domain: Domain, policy: TypePolicy,
+                 preamble: Preamble, given: Mapping[int, Value],
+                 outputs: Sequence[LogicalTensor], linear: str | None) -> None:
+        self.ops = ordered_ops(ops)
+        self.domain = domain
+        self.policy = policy
+        self.preamble = preamble
+        self.values: dict[int, Value] = dict(given)
+        self.outputs = {t.id: t for t in outputs}
+        self.linear = linear
+        self.lines: list[str] = []
+        self.params: dict[Param, None] = {}
+        self.stored: list[int] = []
+        self.produced = {t.id for op in self.ops for t in op.outputs}
+        self._temps = 0
+
+    def run(self) -> None:
+        from .ops import OP_TABLE
+
+        for tid in list(self.values):
+            self._maybe_store(tid)
+        for op in self.ops:
+            builder = OP_TABLE.get(op.kind)
+            if builder is None:
+                raise UnsupportedPartitionError(f"op {op.id} ({op.kind}) has no OpenCL "
+                                                "expression in the epilogue table",
+                                                kinds=[o.kind for o in self.ops])
+            for t in (*op.inputs, *op.outputs):
+                check_supported(t.dtype, f"tensor {t.id} of op {op.id} ({op.kind})")
+            result = builder(OpCtx(self, op))
+            out = op.outputs[0]
+            self.domain.check(out)
+            ctype = "float" if result.kind == "float" else "long"
+            self.lines.append(f"const {ctype} v{out.id} = {result.text};")
+            self.values[out.id] = Value(f"v{out.id}", result.kind)
+            self._maybe_store(out.id)
+
+    def value(self, tensor: LogicalTensor) -> Value:
+        found = self.values.get(tensor.id)
+        if found is not None:
+            return found
+        if tensor.id in self.produced:  # ordered_ops puts producers first; cannot happen
+            raise UnsupportedPartitionError(f"tensor {tensor.id} is used before it is computed")
+        return self._load(tensor)
+
+    def _load(self, tensor: LogicalTensor) -> Value:
+        self.preamble.uses(tensor.dtype)
+        offset, strides = self.domain.strided_offset(tensor)
+        self._param(read_param(tensor, self.policy), *strides)
+        expr, helpers = self.policy.load(tensor.dtype, buffer_name(tensor), offset)
+        self.preamble.need(helpers)
+        kind = self.policy.kind(tensor.dtype)
+        ctype = "float" if kind == "float" else "long"
+        self.lines.append(f"const {ctype} v{tensor.id} = {expr};")
+        value = self.values[tensor.id] = Value(f"v{tensor.id}", kind)
+        return value
+
+    def load_1d(self, tensor: LogicalTensor, index: str, op: Op) -> str:
+        if tensor.id in self.produced or tensor.id in self.values:
+            raise UnsupportedPartitionError(f"op {op.id} ({op.kind}) reads tensor {tensor.id} "
+                                            "per channel, which the OpenCL backend supports "
+                                            "only for partition inputs")
+        if tensor.shape is None or len(tensor.shape) != 1:
+            raise UnsupportedPartitionError(f"op {op.id} ({op.kind}): tensor {tensor.id} must "
+                                            "be 1-D")
+        self.preamble.uses(tensor.dtype)
+        stride = f"{buffer_name(tensor)}_s0"
+        self._param(read_param(tensor, self.policy),
+                    Param(f"const long {stride}", StrideArg(tensor.id, 0)))
+        expr, helpers = self.policy.load(tensor.dtype, buffer_name(tensor),
+                                         f"({index}) * {stride}")
+        self.preamble.need(helpers)
+        return self.policy.as_float(expr, self.policy.kind(tensor.dtype))
+
+    def _param(self, *params: Param) -> None:
+        for p in params:  # a dict keeps the first-use order and drops repeats
+            self.params.setdefault(p, None)
+
+    def _maybe_store(self, tid: int) -> None:
+        tensor = self.outputs.get(tid)
+        if tensor is None or tid in self.stored:
+            return
+        self.preamble.uses(tensor.dtype)
+        self._param(write_param(tensor, self.policy))
+        value = self.values[tid]
+        spans = self.domain.spans(tensor)
+        offset = self.linear if spans and self.linear else self.domain.dense_offset(tensor)
+        statement, helpers = self.policy.store(tensor.dtype, buffer_name(tensor), offset,
+                                               value.text, value.kind)
+        self.preamble.need(helpers)
+        guard = None if spans else self.domain.owner_guard(tensor)
+        self.lines.append(f"if ({guard}) {statement}" if guard else statement)
+        self.stored.append(tid)
+
+    def temp(self, expr: str, kind: Kind) -> str:
+        self._temps += 1
+        name = f"e{self._temps}"
+        self.lines.append(f"const {'float' if kind == 'float' else 'long'} {name} = {expr};")
+        return name
+
+
+def emit_epilogue(ops: Sequence[Op], *, domain: Domain, policy: TypePolicy,
+                  preamble: Preamble, given: Mapping[int, Value] | None = None,
+                  outputs: Sequence[LogicalTensor] = (), acc: str | None = None,
+                  linear: str | None = None) -> EpilogueCode:
+    """Generate the statements for `ops` (element-wise ops, any order) at `domain`'s index.
+
+    `given`: registers already computed by the caller (the main op's output: ``{dst.id:
+    Value("acc")}``); every other operand must be a partition input or an output of `ops`.
+    `outputs`: tensors to store (dense, in their dtype) once computed, typically the
+    partition's outputs. `acc`: when given, the last value is also assigned to this variable
+    (``acc = v7;``), so a template can keep using its accumulator. `linear`: a C expression of
+    the domain's linear index, used as the store offset of outputs shaped like the domain.
+    Raises `UnsupportedPartitionError` for an op without a table entry, an unsupported dtype
+    or a tensor that does not broadcast into the domain.
+    """
+    emitter = _Emitter(ops, domain, policy, preamble, given or {}, outputs, linear)
+    emitter.run()
+    if emitter.ops:
+        last = emitter.ops[-1].outputs[0].id
+        result = emitter.values[last]
+    elif given:
+        result = next(iter(given.values()))
+    else:
+        raise UnsupportedPartitionError("an epilogue needs ops or a given value")
+    if acc is not None and result.text != acc:
+        emitter.lines.append(f"{acc} = {policy.as_float(result.text, result.kind)};")
+    return EpilogueCode(tuple(emitter.params), "\n".join(emitter.lines),
+                        dict(emitter.values), result, tuple(emitter.stored))

@@ -1,0 +1,162 @@
+"""Executing kernel plans: the compiled partition of the OpenCL backend.
+
+`AccelCompiledPartition` builds its plans' programs when it is created (so a build error
+surfaces at compile time, as `KernelBuildError`), and `execute` then:
+
+1. checks each input array against its logical tensor (as the reference's executor does) and
+   uploads it once: an array of the tensor's shape goes up dense, a flat 1-D buffer of a tensor
+   with logical strides goes up as it is and is read through those strides;
+2. allocates each written tensor (dense, in its dtype's storage type) and each scratch buffer,
+   binds every kernel parameter (`fusionspec.accel.plan`) and enqueues the launches, plan after
+   plan; tensors passed between plans (op-by-op mode) stay on the device;
+3. reads back the partition's outputs only.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from fusionspec.reference.dtypes import numpy_dtype
+from fusionspec.reference.errors import InputMismatchError
+from fusionspec.spec.graph import LogicalTensor, Partition
+
+from .codegen.access import known_shape
+from .codegen.types import HOST, check_supported, from_host, to_host
+from .plan import BufferArg, KernelPlan, Param, ScalarArg, ScratchArg, StrideArg
+from .runtime import Runtime
+
+__all__ = ["AccelCompiledPartition"]
+
+Array = np.ndarray[Any, np.dtype[Any]]
+
+_SCALARS: dict[str, type[np.generic]] = {"int": np.int32, "uint": np.uint32, "long": np.int64,
+                                         "float": np.float32}
+
+
+def _dense_strides(shape: Sequence[int]) -> tuple[int, ...]:
+    strides: list[int] = []
+    step = 1
+    for d in reversed(shape):
+        strides.append(step)
+        step *= max(d, 1)
+    return tuple(reversed(strides))
+
+
+class AccelCompiledPartition:
+    """A partition compiled to OpenCL kernels (one plan when fused, one per op otherwise)."""
+
+    def __init__(self, partition: Partition, runtime: Runtime, plans: Sequence[KernelPlan]
+                 ) -> None:
+        self.partition = partition
+        self.runtime = runtime
+        self.plans = tuple(plans)
+        self._kernels: list[list[Any]] = []
+        for plan in self.plans:
+            program = runtime.program(plan.source, plan.options)
+            self._kernels.append([runtime.kernel(program, launch.kernel)
+                                  for launch in plan.launches])
+
+    @property
+    def kernel_source(self) -> str:
+        """The generated OpenCL source of every plan (what a failure report shows)."""
+        if len(self.plans) == 1:
+            return self.plans[0].source
+        return "\n".join(f"/* ---- kernel {i} ({plan.family}) ---- */\n{plan.source}"
+                         for i, plan in enumerate(self.plans))
+
+    @property
+    def families(self) -> tuple[str, ...]:
+        return tuple(plan.family for plan in self.plans)
+
+    def execute(self, inputs: Mapping[int, Array]) -> dict[int, Array]:
+        import pyopencl as cl
+
+        missing = [t.id for t in self.partition.inputs if t.id not in inputs]
+        if missing:
+            raise InputMismatchError(f"no array given for partition {self.partition.id} "
+                                     f"input(s) {missing}", tensor_id=missing[0])
+        context, queue = self.runtime.context, self.runtime.queue
+        buffers: dict[int, Any] = {}
+        layouts: dict[int, tuple[int, ...]] = {}
+        for tensor in self.partition.inputs:
+            host, strides = _host_input(tensor, inputs[tensor.id])
+            buffers[tensor.id] = _buffer(context, host.nbytes, host)
+            layouts[tensor.id] = strides
+        for plan, kernels in zip(self.plans, self._kernels):
+            for tensor in plan.writes:
+                if tensor.id not in buffers:
+                    shape = known_shape(tensor)
+                    check_supported(tensor.dtype, f"output tensor {tensor.id}")
+                    buffers[tensor.id] = _buffer(
+                        context, math.prod(shape) * HOST[tensor.dtype].itemsize, None)
+                    layouts[tensor.id] = _dense_strides(shape)
+            scratch = {s.name: _buffer(context, s.nbytes, None) for s in plan.scratch}
+            for launch, kernel in zip(plan.launches, kernels):
+                args = [_bind(p, buffers, layouts, scratch) for p in launch.params]
+                kernel.set_args(*args)
+                cl.enqueue_nd_range_kernel(queue, kernel, launch.global_size,
+                                           launch.local_size)
+        results: dict[int, Array] = {}
+        for tensor in self.partition.outputs:
+            shape = known_shape(tensor)
+            raw = np.empty(math.prod(shape), dtype=HOST[tensor.dtype])
+            if raw.size:
+                cl.enqueue_copy(queue, raw, buffers[tensor.id])
+            results[tensor.id] = from_host(raw, tensor.dtype).reshape(shape)
+        queue.finish()
+        return results
+
+
+def _buffer(context: Any, nbytes: int, host: Array | None) -> Any:
+    import pyopencl as cl
+
+    flags = cl.mem_flags.READ_WRITE
+    if host is not None and nbytes:
+        return cl.Buffer(context, flags | cl.mem_flags.COPY_HOST_PTR, hostbuf=host)
+    return cl.Buffer(context, flags, size=max(nbytes, 16))  # OpenCL forbids empty buffers
+
+
+def _bind(param: Param, buffers: Mapping[int, Any], layouts: Mapping[int, tuple[int, ...]],
+          scratch: Mapping[str, Any]) -> Any:
+    binding = param.binding
+    if isinstance(binding, BufferArg):
+        return buffers[binding.tensor_id]
+    if isinstance(binding, StrideArg):
+        return np.int64(layouts[binding.tensor_id][binding.dim])
+    if isinstance(binding, ScratchArg):
+        return scratch[binding.name]
+    assert isinstance(binding, ScalarArg)
+    return _SCALARS[binding.ctype](binding.value)
+
+
+def _host_input(tensor: LogicalTensor, array: object) -> tuple[Array, tuple[int, ...]]:
+    """The bytes to upload for `tensor` and the strides (in elements) to read them with."""
+    if not isinstance(array, np.ndarray):
+        raise InputMismatchError(f"expected a NumPy array, got {type(array).__name__}",
+                                 tensor_id=tensor.id)
+    check_supported(tensor.dtype, f"input tensor {tensor.id}")
+    want = numpy_dtype(tensor.dtype)
+    if array.dtype != want:
+        raise InputMismatchError(f"dtype {array.dtype} does not match the tensor's "
+                                 f"{tensor.dtype} (NumPy {want})", tensor_id=tensor.id)
+    shape = known_shape(tensor)
+    if array.shape == shape:
+        return to_host(array, tensor.dtype), _dense_strides(shape)
+    if tensor.strides is not None and array.ndim == 1 and len(tensor.strides) == len(shape):
+        strides = tensor.strides
+        if any(s < 0 for s in strides):
+            raise InputMismatchError(f"negative strides {list(strides)} are not supported",
+                                     tensor_id=tensor.id)
+        needed = 0 if 0 in shape else 1 + sum((d - 1) * s for d, s in zip(shape, strides))
+        if array.shape[0] < needed:
+            raise InputMismatchError(
+                f"a flat buffer of {array.shape[0]} elements is too short for shape "
+                f"{list(shape)} with strides {list(strides)} (needs {needed})",
+                tensor_id=tensor.id)
+        return to_host(array, tensor.dtype), tuple(strides)
+    raise InputMismatchError(f"shape {list(array.shape)} does not match the tensor's "
+                             f"{list(shape)}", tensor_id=tensor.id)

@@ -1,0 +1,72 @@
+"""Typed errors of the OpenCL backend.
+
+Everything the accel backend raises on purpose derives from `AccelError` (a `FusionspecError`),
+so a caller can catch "the OpenCL backend cannot do this" in one place:
+
+- `NoDeviceError`: pyopencl, an OpenCL driver (ICD) or a usable device is missing, or the device
+  asked for does not exist; the message lists the devices that do exist and how to select one.
+- `KernelBuildError`: the OpenCL compiler rejected a generated kernel; it carries the source and
+  the build log, so a report can show both.
+- `UnsupportedPartitionError`: no kernel family can generate code for a partition (yet); it
+  names the pattern and the op kinds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from fusionspec.spec.errors import FusionspecError
+
+__all__ = ["AccelError", "NoDeviceError", "KernelBuildError", "UnsupportedPartitionError",
+           "SELECT_HINT", "INSTALL_HINT"]
+
+#: How a user selects a device, quoted in `NoDeviceError` messages.
+SELECT_HINT = ("select one with AccelBackend(device=ID), the environment variable "
+               "FUSIONSPEC_ACCEL_DEVICE=ID, or `fusionspec conform --device ID`")
+
+
+#: What to install when no device exists at all.
+INSTALL_HINT = ("install the accel extra, pip install 'fusionspec[accel]', which brings PoCL's "
+                "CPU device, or an OpenCL driver for your GPU")
+
+
+class AccelError(FusionspecError):
+    """Base class of the OpenCL backend's errors."""
+
+
+class NoDeviceError(AccelError):
+    """No OpenCL device can be used: `available` lists the ids of the ones that exist."""
+
+    def __init__(self, message: str, *, available: Sequence[str] = ()) -> None:
+        self.available = tuple(available)
+        listing = (f"available devices: {', '.join(self.available)}; {SELECT_HINT}"
+                   if self.available else INSTALL_HINT)
+        super().__init__(f"{message} ({listing})")
+
+
+class KernelBuildError(AccelError):
+    """The OpenCL compiler rejected a generated program."""
+
+    def __init__(self, message: str, *, source: str, log: str, options: Sequence[str] = (),
+                 device: str = "") -> None:
+        self.source = source
+        self.log = log
+        self.options = tuple(options)
+        self.device = device
+        where = f" for {device}" if device else ""
+        shown = log.strip() or "(the compiler gave no log)"
+        if len(shown) > 2000:  # the full log stays on .log; the message must stay readable
+            shown = shown[:2000] + " ..."
+        super().__init__(f"{message}{where}; build log:\n{shown}")
+
+
+class UnsupportedPartitionError(AccelError):
+    """No kernel family of the backend handles this partition."""
+
+    def __init__(self, message: str, *, pattern: str | None = None,
+                 kinds: Sequence[str] = ()) -> None:
+        self.pattern = pattern
+        self.kinds = tuple(kinds)
+        what = pattern if pattern is not None else "single-op partition"
+        chain = "->".join(self.kinds)
+        super().__init__(f"{what} [{chain}]: {message}" if chain else f"{what}: {message}")

@@ -1,0 +1,34 @@
+"""The registry of kernel families: each partition is compiled by the first family that
+matches it.
+
+To add a family, write its module (a `Family` named ``FAMILY``, see `base`) and add it to
+`FAMILIES` below; order matters only where two families match the same partition.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from fusionspec.spec.graph import Partition
+
+from ..errors import UnsupportedPartitionError
+from . import elementwise
+from .base import BuildContext, Family
+
+__all__ = ["FAMILIES", "Family", "BuildContext", "family_for"]
+
+FAMILIES: tuple[Family, ...] = (
+    elementwise.FAMILY,
+)
+
+
+def family_for(partition: Partition, families: Sequence[Family] = FAMILIES) -> Family:
+    """The first family that matches `partition`; UnsupportedPartitionError names the pattern
+    and its ops when none does."""
+    for family in families:
+        if family.matches(partition):
+            return family
+    names = ", ".join(f.name for f in families)
+    raise UnsupportedPartitionError(f"no kernel family of the OpenCL backend handles it yet "
+                                    f"(families: {names})", pattern=partition.pattern,
+                                    kinds=[op.kind for op in partition.ops])

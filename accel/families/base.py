@@ -1,0 +1,63 @@
+"""The kernel-family interface: what a family declares and what its builder receives.
+
+A family turns the partitions it recognises into a `KernelPlan`:
+
+    Family(name="elementwise", matches=is_elementwise, build=build_elementwise)
+
+- ``matches(partition) -> bool`` says, from the ops alone (kinds, pattern, attributes), whether
+  the family handles the partition; it must be cheap and must not generate code;
+- ``build(partition, ctx) -> KernelPlan`` generates the program and its launches; it raises
+  `UnsupportedPartitionError` for a variant it cannot handle (a dtype, a layout).
+
+`BuildContext` gives a builder the device's capabilities (`device`: work-group limit, local
+memory, extensions), the dtype policy for that device (`policy`), a fresh `Preamble` factory
+and the work-size helpers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from fusionspec.spec.graph import Partition
+
+from ..codegen.source import Preamble
+from ..codegen.types import TypePolicy
+from ..devices import DeviceInfo
+from ..plan import KernelPlan
+from ..runtime import launch_1d, pick_work_group
+
+__all__ = ["Family", "BuildContext"]
+
+
+@dataclass(frozen=True)
+class BuildContext:
+    """What a family builder may know about the target device."""
+
+    device: DeviceInfo
+    policy: TypePolicy
+
+    @staticmethod
+    def for_device(device: DeviceInfo) -> BuildContext:
+        return BuildContext(device, TypePolicy(native_fp16=device.fp16))
+
+    def preamble(self) -> Preamble:
+        return Preamble(self.policy)
+
+    def launch_1d(self, elements: int, *, per_item: int = 1
+                  ) -> tuple[tuple[int], tuple[int]]:
+        """(global, local) sizes of a grid-stride loop over `elements`."""
+        return launch_1d(self.device, elements, per_item=per_item)
+
+    def work_group(self, wanted: int = 256) -> int:
+        """A power-of-two work-group size within the device's limits."""
+        return pick_work_group(self.device, wanted)
+
+
+@dataclass(frozen=True)
+class Family:
+    """A kernel family: a name, a matcher and a builder (see the module docstring)."""
+
+    name: str
+    matches: Callable[[Partition], bool]
+    build: Callable[[Partition, BuildContext], KernelPlan]

@@ -1,0 +1,85 @@
+"""Shared helpers of the OpenCL backend tests: the skip marker, and running a graph on the
+backend partition by partition next to the reference, compared with the suite's tolerances."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import pytest
+
+from fusionspec.accel.backend import AccelBackend
+from fusionspec.accel.compiled import AccelCompiledPartition
+from fusionspec.accel.devices import discover, discovery_problem
+from fusionspec.conformance.backend import Device
+from fusionspec.conformance.tolerances import compare, tolerance_for
+from fusionspec.reference import execute
+from fusionspec.reference.partitioner import external_tensors, partition
+from fusionspec.spec.graph import Graph, Op, Partition
+
+Array = np.ndarray[Any, np.dtype[Any]]
+
+HAVE_DEVICE = bool(discover())
+requires_device = pytest.mark.skipif(
+    not HAVE_DEVICE, reason=f"no OpenCL device to run kernels on ({discovery_problem()}); "
+    "install the accel extra (PoCL's CPU device) to run these tests")
+
+
+def first_device() -> Device:
+    return AccelBackend().devices()[0]
+
+
+class OnDevice:
+    """A graph compiled by the backend (once), runnable on many inputs."""
+
+    def __init__(self, graph: Graph, *, fused: bool = True, whole: bool = False) -> None:
+        """`whole`: compile all ops as one partition, whatever the partitioner says (to test
+        kernels for op combinations the patterns do not fuse)."""
+        self.graph = graph.finalize() if not graph.finalized else graph
+        backend = AccelBackend(fused=fused)
+        device = first_device()
+        if whole:
+            ins, outs = external_tensors(self.graph, self.graph.ops)
+            self.parts = [Partition(0, self.graph.ops, tuple(ins), tuple(outs))]
+        else:
+            self.parts = partition(self.graph)
+        self.compiled: list[AccelCompiledPartition] = [backend.compile(p, device)
+                                                       for p in self.parts]
+
+    def plans_of(self, index: int) -> tuple[object, ...]:
+        return self.compiled[index].plans
+
+    def run(self, inputs: Mapping[int, Array]) -> dict[int, Array]:
+        values: dict[int, Array] = dict(inputs)
+        for part, compiled in zip(self.parts, self.compiled):
+            values.update(compiled.execute({t.id: values[t.id] for t in part.inputs}))
+        return {t.id: values[t.id] for t in self.graph.output_tensors}
+
+    def check(self, inputs: Mapping[int, Array], *, exact: Mapping[int, Array] | None = None,
+              label: str = "") -> None:
+        """Assert that every graph output matches the reference within the suite's
+        tolerance for its op chain (`exact`: Quantize values before rounding)."""
+        got = self.run(inputs)
+        want = execute(self.graph, inputs)
+        for tensor in self.graph.output_tensors:
+            ops = _ancestors(self.graph, tensor.id)
+            tol = tolerance_for(ops, tensor.dtype)
+            result = compare(want[tensor.id], got[tensor.id], tol,
+                             exact=None if exact is None else exact.get(tensor.id))
+            assert result.passed, (f"{label} output {tensor.id}: {result.reason}; worst "
+                                   f"{[w.to_dict() for w in result.worst]}\nsource:\n"
+                                   f"{self.compiled[-1].kernel_source}")
+
+
+def _ancestors(graph: Graph, tensor_id: int) -> list[Op]:
+    wanted: set[int] = set()
+    stack = [tensor_id]
+    while stack:
+        tid = stack.pop()
+        if tid in graph.producers:
+            op = graph.producers[tid][0]
+            if op.id not in wanted:
+                wanted.add(op.id)
+                stack.extend(t.id for t in op.inputs)
+    return [op for op in graph.ops if op.id in wanted]
