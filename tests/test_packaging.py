@@ -31,3 +31,17 @@ def test_every_top_package_ships_py_typed() -> None:
     assert "py.typed" in data, f"py.typed is not package data: {data}"
     missing = [folder for folder in TOP if not (ROOT / folder / "py.typed").exists()]
     assert not missing, f"subpackages without a py.typed marker: {missing}"
+
+
+def test_test_module_names_are_unique() -> None:
+    # Test folders are not packages: pytest imports each file by its base name, so two files
+    # with one name (tests/reference/test_pool.py, tests/accel/test_pool.py) collide.
+    names: dict[str, Path] = {}
+    clashes = []
+    for path in sorted((ROOT / "tests").rglob("*.py")):
+        if path.name == "conftest.py":
+            continue
+        if path.name in names:
+            clashes.append(f"{names[path.name].relative_to(ROOT)} and {path.relative_to(ROOT)}")
+        names.setdefault(path.name, path)
+    assert not clashes, f"test modules sharing a name: {clashes}"

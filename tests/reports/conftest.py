@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from _helpers import PATTERNS
+from _report_helpers import PATTERNS
 
 from fusionspec.conformance.suite import run_suite
 

@@ -13,8 +13,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from _helpers import PATTERNS, render
 from _html import Node, parse
+from _report_helpers import PATTERNS, render
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 

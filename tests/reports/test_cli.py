@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from _helpers import load, save
+from _report_helpers import load, save
 
 from fusionspec.conformance.cli import main
 

@@ -7,9 +7,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from _helpers import copy_results, load, render, save
 from _html import Node, parse
 from _report_backends import HOSTILE
+from _report_helpers import copy_results, load, render, save
 
 from fusionspec.reports.svg import (
     CoverageCell,
