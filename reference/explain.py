@@ -86,14 +86,13 @@ def _why_not_extended(plan: PartitionPlan, cand: Candidate, producer: Op,
     entry = cand.entry
     owner = plan.chosen[plan.owner[consumer.id]]
     # What would the pattern take at this head if no other partition were in the way?
-    alone = _unclaimed_best(plan, cand)
+    alone, rejected = _unclaimed(plan, cand)
     if alone is not None and consumer.id in alone.op_ids:
         by = owner.entry.id if owner is not None else "a single-op partition"
         return Explanation(consumer.id, producer.id, entry.id, "overlap",
                            f"{_label(consumer)} fits {entry.id} after {_label(producer)} but "
                            f"went to {by}, which wins the overlap (more ops, an upstream head, "
                            "or an earlier catalog row)")
-    rejected = _unclaimed_rejected(plan, cand)
     if rejected is not None and consumer.id in rejected.op_ids and rejected.failures:
         rule = rejected.failures[0]
         rule_id = rule[rule.rfind("[") + 1:rule.rfind("]")] if "[" in rule else "rule"
@@ -111,24 +110,15 @@ def _why_not_extended(plan: PartitionPlan, cand: Candidate, producer: Op,
                        f"{consumer.kind} cannot follow {producer.kind} in {entry.notation}")
 
 
-def _unclaimed_best(plan: PartitionPlan, cand: Candidate) -> Candidate | None:
+def _unclaimed(plan: PartitionPlan, cand: Candidate) -> tuple[Candidate | None,
+                                                                 Candidate | None]:
+    """`best_match` at `cand`'s head as if no other partition had taken any op."""
     saved = plan.matcher.claimed
     plan.matcher.claimed = set()
     try:
-        best, _ = plan.matcher.best_match(cand.entry, cand.index, cand.head)
+        return plan.matcher.best_match(cand.entry, cand.index, cand.head)
     finally:
         plan.matcher.claimed = saved
-    return best
-
-
-def _unclaimed_rejected(plan: PartitionPlan, cand: Candidate) -> Candidate | None:
-    saved = plan.matcher.claimed
-    plan.matcher.claimed = set()
-    try:
-        _, rejected = plan.matcher.best_match(cand.entry, cand.index, cand.head)
-    finally:
-        plan.matcher.claimed = saved
-    return rejected
 
 
 def _full_repeat(tree: Node, cand: Candidate, consumer: Op) -> tuple[Repeat, int] | None:

@@ -234,10 +234,9 @@ def _check_positive(op: Op, *names: str) -> None:
                                    where=f"attribute {name}")
 
 
-def infer_conv(op: Op, shapes: Sequence[Shape]) -> Sequence[Shape]:
-    src, wei = shapes[0], shapes[1]
-    if src is None or wei is None:
-        return [None]
+def _conv_common(op: Op, src: tuple[int, ...], wei: tuple[int, ...]) -> tuple[str, str, int]:
+    """Checks Convolution and ConvTranspose share; returns (data_format, weights_format,
+    groups)."""
     fmt, wfmt, g = _str(op, "data_format"), _str(op, "weights_format"), _int(op, "groups")
     if len(src) < 3 or len(wei) != len(src):
         raise InferenceFailure(f"src {list(src)} and weights {list(wei)} must have the same "
@@ -245,6 +244,23 @@ def infer_conv(op: Op, shapes: Sequence[Shape]) -> Sequence[Shape]:
     if g <= 0:
         raise InferenceFailure(f"groups must be positive, got {g}", where="attribute groups")
     _check_positive(op, "strides", "dilations")
+    return fmt, wfmt, g
+
+
+def _check_bias(shapes: Sequence[Shape], channels: int) -> None:
+    """The optional bias input (port 2) is 1-D with one value per output channel."""
+    bias = shapes[2] if len(shapes) > 2 else None
+    if bias is not None and (len(bias) != 1 or (
+            _known(bias[0]) and _known(channels) and bias[0] != channels)):
+        raise InferenceFailure(f"bias {list(bias)} must be 1-D of length {channels}",
+                               where="input 2 (bias)")
+
+
+def infer_conv(op: Op, shapes: Sequence[Shape]) -> Sequence[Shape]:
+    src, wei = shapes[0], shapes[1]
+    if src is None or wei is None:
+        return [None]
+    fmt, wfmt, g = _conv_common(op, src, wei)
     o, i, k = _weight_dims(wfmt, wei)
     c = src[channel_axis(fmt, len(src))]
     if _known(c) and _known(i) and c != i * g:
@@ -261,11 +277,7 @@ def infer_conv(op: Op, shapes: Sequence[Shape]) -> Sequence[Shape]:
     _check_len("pads_begin", pb, len(sp))
     _check_len("pads_end", pe, len(sp))
     out_sp = [_conv_out(sp[j], k[j], strides[j], dil[j], pb[j], pe[j]) for j in range(len(sp))]
-    if len(shapes) > 2 and shapes[2] is not None:
-        bias = shapes[2]
-        if len(bias) != 1 or (_known(bias[0]) and _known(o) and bias[0] != o):
-            raise InferenceFailure(f"bias {list(bias)} must be 1-D of length {o}",
-                                   where="input 2 (bias)")
+    _check_bias(shapes, o)
     return [_make_data_shape(fmt, src[0], o, out_sp)]
 
 
@@ -273,13 +285,7 @@ def infer_conv_transpose(op: Op, shapes: Sequence[Shape]) -> Sequence[Shape]:
     src, wei = shapes[0], shapes[1]
     if src is None or wei is None:
         return [None]
-    fmt, wfmt, g = _str(op, "data_format"), _str(op, "weights_format"), _int(op, "groups")
-    if len(src) < 3 or len(wei) != len(src):
-        raise InferenceFailure(f"src {list(src)} and weights {list(wei)} must have the same "
-                               "rank, at least 3")
-    if g <= 0:
-        raise InferenceFailure(f"groups must be positive, got {g}", where="attribute groups")
-    _check_positive(op, "strides", "dilations")
+    fmt, wfmt, g = _conv_common(op, src, wei)
     # IOX = (IC, OC/G, K...), XOI = (K..., OC/G, IC): see notes B0 on ConvTranspose weights.
     if wfmt == "IOX":
         i, o_g, k = wei[0], wei[1], wei[2:]
@@ -308,11 +314,7 @@ def infer_conv_transpose(op: Op, shapes: Sequence[Shape]) -> Sequence[Shape]:
             raise InferenceFailure(f"output spatial size would be {size}")
         out_sp.append(size)
     oc = o_g * g if _known(o_g) else U
-    if len(shapes) > 2 and shapes[2] is not None:
-        bias = shapes[2]
-        if len(bias) != 1 or (_known(bias[0]) and _known(oc) and bias[0] != oc):
-            raise InferenceFailure(f"bias {list(bias)} must be 1-D of length {oc}",
-                                   where="input 2 (bias)")
+    _check_bias(shapes, oc)
     return [_make_data_shape(fmt, src[0], oc, out_sp)]
 
 
