@@ -1,6 +1,7 @@
 """Sessions for developing and running fusionspec.
 
-    nox -s tests          the project's test suite (unit, property, CLI)
+    nox -s tests          the project's test suite (unit, property, CLI), without the slow tests
+    nox -s tests-slow     the slow tests (the conformance suite on the OpenCL backend)
     nox -s lint           ruff
     nox -s typecheck      mypy --strict on the installed package (paths mapped to the sources)
     nox -s conformance    the main job: the conformance suite (ci profile) on every installed
@@ -45,7 +46,15 @@ def tests(session: nox.Session) -> None:
     """Run the test suite; extra arguments go to pytest (e.g. -k notation)."""
     _install(session, "accel", "conformance", "report", "dev")
     session.install(TORCH)
-    session.run("pytest", *(session.posargs or ["-q"]))
+    session.run("pytest", *(session.posargs or ["-q", "-m", "not slow"]))
+
+
+@nox.session(name="tests-slow", python=PYTHON)
+def tests_slow(session: nox.Session) -> None:
+    """The slow tests: the conformance suite on the OpenCL backend, family by family (each
+    kernel is built once, then served from the disk cache)."""
+    _install(session, "accel", "conformance", "report", "dev")
+    session.run("pytest", "-q", "-m", "slow", *session.posargs)
 
 
 @nox.session(python=PYTHON)

@@ -22,8 +22,9 @@ went through into one `Tolerance`:
    benchdnn's window around the tie is 9e-6 (its fills make the value exact); here the window
    also grows with the chain budget, relative to the value, since a chain of inexact ops moves
    a tie by that much. The allowance exists because a library may multiply by 1/scale; with
-   power-of-two Quantize scales that product is exact, so a value exactly on a tie is a true
-   tie and must round half to even (the verdict passes no `exact` value there).
+   power-of-two Quantize scales that product is exact, and when every op before the Quantize
+   is exact on the suite's fills (no transcendental function), a value exactly on a tie is a
+   true tie and must round half to even (the verdict removes the allowance there).
 
 An element passes when ``|actual - expected| <= rtol*|expected| + atol*max(1, M)``, where `M`
 is the tensor's largest finite reference magnitude. The absolute term covers cancellation: an

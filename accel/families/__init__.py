@@ -12,13 +12,19 @@ from collections.abc import Sequence
 from fusionspec.spec.graph import Partition
 
 from ..errors import UnsupportedPartitionError
-from . import elementwise
+from . import elementwise, gemm, interpolate, pool, reduction, softmax, training
 from .base import BuildContext, Family
 
 __all__ = ["FAMILIES", "Family", "BuildContext", "family_for"]
 
 FAMILIES: tuple[Family, ...] = (
     elementwise.FAMILY,
+    gemm.FAMILY,
+    softmax.FAMILY,
+    pool.FAMILY,
+    reduction.FAMILY,
+    interpolate.FAMILY,
+    training.FAMILY,
 )
 
 

@@ -60,9 +60,12 @@ def test_registry_picks_elementwise_and_names_what_it_cannot() -> None:
     graph = _chain().finalize()
     on = OnDevice(graph)
     assert family_for(on.parts[0]).name == "elementwise", "an elementwise chain -> elementwise"
+    # Two MatMuls in one partition: no family (the GEMM family takes one main op) matches.
     a, b = LogicalTensor(0, F32, (2, 3)), LogicalTensor(1, F32, (3, 4))
-    mm = Graph([Op(0, "MatMul", inputs=(a, b), outputs=(LogicalTensor(2, F32, (2, 4)),))])
-    part = AccelBackend().partition(mm)[0]
+    c, d, e = (LogicalTensor(2, F32, (2, 4)), LogicalTensor(3, F32, (4, 5)),
+               LogicalTensor(4, F32, (2, 5)))
+    part = Partition(0, (Op(0, "MatMul", inputs=(a, b), outputs=(c,)),
+                         Op(1, "MatMul", inputs=(c, d), outputs=(e,))), (a, b, d), (e,))
     with pytest.raises(UnsupportedPartitionError, match="MatMul"):
         AccelBackend().compile(part, first_device())
     never = Family("never", lambda p: False, lambda p, c: (_ for _ in ()).throw(AssertionError))

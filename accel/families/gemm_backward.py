@@ -1,0 +1,115 @@
+"""ConvolutionBackwardWeights as an implicit GEMM, and the BiasAddBackward that may follow it.
+
+The weight gradient of a convolution is a GEMM like the forward one, with the roles moved:
+per group z, ``diff_weights (taps*IC/G x OC/G) = cols (taps*IC/G x N*positions) x diff_dst
+(N*positions x OC/G)``, where cols is the src window at output position o and tap t
+(``o*S + t*D - pads_begin``, zero in the padding). `backward_geometry` gives its index code in
+the form of `fusionspec.accel.families.gemm_geometry`; the GEMM template computes it.
+
+The pattern train.conv_bwd_weights_bias_bwd then reduces diff_weights with BiasAddBackward
+(every axis but its channel axis). That is a second, small kernel of the same program:
+`bias_backward_kernel` sums, per channel, the dense diff_weights the GEMM kernel left in global
+memory (the partition's output buffer, or a scratch buffer when diff_weights is internal), in f32
+with TwoSum compensation, close to the reference's f64 sum.
+"""
+
+from __future__ import annotations
+
+import math
+
+from fusionspec.spec.graph import LogicalTensor, Op
+from fusionspec.spec.shapes import pads_for, spatial_dims
+
+from ..codegen.access import known_shape
+from ..codegen.source import Preamble
+from ..codegen.types import TypePolicy
+from ..errors import UnsupportedPartitionError
+from .gemm_geometry import Geometry, IndexCode, attr_of, ints_of, split_index
+
+__all__ = ["backward_geometry", "bias_backward_kernel", "BIAS_KERNEL"]
+
+#: The name of the BiasAddBackward kernel.
+BIAS_KERNEL = "fs_bias_backward"
+
+
+def backward_geometry(op: Op) -> Geometry:
+    """The implicit GEMM of a ConvolutionBackwardWeights op (shapes known)."""
+    src, dy, wshape = (known_shape(t) for t in (op.inputs[0], op.inputs[1], op.outputs[0]))
+    fmt = str(attr_of(op, "data_format"))
+    wfmt = str(attr_of(op, "weights_format"))
+    groups = int(attr_of(op, "groups"))  # type: ignore[arg-type]
+    nsp = len(src) - 2
+    in_sp, out_sp = spatial_dims(src, fmt), spatial_dims(dy, fmt)
+    kernel = wshape[2:] if wfmt == "OIX" else wshape[:-2]
+    strides = ints_of(op, "strides", nsp, 1)
+    dilations = ints_of(op, "dilations", nsp, 1)
+    begin, _ = pads_for(op, in_sp, kernel, strides, dilations)
+    icg = wshape[1] if wfmt == "OIX" else wshape[-2]
+    oc = dy[1] if fmt == "NCX" else dy[-1]
+    if groups <= 0 or oc % groups:
+        raise UnsupportedPartitionError(f"op {op.id} ({op.kind}): {oc} channels do not split "
+                                        f"into {groups} groups")
+    ocg = oc // groups
+
+    # m = (tap, input channel of the group), k = (batch item, output position), n = oc.
+    a_lines, mc = split_index("m", (*kernel, icg), "a_m")
+    k_lines, kc = split_index("k", (dy[0], *out_sp), "a_k")
+    a_lines += k_lines
+    valid: list[str] = []
+    for d in range(nsp):
+        a_lines.append(f"const int a_i{d} = {kc[1 + d]} * {strides[d]} + {mc[d]} * "
+                       f"{dilations[d]} - {begin[d]};")
+        valid.append(f"a_i{d} >= 0 && a_i{d} < {in_sp[d]}")
+    pos = [f"a_i{d}" for d in range(nsp)]
+    cin = f"z * {icg} + {mc[-1]}" if groups > 1 else mc[-1]
+    a_index = [kc[0], cin, *pos] if fmt == "NCX" else [kc[0], *pos, cin]
+
+    b_lines, bk = split_index("k", (dy[0], *out_sp), "b_k")
+    chan = f"z * {ocg} + n" if groups > 1 else "n"
+    b_index = [bk[0], chan, *bk[1:]] if fmt == "NCX" else [*bk, chan]
+
+    d_lines, dm = split_index("m", (*kernel, icg), "d_m")
+    d_index = [chan, dm[-1], *dm[:-1]] if wfmt == "OIX" else [*dm, chan]
+    return Geometry(groups, math.prod(kernel) * icg, ocg, dy[0] * math.prod(out_sp), (),
+                    IndexCode(tuple(a_lines), tuple(a_index), " && ".join(valid) or None),
+                    IndexCode(tuple(b_lines), tuple(b_index)),
+                    IndexCode(tuple(d_lines), tuple(d_index)), None)
+
+
+def bias_backward_kernel(op: Op, source: LogicalTensor, policy: TypePolicy,
+                         preamble: Preamble) -> tuple[str, int]:
+    """The OpenCL C of a kernel summing dense `source` (BiasAddBackward's input, in
+    the parameter ``src``) per channel into ``dst``; and the channel count (one
+    work item per channel, a grid-stride loop)."""
+    shape = known_shape(source)
+    fmt = str(attr_of(op, "data_format"))
+    if len(shape) < 2:
+        raise UnsupportedPartitionError(f"op {op.id} (BiasAddBackward) needs rank >= 2")
+    axis = 1 if fmt == "NCX" else len(shape) - 1
+    outer, channels = math.prod(shape[:axis]), shape[axis]
+    inner = math.prod(shape[axis + 1:])
+    dst = op.outputs[0]
+    preamble.uses(source.dtype)
+    preamble.uses(dst.dtype)
+    value, helpers = policy.load(source.dtype, "src", f"(r * {channels} + c) * {inner} + q")
+    store, more = policy.store(dst.dtype, "dst", "c", "sum + comp", "float")
+    preamble.need(helpers | more)
+    code = f"""\
+__kernel void {BIAS_KERNEL}(__global const {policy.storage(source.dtype)}* restrict src,
+    __global {policy.storage(dst.dtype)}* restrict dst)
+{{
+    for (int c = get_global_id(0); c < {channels}; c += get_global_size(0)) {{
+        float sum = 0.0f, comp = 0.0f;  /* TwoSum: comp collects each addition's error */
+        for (int r = 0; r < {outer}; ++r)
+            for (int q = 0; q < {inner}; ++q) {{
+                const float y = {value};
+                const float t = sum + y;
+                const float back = t - sum;
+                comp += (sum - (t - back)) + (y - back);
+                sum = t;
+            }}
+        {store}
+    }}
+}}
+"""
+    return code, channels

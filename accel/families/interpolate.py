@@ -1,0 +1,153 @@
+"""The interpolate family: Interpolate alone or with post-ops (pattern
+fp.interpolate_post_ops), nearest and (bi/tri)linear, NCX or NXC, sizes or scales.
+
+One work item computes one dst element. The output size is the dst tensor's known shape
+(whether it came from the ``sizes`` attribute, the ``scales`` or the optional sizes input), so
+the source index and weight of every output position along every spatial axis are computed at
+build time, with the reference's own f32 coordinate functions
+(`fusionspec.reference.ops.interpolate`), and placed in ``__constant`` tables: the kernel's
+coordinates are therefore exactly the reference's. Nearest copies one source element; linear
+combines the 2, 4 or 8 neighbours axis by axis in f32 (the suite allows 7*eps(f32) for it).
+The result goes through the shared epilogue (`fusionspec.accel.codegen.epilogue`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from fusionspec.reference.ops.interpolate import linear_taps, nearest_index, source_coords
+from fusionspec.spec.graph import Op, Partition
+
+from ..codegen.access import Domain, buffer_name, known_shape, read_param
+from ..codegen.epilogue import Value, emit_epilogue, supported_kinds
+from ..codegen.source import Preamble, render
+from ..codegen.types import TypePolicy, check_supported
+from ..errors import UnsupportedPartitionError
+from ..plan import KernelPlan, Launch, Param, StrideArg
+from .base import BuildContext, Family
+
+__all__ = ["FAMILY", "KERNEL_NAME", "is_interpolate", "build_interpolate"]
+
+KERNEL_NAME = "fs_interpolate"
+_INT_LIMIT = 2 ** 31 - 1
+#: Indices travel in float tables; they are exact below 2**24.
+_TABLE_LIMIT = 1 << 24
+
+
+def is_interpolate(partition: Partition) -> bool:
+    """One Interpolate followed by element-wise ops only."""
+    kinds = supported_kinds()
+    mains = [op for op in partition.ops if op.kind == "Interpolate"]
+    return len(mains) == 1 and all(op.kind in kinds for op in partition.ops
+                                   if op is not mains[0])
+
+
+def _taps(main: Op, in_sp: list[int], out_sp: list[int], axes: list[int], preamble: Preamble,
+          ) -> tuple[list[str], list[list[tuple[str, str]]]]:
+    """Statements declaring each spatial axis's source indices and weights at idx[], and per
+    axis its (index variable, weight expression) taps."""
+    mode = str(main.attrs.get("mode", "nearest"))
+    ctm = str(main.attrs.get("coordinate_transformation_mode", "half_pixel"))
+    lines: list[str] = []
+    taps: list[list[tuple[str, str]]] = []
+    for n, (axis, i, o) in enumerate(zip(axes, in_sp, out_sp)):
+        coords = source_coords(o, i, ctm)
+        name = f"interp{main.id}_a{n}"
+        if mode == "nearest":
+            table = preamble.float_table(f"{name}_n", [float(v) for v in
+                                                       nearest_index(coords, i)])
+            lines.append(f"const long n{n} = (long){table}[idx[{axis}]];")
+            taps.append([(f"n{n}", "")])
+            continue
+        left, right, w_left, w_right = linear_taps(coords, i)
+        tl = preamble.float_table(f"{name}_l", [float(v) for v in left])
+        tr = preamble.float_table(f"{name}_r", [float(v) for v in right])
+        twl = preamble.float_table(f"{name}_wl", [float(v) for v in w_left])
+        twr = preamble.float_table(f"{name}_wr", [float(v) for v in w_right])
+        lines += [f"const long l{n} = (long){tl}[idx[{axis}]];",
+                  f"const long r{n} = (long){tr}[idx[{axis}]];",
+                  f"const float wl{n} = {twl}[idx[{axis}]];",
+                  f"const float wr{n} = {twr}[idx[{axis}]];"]
+        taps.append([(f"l{n}", f"wl{n}"), (f"r{n}", f"wr{n}")])
+    return lines, taps
+
+
+def _combine(taps: list[list[tuple[str, str]]], axes: list[int], fixed: dict[int, str],
+             load: Callable[[dict[int, str]], str], chosen: dict[int, str] | None = None,
+             depth: int = 0) -> str:
+    """The separable combination of the taps, first axis outermost, as one expression."""
+    chosen = chosen or {}
+    if depth == len(taps):
+        return load({**fixed, **chosen})
+    parts: list[str] = []
+    for index, weight in taps[depth]:
+        inner = _combine(taps, axes, fixed, load, {**chosen, axes[depth]: index}, depth + 1)
+        parts.append(f"{weight} * ({inner})" if weight else inner)
+    return " + ".join(parts) if len(parts) == 1 else "(" + " + ".join(parts) + ")"
+
+
+def build_interpolate(partition: Partition, ctx: BuildContext) -> KernelPlan:
+    """One grid-stride kernel: table-driven taps, then the epilogue."""
+    kinds = [op.kind for op in partition.ops]
+    main = next(op for op in partition.ops if op.kind == "Interpolate")
+    post = [op for op in partition.ops if op is not main]
+
+    def fail(message: str) -> UnsupportedPartitionError:
+        return UnsupportedPartitionError(message, pattern=partition.pattern, kinds=kinds)
+
+    src, dst = main.inputs[0], main.outputs[0]
+    for t in (src, dst):
+        check_supported(t.dtype, f"tensor {t.id} of Interpolate")
+    in_shape, out_shape = known_shape(src), known_shape(dst)
+    rank = len(in_shape)
+    fmt = str(main.attrs.get("data_format", "NXC"))
+    if rank < 3 or len(out_shape) != rank or fmt not in ("NCX", "NXC"):
+        raise fail(f"Interpolate needs src and dst of equal rank >= 3 in NCX or NXC (src "
+                   f"{list(in_shape)}, dst {list(out_shape)}, {fmt})")
+    axes = list(range(2, rank)) if fmt == "NCX" else list(range(1, rank - 1))
+    in_sp, out_sp = [in_shape[a] for a in axes], [out_shape[a] for a in axes]
+    if max(in_sp) >= _TABLE_LIMIT or min(out_sp) <= 0:
+        raise fail(f"Interpolate spatial sizes {in_sp} -> {out_sp} are not supported")
+    preamble = ctx.preamble()
+    preamble.uses(src.dtype)
+    lines, taps = _taps(main, in_sp, out_sp, axes, preamble)
+    policy: TypePolicy = ctx.policy
+    params: list[Param] = [read_param(src, policy)]
+    strides: dict[int, str] = {}
+    for j, extent in enumerate(in_shape):
+        if extent != 1:
+            strides[j] = f"{buffer_name(src)}_s{j}"
+            params.append(Param(f"const long {strides[j]}", StrideArg(src.id, j)))
+    fixed = {j: f"idx[{j}]" for j in range(rank) if j not in axes}
+    helpers: set[str] = set()
+
+    def load(index: dict[int, str]) -> str:
+        offset = " + ".join(f"{index[j]} * {strides[j]}" for j in sorted(strides)) or "0"
+        expr, needed = policy.load(src.dtype, buffer_name(src), offset)
+        helpers.update(needed)
+        return expr
+
+    value = _combine(taps, axes, fixed, load)
+    preamble.need(helpers)
+    domain = Domain(out_shape)
+    code = emit_epilogue(post, domain=domain, policy=policy, preamble=preamble,
+                         given={dst.id: Value("acc")}, outputs=partition.outputs, acc="acc",
+                         linear="i")
+    missing = [t.id for t in partition.outputs if t.id not in code.stored]
+    if missing:
+        raise fail(f"outputs {missing} are not computed by the ops")
+    params += [p for p in code.params if p not in params]
+    index_t = "int" if domain.size <= _INT_LIMIT else "long"
+    source = render("interpolate.cl.j2", preamble=preamble.render(), name=KERNEL_NAME,
+                    params=[p.decl for p in params], index_t=index_t,
+                    size=f"{domain.size}{'L' if index_t == 'long' else ''}", rank=rank,
+                    splits=[(a, out_shape[a]) for a in reversed(range(rank))],
+                    taps="\n".join(lines), value=value, body=code.body)
+    launches: tuple[Launch, ...] = ()
+    if domain.size:
+        launches = (Launch(KERNEL_NAME, tuple(params), *ctx.launch_1d(domain.size)),)
+    return KernelPlan("interpolate", source, launches, reads=tuple(partition.inputs),
+                      writes=tuple(partition.outputs))
+
+
+FAMILY = Family("interpolate", is_interpolate, build_interpolate)

@@ -1,0 +1,129 @@
+"""The reduction family: the seven reductions (ReduceSum, ReduceMean, ReduceProd, ReduceMax,
+ReduceMin, ReduceL1, ReduceL2) alone or with post-ops (pattern fp.reduction_post_ops).
+
+One work group per dst element (a grid-stride loop over them; the work-group size is the
+device's limit capped at 256 and at the reduced extent, a power of two): its work items stride
+over the reduced extent, then meet in a local-memory tree. Accumulation is f32 but keeps the
+rounding errors: sums carry a TwoSum compensation term, products a double-float low part
+(through ``fma``), so the result is within the suite's eps(f32) of the reference's f64
+accumulation. Max and Min propagate NaN as NumPy does and start at -inf/+inf. Work item 0
+finishes the value (mean: divide by the reduced count; L2: sqrt), runs the shared epilogue
+(`fusionspec.accel.codegen.epilogue`) at the dst index and stores.
+
+The axes come from the ``axes`` attribute (negative ones wrap, ``keep_dims`` either way); axes
+given as a runtime input tensor are not supported, since the kernel's loops are generated for
+known axes.
+"""
+
+from __future__ import annotations
+
+import math
+
+from fusionspec.spec.graph import Partition
+from fusionspec.spec.opschemas import REDUCTION_KINDS
+
+from ..codegen.access import Domain, buffer_name, known_shape, read_param
+from ..codegen.epilogue import Value, emit_epilogue, supported_kinds
+from ..codegen.source import render
+from ..codegen.types import c_float, check_supported
+from ..errors import UnsupportedPartitionError
+from ..plan import KernelPlan, Launch, Param
+from .base import BuildContext, Family
+
+__all__ = ["FAMILY", "KERNEL_NAME", "is_reduction", "build_reduction"]
+
+KERNEL_NAME = "fs_reduce"
+_MAX_GROUPS = 1 << 16
+
+_SUM_STEP = "fs_rd_add(&h, &l, {x});"
+_SUM_COMBINE = "fs_rd_add(&h, &l, red_h[lid + half_]); l += red_l[lid + half_];"
+_SUM_FINAL = "isfinite(h) ? h + l : h"
+
+#: Per kind: (initial value, per-element step, tree combine, final value of acc).
+_KINDS: dict[str, tuple[str, str, str, str]] = {
+    "ReduceSum": ("0.0f", _SUM_STEP.format(x="x"), _SUM_COMBINE, _SUM_FINAL),
+    "ReduceMean": ("0.0f", _SUM_STEP.format(x="x"), _SUM_COMBINE, f"({_SUM_FINAL}) / {{count}}"),
+    "ReduceL1": ("0.0f", _SUM_STEP.format(x="fabs(x)"), _SUM_COMBINE, _SUM_FINAL),
+    "ReduceL2": ("0.0f", "{ const float p = x * x; fs_rd_add(&h, &l, p); "
+                 "l += fma(x, x, -p); }", _SUM_COMBINE, f"sqrt({_SUM_FINAL})"),
+    "ReduceProd": ("1.0f", "fs_rd_mul(&h, &l, x, 0.0f);",
+                   "fs_rd_mul(&h, &l, red_h[lid + half_], red_l[lid + half_]);", _SUM_FINAL),
+    "ReduceMax": ("(-INFINITY)", "h = fs_rd_max(h, x);", "h = fs_rd_max(h, red_h[lid + half_]);",
+                  "h"),
+    "ReduceMin": ("INFINITY", "h = fs_rd_min(h, x);", "h = fs_rd_min(h, red_h[lid + half_]);",
+                  "h"),
+}
+
+
+def is_reduction(partition: Partition) -> bool:
+    """One reduction followed by element-wise ops only."""
+    kinds = supported_kinds()
+    mains = [op for op in partition.ops if op.kind in REDUCTION_KINDS]
+    return len(mains) == 1 and all(op.kind in kinds for op in partition.ops
+                                   if op is not mains[0])
+
+
+def build_reduction(partition: Partition, ctx: BuildContext) -> KernelPlan:
+    """One kernel: a work group per dst element, tree reduction, then the epilogue."""
+    kinds = [op.kind for op in partition.ops]
+    main = next(op for op in partition.ops if op.kind in REDUCTION_KINDS)
+    post = [op for op in partition.ops if op is not main]
+
+    def fail(message: str) -> UnsupportedPartitionError:
+        return UnsupportedPartitionError(message, pattern=partition.pattern, kinds=kinds)
+
+    src, dst = main.inputs[0], main.outputs[0]
+    if len(main.inputs) > 1:
+        raise fail(f"{main.kind} with axes given as an input tensor is not supported (the "
+                   "kernel is generated for axes known from the attribute)")
+    for t in (src, dst):
+        check_supported(t.dtype, f"tensor {t.id} of {main.kind}")
+    in_shape, out_shape = known_shape(src), known_shape(dst)
+    rank = len(in_shape)
+    raw = main.attrs.get("axes", ())
+    if not isinstance(raw, tuple | list) or not all(isinstance(a, int) for a in raw):
+        raise fail(f"{main.kind} axes {raw!r} is not a list of integers")
+    axes = sorted({int(a) % rank for a in raw if -rank <= int(a) < rank}) if rank else []
+    if len(axes) != len(raw):
+        raise fail(f"{main.kind} axes {list(raw)} are out of range or repeated for rank {rank}")
+    keep = bool(main.attrs.get("keep_dims", False))
+    kept_axes = [k for k in range(rank) if k not in axes]
+    want = tuple(1 if k in axes else d for k, d in enumerate(in_shape)) if keep else \
+        tuple(in_shape[k] for k in kept_axes)
+    if want != out_shape:
+        raise fail(f"{main.kind} dst shape {list(out_shape)} does not follow from src "
+                   f"{list(in_shape)} and axes {axes}")
+    preamble = ctx.preamble()
+    preamble.uses(src.dtype)
+    offset, strides = Domain(in_shape, index="sidx").strided_offset(src)
+    load, helpers = ctx.policy.load(src.dtype, buffer_name(src), offset)
+    preamble.need(helpers)
+    domain = Domain(out_shape)
+    code = emit_epilogue(post, domain=domain, policy=ctx.policy, preamble=preamble,
+                         given={dst.id: Value("acc")}, outputs=partition.outputs, acc="acc")
+    missing = [t.id for t in partition.outputs if t.id not in code.stored]
+    if missing:
+        raise fail(f"outputs {missing} are not computed by the ops")
+    params: list[Param] = [read_param(src, ctx.policy), *strides]
+    params += [p for p in code.params if p not in params]
+    extent = math.prod(in_shape[a] for a in axes)
+    outputs = domain.size
+    wg = ctx.work_group(min(256, 1 << max(extent - 1, 0).bit_length()))
+    init, step, combine, final = _KINDS[main.kind]
+    kept = [(k, f"idx[{k if keep else n}]") for n, k in enumerate(kept_axes)]
+    source = render("reduction.cl.j2", preamble=preamble.render(), name=KERNEL_NAME,
+                    params=[p.decl for p in params], wg=wg, rank=max(rank, 1),
+                    out_rank=max(len(out_shape), 1), outputs=outputs, extent=extent,
+                    out_splits=[(k, out_shape[k]) for k in reversed(range(len(out_shape)))],
+                    kept=kept, red_splits=[(a, in_shape[a]) for a in reversed(axes)],
+                    init=init, step=step, combine=combine,
+                    finish=final.format(count=c_float(extent)), load=load, body=code.body)
+    launches: tuple[Launch, ...] = ()
+    if outputs:
+        groups = min(outputs, _MAX_GROUPS)
+        launches = (Launch(KERNEL_NAME, tuple(params), (groups * wg,), (wg,)),)
+    return KernelPlan("reduction", source, launches, reads=tuple(partition.inputs),
+                      writes=tuple(partition.outputs))
+
+
+FAMILY = Family("reduction", is_reduction, build_reduction)

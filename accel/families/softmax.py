@@ -1,0 +1,111 @@
+"""The softmax family: SoftMax and its epilogue (pattern softmax.post_ops: 0 to 20 unary/binary
+post-ops, then an optional TypeCast and an optional Quantize), and single SoftMax partitions.
+
+One work group per row of the softmax axis (a grid-stride loop over rows when there are more
+rows than groups): its work items read the row through the source's runtime strides, reduce the
+maximum and then the sum of ``exp(x - max)`` in local memory with a power-of-two tree, and
+finally normalise each element, which goes through the shared post-op generator
+(`fusionspec.accel.codegen.epilogue`) and is stored in its dtype. Work item 0 stores the
+optional statistics output (``max + log(sum)``, f32). Accumulation is f32; the exponent's
+argument keeps the rounding error of ``x - max`` (see ``fs_sm_exp`` in the template), so the
+result stays within the suite's 10*eps(f32) of the reference's f64 computation.
+"""
+
+from __future__ import annotations
+
+from fusionspec.spec.graph import Op, Partition
+
+from ..codegen.access import Domain, buffer_name, known_shape, read_param, write_param
+from ..codegen.epilogue import Value, emit_epilogue, supported_kinds
+from ..codegen.source import render
+from ..codegen.types import check_supported
+from ..errors import UnsupportedPartitionError
+from ..plan import KernelPlan, Launch
+from .base import BuildContext, Family
+
+__all__ = ["FAMILY", "KERNEL_NAME", "is_softmax", "build_softmax"]
+
+KERNEL_NAME = "fs_softmax"
+#: Work groups launched at most; the kernel loops over the remaining rows.
+_MAX_GROUPS = 1 << 16
+
+
+def _split(partition: Partition) -> tuple[Op, list[Op]]:
+    """The SoftMax op and the post-ops of `partition` (UnsupportedPartitionError otherwise)."""
+    mains = [op for op in partition.ops if op.kind == "SoftMax"]
+    if len(mains) != 1:
+        raise UnsupportedPartitionError("a softmax partition has exactly one SoftMax",
+                                        pattern=partition.pattern,
+                                        kinds=[op.kind for op in partition.ops])
+    return mains[0], [op for op in partition.ops if op is not mains[0]]
+
+
+def is_softmax(partition: Partition) -> bool:
+    """Whether `partition` is one SoftMax followed by element-wise ops only."""
+    kinds = supported_kinds()
+    mains = [op for op in partition.ops if op.kind == "SoftMax"]
+    return len(mains) == 1 and all(op.kind in kinds for op in partition.ops if op is not mains[0])
+
+
+def build_softmax(partition: Partition, ctx: BuildContext) -> KernelPlan:
+    """One kernel: per row, max and sum reductions in local memory, then the epilogue."""
+    main, post = _split(partition)
+    src, dst = main.inputs[0], main.outputs[0]
+    stats = main.outputs[1] if len(main.outputs) > 1 else None
+    kinds = [op.kind for op in partition.ops]
+    for t in (*main.inputs, *main.outputs):
+        check_supported(t.dtype, f"tensor {t.id} of SoftMax")
+    shape = known_shape(dst)
+    if known_shape(src) != shape:
+        raise UnsupportedPartitionError(f"SoftMax src {list(known_shape(src))} and dst "
+                                        f"{list(shape)} differ", pattern=partition.pattern,
+                                        kinds=kinds)
+    if stats is not None and any(t.id == stats.id for op in post for t in op.inputs):
+        raise UnsupportedPartitionError("post-ops that read the SoftMax statistics are not "
+                                        "supported", pattern=partition.pattern, kinds=kinds)
+    rank = len(shape)
+    axis_attr = main.attrs.get("axis", 1)
+    axis = int(axis_attr) if isinstance(axis_attr, int) else 1
+    if not -rank <= axis < rank:
+        raise UnsupportedPartitionError(f"SoftMax axis {axis} is out of range for rank {rank}",
+                                        pattern=partition.pattern, kinds=kinds)
+    axis %= rank
+    domain = Domain(shape)
+    preamble = ctx.preamble()
+    preamble.uses(src.dtype)
+    offset, strides = domain.strided_offset(src)
+    load, helpers = ctx.policy.load(src.dtype, buffer_name(src), offset)
+    preamble.need(helpers)
+    outputs = [t for t in partition.outputs if stats is None or t.id != stats.id]
+    code = emit_epilogue(post, domain=domain, policy=ctx.policy, preamble=preamble,
+                         given={dst.id: Value("acc")}, outputs=outputs, acc="acc")
+    missing = [t.id for t in outputs if t.id not in code.stored]
+    if missing:
+        raise UnsupportedPartitionError(f"outputs {missing} are not computed by the ops",
+                                        pattern=partition.pattern, kinds=kinds)
+    params = [read_param(src, ctx.policy), *strides]
+    stats_name = ""
+    if stats is not None and any(t.id == stats.id for t in partition.outputs):
+        params.append(write_param(stats, ctx.policy))
+        stats_name = buffer_name(stats)
+    for p in code.params:
+        if p not in params:
+            params.append(p)
+    length = shape[axis]
+    rows = domain.size // length if length else 0
+    wg = ctx.work_group(min(256, 1 << max(length - 1, 0).bit_length()))
+    splits = [(k, shape[k]) for k in reversed(range(rank)) if k != axis and shape[k] != 1]
+    source = render("softmax.cl.j2", preamble=preamble.render(), name=KERNEL_NAME,
+                    params=[p.decl for p in params], wg=wg, rank=rank, rows=rows,
+                    splits=splits, axis=axis, length=length, load=load,
+                    inf_as_zero=main.attrs.get("mode", "none") == "inf_as_zero",
+                    stats=stats_name, body=code.body)
+    launches: tuple[Launch, ...] = ()
+    if rows:
+        groups = min(rows, _MAX_GROUPS)
+        launches = (Launch(KERNEL_NAME, tuple(params), (groups * wg,), (wg,)),)
+    return KernelPlan("softmax", source, launches, reads=tuple(partition.inputs),
+                      writes=tuple(partition.outputs))
+
+
+FAMILY = Family("softmax", is_softmax, build_softmax)
