@@ -51,7 +51,7 @@ class AccelBackend:
     #: as errors; the conformance report lists them apart from failures.
     limitations: Sequence[Limitation] = (
         Limitation("the OpenCL dtype policy has no storage for f8_e4m3/f8_e5m2 yet (Quantize "
-                   "to f8 needs round-to-odd division)", dtype="f8"),
+                   "to f8 needs round-to-odd division)", tensor_dtypes=("f8_e4m3", "f8_e5m2")),
     )
 
     def __init__(self, device: str | None = None, *, fused: bool = True) -> None:

@@ -52,17 +52,23 @@ class Device:
 
 @dataclass(frozen=True)
 class Limitation:
-    """A case family the backend declares it does not support. A field left None matches
-    anything: (pattern, dtype, device kind, case kind). `reason` is one line, shown in the
-    report; a declared limitation that turns out to pass is reported too."""
+    """A case family the backend declares it does not support. A field left None (or empty)
+    matches anything: pattern, the case's headline dtype, device kind, case kind, and
+    `tensor_dtypes` — data types of which any tensor of the graph makes the case covered
+    (``("f8_e4m3", "f8_e5m2")``). `reason` is one line, shown in the report; a declared
+    limitation that turns out to pass is reported too."""
 
     reason: str
     pattern: str | None = None
     dtype: str | None = None
     device_kind: str | None = None
     case_kind: str | None = None
+    tensor_dtypes: tuple[str, ...] = ()
 
-    def covers(self, *, pattern: str, dtype: str, device_kind: str, case_kind: str) -> bool:
+    def covers(self, *, pattern: str, dtype: str, device_kind: str, case_kind: str,
+               tensor_dtypes: frozenset[str] = frozenset()) -> bool:
+        if self.tensor_dtypes and not set(self.tensor_dtypes) & tensor_dtypes:
+            return False
         return all(want is None or want == got for want, got in (
             (self.pattern, pattern), (self.dtype, dtype), (self.device_kind, device_kind),
             (self.case_kind, case_kind)))

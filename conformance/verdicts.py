@@ -80,9 +80,11 @@ def judge(case: Case, backend: Backend, device: Device, *, seed: int = 0) -> Ver
 def matching_limitation(limitations: Sequence[Limitation], case: Case,
                         device: Device) -> Limitation | None:
     """The first declared limitation that covers `case` on `device`, if any."""
+    dtypes = frozenset(t.dtype.value for op in case.graph.ops
+                       for t in (*op.inputs, *op.outputs))
     for limitation in limitations or ():
         if limitation.covers(pattern=case.pattern, dtype=case.dtype, device_kind=device.kind,
-                             case_kind=case.kind.value):
+                             case_kind=case.kind.value, tensor_dtypes=dtypes):
             return limitation
     return None
 

@@ -215,3 +215,14 @@ def test_an_op_in_no_partition_is_a_fusion_mismatch() -> None:
     verdict = verdict_of(toy.DropsLastOp(), VALID)
     assert_status(verdict, Status.fusion_mismatch)
     assert "in no partition" in verdict.reason, f"reason: {verdict.reason}"
+
+
+def test_limitation_on_a_tensor_dtype_covers_any_case_holding_one() -> None:
+    from fusionspec.conformance.backend import Limitation
+
+    limit = Limitation("no f8 here", tensor_dtypes=("f8_e4m3",))
+    common = {"pattern": "p", "dtype": "int8", "device_kind": "cpu", "case_kind": "valid"}
+    assert limit.covers(**common, tensor_dtypes=frozenset({"u8", "f8_e4m3"})), \
+        "a case with an f8_e4m3 tensor is covered whatever its headline dtype"
+    assert not limit.covers(**common, tensor_dtypes=frozenset({"u8", "f32"})), \
+        "a case without f8 tensors is not covered"
