@@ -152,8 +152,9 @@ def _report(session: nox.Session, *args: str, required: bool = True) -> None:
 
 @nox.session(python=PYTHON)
 def conformance(session: nox.Session) -> None:
-    """The conformance suite on every installed backend and device (FUSIONSPEC_PROFILE=ci)."""
-    _install(session, "conformance", "report")
+    """The conformance suite on every installed backend and device (FUSIONSPEC_PROFILE=ci):
+    the reference and the OpenCL backend (PoCL's CPU device comes with the accel extra)."""
+    _install(session, "accel", "conformance", "report")
     try:
         _conform(session, None)
     finally:

@@ -25,7 +25,7 @@ from fusionspec.spec.graph import Graph, Partition
 
 from .codegen.epilogue import ordered_ops
 from .compiled import AccelCompiledPartition
-from .devices import order_with_selected, select_device
+from .devices import discovery_problem, order_with_selected, select_device
 from .families import BuildContext, family_for
 from .plan import KernelPlan
 from .runtime import runtime_for
@@ -60,6 +60,10 @@ class AccelBackend:
 
     def devices(self) -> Sequence[Device]:
         return tuple(info.as_device() for info in order_with_selected(self._device))
+
+    def unavailable_reason(self) -> str:
+        """Why `devices()` is empty (shown by ``fusionspec conform --list``)."""
+        return discovery_problem() or "no OpenCL device found"
 
     def partition(self, graph: Graph) -> list[Partition]:
         return reference_partition(graph)

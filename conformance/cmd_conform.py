@@ -112,8 +112,13 @@ def _list(args: argparse.Namespace) -> int:
     rows: list[dict[str, object]] = []
     for name in available_backends():
         try:
-            devices = [d.id for d in load_backend(name).devices()]
-            rows.append({"backend": name, "devices": devices})
+            backend = load_backend(name)
+            devices = [d.id for d in backend.devices()]
+            row: dict[str, object] = {"backend": name, "devices": devices}
+            if not devices:
+                explain = getattr(backend, "unavailable_reason", None)
+                row["unavailable"] = explain() if callable(explain) else "it lists no device"
+            rows.append(row)
         except FusionspecError as exc:
             rows.append({"backend": name, "devices": [], "unavailable": str(exc)})
     lines = []
