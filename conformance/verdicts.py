@@ -392,9 +392,11 @@ def _numerics(graph: Graph, backend: Backend, device: Device, parts: Sequence[Pa
     reference = _call_reference("execute this graph", lambda: execute(
         graph, inputs, keep_intermediates=True))
     values: dict[int, object] = dict(inputs)
+    sources: list[str] = []
     for part in _order(parts):
         compiled = _call_backend("compile", backend, partial(backend.compile, part, device),
                                  rejection=Status.rejected_valid)
+        sources.append(_kernel_source(compiled, part))
         feed: dict[int, Any] = {t.id: values[t.id] for t in part.inputs}
         produced: object = _call_backend("execute", backend, partial(compiled.execute, feed),
                                          rejection=None)
@@ -428,4 +430,18 @@ def _numerics(graph: Graph, backend: Backend, device: Device, parts: Sequence[Pa
                        "dtype": t.dtype.value, "shape": list(reference[t.id].shape),
                        **{k: v for k, v in result.to_dict().items()
                           if k not in ("reason", "passed")}}
+            if any(sources):
+                failure["kernel_source"] = "\n".join(src for src in sources if src)
     return {"summary": summary, "failure": failure}
+
+
+def _kernel_source(compiled: object, part: Partition) -> str:
+    """The generated source a backend exposes as `kernel_source` (the report shows it for a
+    numeric mismatch), headed by the partition it belongs to; '' when there is none."""
+    try:
+        source = getattr(compiled, "kernel_source", "")
+    except Exception:  # a backend's property may fail; the source is only a courtesy
+        return ""
+    if not isinstance(source, str) or not source:
+        return ""
+    return f"// partition {part.id}: {_kinds(part.ops)}\n{source}"

@@ -226,3 +226,22 @@ def test_limitation_on_a_tensor_dtype_covers_any_case_holding_one() -> None:
         "a case with an f8_e4m3 tensor is covered whatever its headline dtype"
     assert not limit.covers(**common, tensor_dtypes=frozenset({"u8", "f32"})), \
         "a case without f8 tensors is not covered"
+
+
+def test_numeric_mismatch_carries_the_generated_kernel_source() -> None:
+    class Sourced(toy.WrongMath):
+        def compile(self, partition: object, device: object) -> object:
+            compiled = super().compile(partition, device)  # type: ignore[arg-type]
+
+            class WithSource:
+                kernel_source = "__kernel void k() { /* generated */ }"
+
+                def execute(self, inputs: object) -> object:
+                    return compiled.execute(inputs)  # type: ignore[arg-type]
+            return WithSource()
+
+    verdict = verdict_of(Sourced(), VALID)
+    assert_status(verdict, Status.numeric_mismatch)
+    source = verdict.details.get("kernel_source")
+    assert isinstance(source, str) and "/* generated */" in source and "partition" in source, \
+        f"a failing case keeps the backend's kernel source for the report: {source!r}"
