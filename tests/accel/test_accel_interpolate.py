@@ -5,11 +5,6 @@ fp.interpolate_post_ops."""
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-import time
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -85,20 +80,3 @@ def test_post_ops() -> None:
     assert len(on.parts) == 1 and on.parts[0].pattern == "fp.interpolate_post_ops", \
         f"Interpolate + 2 post-ops is one partition ({on.parts[0].pattern})"
     on.check(_feeds(graph), label="fp.interpolate_post_ops")
-
-
-@pytest.mark.slow
-def test_conformance_suite_on_interpolate(tmp_path: Path) -> None:
-    """`fusionspec conform` on fp.interpolate_post_ops in a fresh process (see test_backend)."""
-    start = time.monotonic()
-    done = subprocess.run(
-        [sys.executable, "-m", "fusionspec.conformance.cli", "conform", "--backend",
-         "fusionspec.accel.backend:AccelBackend", "--patterns", "fp.interpolate_post_ops",
-         "--out", str(tmp_path), "--json"],
-        capture_output=True, text=True, timeout=3600)
-    elapsed = time.monotonic() - start
-    summary = json.loads(done.stdout) if done.stdout.strip().startswith("{") else {}
-    assert done.returncode == 0 and summary.get("ok"), \
-        f"conformance failures after {elapsed:.0f} s: {done.stdout[-3000:]}{done.stderr[-3000:]}"
-    totals = summary.get("totals", {})
-    assert totals.get("pass", 0) > 0, f"cases were graded: {totals}"

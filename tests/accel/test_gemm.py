@@ -6,11 +6,6 @@ small and large devices, and the conformance suite on the GEMM patterns."""
 from __future__ import annotations
 
 import dataclasses
-import json
-import subprocess
-import sys
-import time
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -26,15 +21,9 @@ from fusionspec.spec.graph import AttrValue, Graph, LogicalTensor, Op
 
 pytestmark = [requires_device, pytest.mark.filterwarnings("ignore::RuntimeWarning")]
 
+
+
 F32, BF16, S8, U8 = DataType.f32, DataType.bf16, DataType.s8, DataType.u8
-# int8.convtranspose_post_ops and convtranspose.int8 are compiled by this family too, but their
-# suites also hold f8 near-miss cases (run op by op, outside this family), which the backend's
-# dtype policy does not support yet; and convtranspose.int8 has a Tanh -> Divide -> Quantize
-# instance whose value lands exactly on a rounding tie, where the OpenCL tanh (not correctly
-# rounded) is 1 ulp off and the quantized value off by one.
-GEMM_PATTERNS = ["fp.matmul_post_ops", "fp.conv_post_ops", "int8.matmul_post_ops",
-                 "int8.conv_post_ops", "fp.convtranspose_post_ops",
-                 "train.conv_bwd_weights_bias_bwd"]
 
 
 def _t(tid: int, shape: tuple[int, ...] | None, dtype: DataType = F32) -> LogicalTensor:
@@ -246,24 +235,6 @@ def test_tiles_fit_the_device() -> None:
         f"small device: {tiles} exceeds 32 work-items or half of 2 KiB"
     thin = choose_tiles(BuildContext.for_device(big), 1, 500, 64)
     assert thin.tm == 1 and thin.tn == 64, f"a 1-row product gets a 1-row tile: {thin}"
-
-
-@pytest.mark.slow
-def test_conformance_suite_on_gemm_patterns(tmp_path: Path) -> None:
-    """`fusionspec conform` (ci profile) on the GEMM patterns: zero failures (in a fresh
-    process, see the elementwise conformance test)."""
-    start = time.monotonic()
-    done = subprocess.run(
-        [sys.executable, "-m", "fusionspec.conformance.cli", "conform", "--backend",
-         "fusionspec.accel.backend:AccelBackend", "--patterns", ",".join(GEMM_PATTERNS),
-         "--out", str(tmp_path), "--json"],
-        capture_output=True, text=True, timeout=7200)
-    elapsed = time.monotonic() - start
-    summary = json.loads(done.stdout) if done.stdout.strip().startswith("{") else {}
-    assert done.returncode == 0 and summary.get("ok"), \
-        f"conformance failures after {elapsed:.0f} s: {done.stdout[-3000:]}{done.stderr[-3000:]}"
-    totals = summary.get("totals", {})
-    assert totals.get("pass", 0) > 0, f"cases were graded: {totals}"
 
 
 BACKWARDS: list[tuple[str, tuple[int, ...], tuple[int, ...], dict[str, AttrValue]]] = [
