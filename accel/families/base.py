@@ -19,15 +19,17 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from fusionspec.spec.graph import Partition
+from fusionspec.spec.graph import AttrValue, Op, Partition
+from fusionspec.spec.opschemas import SCHEMAS
 
 from ..codegen.source import Preamble
 from ..codegen.types import TypePolicy
 from ..devices import DeviceInfo
+from ..errors import UnsupportedPartitionError
 from ..plan import KernelPlan
 from ..runtime import launch_1d, pick_work_group
 
-__all__ = ["Family", "BuildContext"]
+__all__ = ["Family", "BuildContext", "attr_of"]
 
 
 @dataclass(frozen=True)
@@ -61,3 +63,14 @@ class Family:
     name: str
     matches: Callable[[Partition], bool]
     build: Callable[[Partition, BuildContext], KernelPlan]
+
+
+def attr_of(op: Op, name: str) -> AttrValue:
+    """Attribute `name` of `op`, or its schema default (validated graphs have every default
+    filled in; this also serves partitions built by hand)."""
+    if name in op.attrs:
+        return op.attrs[name]
+    spec = SCHEMAS[op.kind].attr_spec(name)
+    if spec is None or spec.default is None:
+        raise UnsupportedPartitionError(f"op {op.id} ({op.kind}) has no attribute {name!r}")
+    return spec.default

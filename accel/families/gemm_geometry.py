@@ -25,12 +25,12 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from fusionspec.spec.graph import AttrValue, Op
-from fusionspec.spec.opschemas import SCHEMAS
+from fusionspec.spec.graph import Op
 from fusionspec.spec.shapes import pads_for, spatial_dims
 
 from ..codegen.access import broadcast_domain, known_shape
 from ..errors import UnsupportedPartitionError
+from .base import attr_of
 
 __all__ = ["Geometry", "IndexCode", "geometry_of", "MAIN_KINDS", "split_index", "attr_of",
            "ints_of"]
@@ -83,13 +83,6 @@ def split_index(var: str, extents: Sequence[int], prefix: str) -> tuple[list[str
     return lines, names
 
 
-def attr_of(op: Op, name: str) -> AttrValue:
-    if name in op.attrs:
-        return op.attrs[name]
-    spec = SCHEMAS[op.kind].attr_spec(name)
-    if spec is None or spec.default is None:
-        raise UnsupportedPartitionError(f"op {op.id} ({op.kind}) has no attribute {name!r}")
-    return spec.default
 
 
 def ints_of(op: Op, name: str, count: int, fill: int) -> tuple[int, ...]:

@@ -21,8 +21,7 @@ from __future__ import annotations
 import math
 
 from fusionspec.spec.dtypes import DataType
-from fusionspec.spec.graph import AttrValue, Op, Partition
-from fusionspec.spec.opschemas import SCHEMAS
+from fusionspec.spec.graph import Op, Partition
 from fusionspec.spec.shapes import filled_default, pads_for
 
 from ..codegen.access import Domain, buffer_name, known_shape, read_param
@@ -31,7 +30,7 @@ from ..codegen.source import render
 from ..codegen.types import c_float, check_supported
 from ..errors import UnsupportedPartitionError
 from ..plan import KernelPlan, Launch, Param
-from .base import BuildContext, Family
+from .base import BuildContext, Family, attr_of
 
 __all__ = ["FAMILY", "KERNEL_NAME", "is_pool", "build_pool"]
 
@@ -47,18 +46,10 @@ _LOWEST: dict[DataType, float] = {
 }
 
 
-def _attr(op: Op, name: str) -> AttrValue:
-    """Attribute `name` of `op`, or its schema default."""
-    if name in op.attrs:
-        return op.attrs[name]
-    spec = SCHEMAS[op.kind].attr_spec(name)
-    if spec is None or spec.default is None:
-        raise UnsupportedPartitionError(f"op {op.id} ({op.kind}) has no attribute {name!r}")
-    return spec.default
 
 
 def _ints(op: Op, name: str) -> tuple[int, ...]:
-    value = _attr(op, name)
+    value = attr_of(op, name)
     if not isinstance(value, tuple | list) or not all(isinstance(v, int) for v in value):
         raise UnsupportedPartitionError(f"op {op.id} ({op.kind}) attribute {name!r} is "
                                         f"{value!r}, not a list of integers")
@@ -99,7 +90,7 @@ def build_pool(partition: Partition, ctx: BuildContext) -> KernelPlan:
     rank = len(out_shape)
     if rank not in (3, 4, 5) or len(in_shape) != rank:
         raise fail(f"{pool.kind} needs 1 to 3 spatial dims (src {list(in_shape)})")
-    fmt = str(_attr(pool, "data_format"))
+    fmt = str(attr_of(pool, "data_format"))
     if fmt not in ("NCX", "NXC"):
         raise fail(f"{pool.kind} data_format {fmt!r} is not supported")
     axes = list(range(2, rank)) if fmt == "NCX" else list(range(1, rank - 1))
@@ -146,8 +137,8 @@ def build_pool(partition: Partition, ctx: BuildContext) -> KernelPlan:
             params.append(p)
     is_max = pool.kind == "MaxPool"
     divisor = "(float)count"
-    if not is_max and not bool(_attr(pool, "exclude_pad")) and \
-            str(_attr(pool, "rounding_type")) != "ceil":
+    if not is_max and not bool(attr_of(pool, "exclude_pad")) and \
+            str(attr_of(pool, "rounding_type")) != "ceil":
         divisor = c_float(math.prod(kernel))
     index_t = "int" if domain.size <= _INT_LIMIT else "long"
     splits = [(axis, out_shape[axis]) for axis in reversed(range(rank))]
