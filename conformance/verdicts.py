@@ -41,7 +41,7 @@ from .cases import STRUCTURAL_RULES, Case, CaseKind, Status, Verdict
 from .tolerances import compare, dtype_name, dtype_reason, tolerance_for
 
 __all__ = ["judge", "matching_limitation", "apply_limitation", "rejection_types",
-           "rule_statement", "TRACEBACK_LINES"]
+           "rule_statement", "TRACEBACK_LINES", "ancestors"]
 
 Array = np.ndarray[Any, np.dtype[Any]]
 T = TypeVar("T")
@@ -318,7 +318,7 @@ def _order(parts: Sequence[Partition]) -> list[Partition]:
     return [parts[i] for i in order]
 
 
-def _ancestors(graph: Graph, tensor_id: int) -> list[Op]:
+def ancestors(graph: Graph, tensor_id: int) -> list[Op]:
     """The ops `tensor_id` depends on, producers first (graph order is topological once
     finalized)."""
     wanted: set[int] = set()
@@ -351,7 +351,7 @@ def _exact(graph: Graph, tensor: LogicalTensor, values: Mapping[int, Array]) -> 
         scales, zps = scales.reshape(shape), zps.reshape(shape)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         result: Array = src / scales + zps
-    exact_chain = all(a.kind in _EXACT_KINDS for a in _ancestors(graph, op.inputs[0].id))
+    exact_chain = all(a.kind in _EXACT_KINDS for a in ancestors(graph, op.inputs[0].id))
     if exact_chain and np.all(_is_power_of_two(scales)):
         # benchdnn's off-by-one exists because a library may multiply by 1/scale, which is not
         # x/scale when 1/scale is inexact. With power-of-two scales both are exact, and when
@@ -412,13 +412,13 @@ def _numerics(graph: Graph, backend: Backend, device: Device, parts: Sequence[Pa
             want = graph.tensors[t.id].dtype
             if isinstance(array, np.ndarray) and array.dtype != numpy_dtype(want):
                 raise _Stop(Status.numeric_mismatch,
-                            dtype_reason(dtype_name(array.dtype), want, _ancestors(graph, t.id)),
+                            dtype_reason(dtype_name(array.dtype), want, ancestors(graph, t.id)),
                             tensor=t.id, dtype=want.value, actual_dtype=str(array.dtype))
             values[t.id] = array
     summary: list[dict[str, object]] = []
     failure: dict[str, object] | None = None
     for t in graph.output_tensors:
-        tol = tolerance_for(_ancestors(graph, t.id), t.dtype)
+        tol = tolerance_for(ancestors(graph, t.id), t.dtype)
         exact = _exact(graph, t, reference) if tol.off_by_one else None
         result = compare(reference[t.id], values.get(t.id), tol, exact=exact)
         summary.append({"tensor": t.id, "dtype": t.dtype.value, "passed": result.passed,

@@ -14,9 +14,10 @@ from fusionspec.accel.compiled import AccelCompiledPartition
 from fusionspec.accel.devices import discover, discovery_problem
 from fusionspec.conformance.backend import Device
 from fusionspec.conformance.tolerances import compare, tolerance_for
+from fusionspec.conformance.verdicts import ancestors
 from fusionspec.reference import execute
 from fusionspec.reference.partitioner import external_tensors, partition
-from fusionspec.spec.graph import Graph, Op, Partition
+from fusionspec.spec.graph import Graph, Partition
 
 Array = np.ndarray[Any, np.dtype[Any]]
 
@@ -63,23 +64,10 @@ class OnDevice:
         got = self.run(inputs)
         want = execute(self.graph, inputs)
         for tensor in self.graph.output_tensors:
-            ops = _ancestors(self.graph, tensor.id)
+            ops = ancestors(self.graph, tensor.id)
             tol = tolerance_for(ops, tensor.dtype)
             result = compare(want[tensor.id], got[tensor.id], tol,
                              exact=None if exact is None else exact.get(tensor.id))
             assert result.passed, (f"{label} output {tensor.id}: {result.reason}; worst "
                                    f"{[w.to_dict() for w in result.worst]}\nsource:\n"
                                    f"{self.compiled[-1].kernel_source}")
-
-
-def _ancestors(graph: Graph, tensor_id: int) -> list[Op]:
-    wanted: set[int] = set()
-    stack = [tensor_id]
-    while stack:
-        tid = stack.pop()
-        if tid in graph.producers:
-            op = graph.producers[tid][0]
-            if op.id not in wanted:
-                wanted.add(op.id)
-                stack.extend(t.id for t in op.inputs)
-    return [op for op in graph.ops if op.id in wanted]
