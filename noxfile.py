@@ -13,6 +13,7 @@
     nox -s corpus         load/finalize every oneDNN benchdnn graph under $FUSIONSPEC_ONEDNN_INPUTS
     nox -s bench-reference  reference executor vs PyTorch CPU on realistic shapes
     nox -s bench-partition  partitioner on 10,000- and 20,000-op graphs
+    nox -s bench-accel      OpenCL kernels: fused vs op-by-op, copy bandwidth, reference
 """
 
 from __future__ import annotations
@@ -175,3 +176,13 @@ def conformance_reference(session: nox.Session) -> None:
     """The conformance suite on the reference backend."""
     _install(session, "conformance")
     _conform(session, ["reference"])
+
+
+@nox.session(name="bench-accel", python=PYTHON)
+def bench_accel(session: nox.Session) -> None:
+    """OpenCL kernels fused vs op by op, vs the copy bandwidth and vs the reference; writes
+    results/bench_accel.json."""
+    _install(session, "accel")
+    (ROOT / "results").mkdir(exist_ok=True)
+    session.run("python", "bench/bench_accel.py", "--out",
+                str(ROOT / "results" / "bench_accel.json"), *session.posargs)

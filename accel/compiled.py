@@ -10,6 +10,9 @@ surfaces at compile time, as `KernelBuildError`), and `execute` then:
    binds every kernel parameter (`fusionspec.accel.plan`) and enqueues the launches, plan after
    plan; tensors passed between plans (op-by-op mode) stay on the device;
 3. reads back the partition's outputs only.
+
+`time_launches` does steps 1 and 2 once, then times repeated runs of the launches alone (for
+the benchmark, bench/bench_accel.py).
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ from fusionspec.spec.graph import LogicalTensor, Partition
 
 from .codegen.access import known_shape
 from .codegen.types import HOST, check_supported, from_host, to_host
-from .plan import BufferArg, KernelPlan, Param, ScalarArg, ScratchArg, StrideArg
+from .plan import BufferArg, KernelPlan, Launch, Param, ScalarArg, ScratchArg, StrideArg
 from .runtime import Runtime
 
 __all__ = ["AccelCompiledPartition"]
@@ -75,31 +78,11 @@ class AccelCompiledPartition:
     def execute(self, inputs: Mapping[int, Array]) -> dict[int, Array]:
         import pyopencl as cl
 
-        missing = [t.id for t in self.partition.inputs if t.id not in inputs]
-        if missing:
-            raise InputMismatchError(f"no array given for partition {self.partition.id} "
-                                     f"input(s) {missing}", tensor_id=missing[0])
-        context, queue = self.runtime.context, self.runtime.queue
-        buffers: dict[int, Any] = {}
-        layouts: dict[int, tuple[int, ...]] = {}
-        for tensor in self.partition.inputs:
-            host, strides = _host_input(tensor, inputs[tensor.id])
-            buffers[tensor.id] = _buffer(context, host.nbytes, host)
-            layouts[tensor.id] = strides
-        for plan, kernels in zip(self.plans, self._kernels):
-            for tensor in plan.writes:
-                if tensor.id not in buffers:
-                    shape = known_shape(tensor)
-                    check_supported(tensor.dtype, f"output tensor {tensor.id}")
-                    buffers[tensor.id] = _buffer(
-                        context, math.prod(shape) * HOST[tensor.dtype].itemsize, None)
-                    layouts[tensor.id] = _dense_strides(shape)
-            scratch = {s.name: _buffer(context, s.nbytes, None) for s in plan.scratch}
-            for launch, kernel in zip(plan.launches, kernels):
-                args = [_bind(p, buffers, layouts, scratch) for p in launch.params]
-                kernel.set_args(*args)
-                cl.enqueue_nd_range_kernel(queue, kernel, launch.global_size,
-                                           launch.local_size)
+        queue = self.runtime.queue
+        buffers, calls = self._stage(inputs)
+        for kernel, launch, args in calls:
+            kernel.set_args(*args)
+            cl.enqueue_nd_range_kernel(queue, kernel, launch.global_size, launch.local_size)
         results: dict[int, Array] = {}
         for tensor in self.partition.outputs:
             shape = known_shape(tensor)
@@ -110,6 +93,60 @@ class AccelCompiledPartition:
         queue.finish()
         return results
 
+    def time_launches(self, inputs: Mapping[int, Array], repeats: int) -> list[float]:
+        """Seconds each of `repeats` runs of the partition's kernels takes, inputs uploaded once
+        beforehand and outputs left on the device (what a benchmark of the kernels wants).
+
+        Each run enqueues every launch of every plan and waits for the queue to drain; the
+        time is wall clock around that, so it includes the enqueue overhead of each launch.
+        """
+        import time
+
+        import pyopencl as cl
+
+        queue = self.runtime.queue
+        _, calls = self._stage(inputs)
+        queue.finish()  # the uploads are not part of any run
+        times: list[float] = []
+        for _ in range(repeats):
+            start = time.perf_counter()
+            for kernel, launch, args in calls:
+                kernel.set_args(*args)
+                cl.enqueue_nd_range_kernel(queue, kernel, launch.global_size,
+                                           launch.local_size)
+            queue.finish()
+            times.append(time.perf_counter() - start)
+        return times
+
+    def _stage(self, inputs: Mapping[int, Array]
+               ) -> tuple[dict[int, Any], list[tuple[Any, Launch, list[Any]]]]:
+        """Upload the inputs, allocate every written tensor and scratch buffer, and bind each
+        launch's arguments: (device buffers by tensor id, the launches in order)."""
+        missing = [t.id for t in self.partition.inputs if t.id not in inputs]
+        if missing:
+            raise InputMismatchError(f"no array given for partition {self.partition.id} "
+                                     f"input(s) {missing}", tensor_id=missing[0])
+        context = self.runtime.context
+        buffers: dict[int, Any] = {}
+        layouts: dict[int, tuple[int, ...]] = {}
+        for tensor in self.partition.inputs:
+            host, strides = _host_input(tensor, inputs[tensor.id])
+            buffers[tensor.id] = _buffer(context, host.nbytes, host)
+            layouts[tensor.id] = strides
+        calls: list[tuple[Any, Launch, list[Any]]] = []
+        for plan, kernels in zip(self.plans, self._kernels):
+            for tensor in plan.writes:
+                if tensor.id not in buffers:
+                    shape = known_shape(tensor)
+                    check_supported(tensor.dtype, f"output tensor {tensor.id}")
+                    buffers[tensor.id] = _buffer(
+                        context, math.prod(shape) * HOST[tensor.dtype].itemsize, None)
+                    layouts[tensor.id] = _dense_strides(shape)
+            scratch = {s.name: _buffer(context, s.nbytes, None) for s in plan.scratch}
+            for launch, kernel in zip(plan.launches, kernels):
+                calls.append((kernel, launch,
+                              [_bind(p, buffers, layouts, scratch) for p in launch.params]))
+        return buffers, calls
 
 def _buffer(context: Any, nbytes: int, host: Array | None) -> Any:
     import pyopencl as cl

@@ -235,12 +235,14 @@ def launch_1d(info: DeviceInfo, elements: int, *, per_item: int = 1,
     """(global, local) sizes for a grid-stride loop over `elements`.
 
     GPUs get one work item per `per_item` elements, capped at 64 work groups per compute
-    unit (the loop takes the rest); CPUs get a few work groups per core, since each work group
-    runs as one loop on one core and more groups only add scheduling.
+    unit (the loop takes the rest). CPUs get one work item per `per_item` elements too, with
+    no cap short of the index range: a CPU runtime runs a work group's items one after another
+    in a loop, so an item that strode over the whole grid would touch a new cache line at every
+    step (measured on PoCL: a grid-stride copy ran at 3% of a one-item-per-element copy).
     """
     local = work_group or pick_work_group(info, 256 if info.kind == "gpu" else 64)
     wanted_items = max(1, math.ceil(elements / max(per_item, 1)))
     groups = math.ceil(wanted_items / local)
-    cap = info.compute_units * (64 if info.kind == "gpu" else 4)
+    cap = info.compute_units * 64 if info.kind == "gpu" else (1 << 31) // local
     groups = max(1, min(groups, cap))
     return (groups * local,), (local,)

@@ -1,0 +1,69 @@
+"""The OpenCL benchmark's building blocks on a tiny size: the chains are single partitions, the
+kernel timer and the copy kernel run, and the fused and op-by-op kernels agree with the
+reference (no timing is asserted)."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import numpy as np
+import pytest
+from _accel_util import first_device, requires_device
+
+from fusionspec.accel.devices import select_device
+from fusionspec.accel.runtime import runtime_for
+
+pytestmark = [requires_device]
+
+ELEMENTS = 1000  # not a multiple of any work-group size, so the loops' tails run too
+
+
+def _bench() -> ModuleType:
+    path = Path(__file__).resolve().parents[2] / "bench" / "bench_accel.py"
+    spec = importlib.util.spec_from_file_location("bench_accel", path)
+    assert spec is not None and spec.loader is not None, f"cannot load {path}"
+    module = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault("bench_accel", module)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("length", [2, 3, 4])
+def test_chain_is_one_partition_and_both_modes_match_reference(length: int) -> None:
+    bench = _bench()
+    chain = bench.setup_chain(length, ELEMENTS, first_device(), np.random.default_rng(1))
+    assert len(chain.partition.ops) == length, \
+        f"partition has {len(chain.partition.ops)} ops, chain built {length}"
+    assert len(chain.fused.plans) == 1, \
+        f"fused mode built {len(chain.fused.plans)} kernel plans for a {length}-op chain"
+    assert len(chain.opbyop.plans) == length, \
+        f"op-by-op mode built {len(chain.opbyop.plans)} plans for {length} ops"
+    from fusionspec.reference import execute
+
+    want = execute(chain.partition, chain.inputs)
+    for mode, compiled in (("fused", chain.fused), ("op-by-op", chain.opbyop)):
+        diff = bench.max_abs_diff(compiled.execute(chain.inputs), want)
+        assert diff == 0.0, f"{mode} chain{length} differs from the reference by {diff}"
+    moved = bench.partition_bytes(chain.partition)
+    expect = 4 * ELEMENTS * (length + 1)  # one input per op (ReLU's x, each binary's other) + out
+    assert moved == expect, f"chain{length} moves {moved} bytes, expected {expect}"
+
+
+def test_time_launches_reports_one_positive_time_per_run() -> None:
+    bench = _bench()
+    chain = bench.setup_chain(2, ELEMENTS, first_device(), np.random.default_rng(2))
+    times = chain.opbyop.time_launches(chain.inputs, 3)
+    assert len(times) == 3, f"asked for 3 runs, got {len(times)} times"
+    assert all(t > 0 for t in times), f"non-positive kernel time in {times}"
+
+
+def test_copy_kernel_copies_and_measures() -> None:
+    bench = _bench()
+    runtime = runtime_for(select_device(first_device().id))
+    copy = bench.CopyKernel(runtime, ELEMENTS)
+    assert copy.check(), "the copy kernel's destination differs from its source"
+    assert copy.run() > 0, "the copy kernel took no time"
+    assert copy.nbytes == 8 * ELEMENTS, f"copy moves {copy.nbytes} bytes, not 8 per element"
