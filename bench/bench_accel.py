@@ -23,7 +23,6 @@ The sides alternate within each repetition; every figure is the median of `--rep
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import statistics
@@ -34,6 +33,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _results import write_json
 
 from fusionspec.accel.backend import AccelBackend, AccelOpByOpBackend
 from fusionspec.accel.compiled import AccelCompiledPartition
@@ -268,12 +270,7 @@ def main(argv: list[str] | None = None) -> int:
               f"{r['reference_over_fused']:>11.2f}", flush=True)
     doc.update(python=platform.python_version(), numpy=np.__version__, cpus=os.cpu_count(),
                machine=platform.machine())
-    out_dir = os.path.dirname(args.out)
-    if out_dir:
-        os.makedirs(out_dir, exist_ok=True)
-    with open(args.out, "w", encoding="utf-8") as fh:
-        json.dump(doc, fh, indent=2)
-    print(f"wrote {args.out}")
+    write_json(args.out, doc)
     return 0
 
 

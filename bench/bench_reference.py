@@ -21,7 +21,6 @@ validated op (schema defaults filled in), inputs as float32 arrays.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import statistics
@@ -31,6 +30,9 @@ import tracemalloc
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _results import write_json
 
 if TYPE_CHECKING:  # NumPy loads in main(), once the thread count is in the environment
     import numpy as np
@@ -179,12 +181,7 @@ def main(argv: list[str] | None = None) -> int:
                torch=str(torch.__version__), threads=args.threads,
                cpus=os.cpu_count(), machine=platform.machine(), repeats=args.repeats,
                cases=results)
-    out_dir = os.path.dirname(args.out)
-    if out_dir:
-        os.makedirs(out_dir, exist_ok=True)
-    with open(args.out, "w", encoding="utf-8") as fh:
-        json.dump(doc, fh, indent=2)
-    print(f"wrote {args.out}")
+    write_json(args.out, doc)
     return 0
 
 

@@ -9,12 +9,12 @@ from collections.abc import Sequence
 import pytest
 
 from fusionspec.conformance.instances import build_instance, instance_plans
+from fusionspec.conformance.strategies import accepted_patterns
 from fusionspec.reference.explain import explain
 from fusionspec.reference.partitioner import partition
 from fusionspec.spec.catalog import CATALOG, PatternEntry
 from fusionspec.spec.dtypes import DataType
 from fusionspec.spec.graph import Graph, LogicalTensor, Op, Partition
-from fusionspec.spec.match import MatchError
 
 F32, F16, U8, S8 = DataType.f32, DataType.f16, DataType.u8, DataType.s8
 CONV = {"strides": (1, 1), "pads_begin": (1, 1), "pads_end": (1, 1), "dilations": (1, 1),
@@ -84,21 +84,6 @@ def test_conv_fan_out_leaves_conv_alone() -> None:
 
 # -- every catalog pattern: each generated instance is exactly one partition ---------------
 
-def _expected_patterns(entry: PatternEntry, ops: Sequence[Op]) -> set[str]:
-    """`entry`, plus earlier catalog rows the same ops (in pattern order) also instantiate:
-    those win the tie by catalog order."""
-    found = {entry.id}
-    for other in CATALOG:
-        if other is entry:
-            break
-        try:
-            other.bind(list(ops))
-        except MatchError:
-            continue
-        found.add(other.id)
-    return found
-
-
 @pytest.mark.parametrize("entry", CATALOG, ids=lambda e: e.id)
 def test_every_instance_of_a_pattern_is_one_partition(entry: PatternEntry) -> None:
     plans = instance_plans(entry)
@@ -109,7 +94,7 @@ def test_every_instance_of_a_pattern_is_one_partition(entry: PatternEntry) -> No
         assert len(parts) == 1 and len(parts[0].ops) == len(graph.ops), \
             f"{entry.id} instance {plan.describe()} split into {groups(parts)}"
         part = parts[0]
-        allowed = _expected_patterns(entry, part.ops)
+        allowed = accepted_patterns(entry, part.ops)
         assert part.pattern in allowed, \
             f"{plan.describe()}: pattern {part.pattern}, expected one of {sorted(allowed)}"
         assert {t.id for t in part.inputs} == {t.id for t in graph.input_tensors}, \
