@@ -14,6 +14,10 @@
     nox -s bench-reference  reference executor vs PyTorch CPU on realistic shapes
     nox -s bench-partition  partitioner on 10,000- and 20,000-op graphs
     nox -s bench-accel      OpenCL kernels: fused vs op-by-op, copy bandwidth, reference
+    nox -s conformance-onednn   the suite on the real oneDNN library, each graded version
+                          (3.2 and 3.13, installed from PyPI), results next to the others,
+                          the HTML report and docs/onednn-findings.md
+    nox -s bench-onednn     the OpenCL backend against oneDNN on the same partitions
 """
 
 from __future__ import annotations
@@ -32,6 +36,13 @@ PYTHON = "3.11"
 ROOT = Path(__file__).parent
 # The independent implementation the reference ops are checked against (a test-only need).
 TORCH = "torch==2.13.0"
+# The oneDNN versions the suite grades, as PyPI requirements (library + headers). 3.2 is the
+# CPU/OpenMP build; 3.13's CPU engine runs through SYCL on Intel's OpenCL CPU runtime, which
+# the package pulls in (fusionspec.onednn.library points the OpenCL loader at it).
+ONEDNN = {
+    "3.2": ("onednn-cpu-gomp==2023.2.0", "onednn-devel-cpu-gomp==2023.2.0"),
+    "3.13": ("onednn==2026.1.0", "onednn-devel==2026.1.0"),
+}
 
 
 def _install(session: nox.Session, *extras: str, editable: bool = False) -> None:
@@ -45,9 +56,10 @@ def _install(session: nox.Session, *extras: str, editable: bool = False) -> None
 @nox.session(python=PYTHON)
 def tests(session: nox.Session) -> None:
     """Run the test suite; extra arguments go to pytest (e.g. -k notation)."""
-    _install(session, "accel", "conformance", "report", "dev")
+    _install(session, "accel", "conformance", "report", "dev", "onednn")
     session.install(TORCH)
-    session.run("pytest", *(session.posargs or ["-q", "-m", "not slow"]))
+    session.run("pytest", *(session.posargs or ["-q", "-m", "not slow"]),
+                env={"FUSIONSPEC_REQUIRE_ONEDNN": "1"})
 
 
 @nox.session(name="tests-slow", python=PYTHON)
@@ -116,14 +128,16 @@ def bench_partition(session: nox.Session) -> None:
 
 
 def _conform(session: nox.Session, backends: list[str] | None) -> None:
-    """Run `fusionspec conform` for each backend and device; fail if any run failed."""
+    """Run `fusionspec conform` for each backend and device; fail if any run failed (the graded
+    oneDNN is not among them: its departures are its findings, see conformance-onednn)."""
     profile = os.environ.get("FUSIONSPEC_PROFILE", "ci")
     listing = json.loads(session.run("fusionspec", "conform", "--list", "--json", silent=True)
                          or "{}")
     failed: list[str] = []
     for row in listing.get("backends", []):
         name = row["backend"]
-        if backends is not None and name not in backends:
+        if (backends is None and name == "onednn") or (backends is not None
+                                                        and name not in backends):
             continue
         if not row["devices"]:
             session.warn(f"backend {name} is unavailable: {row.get('unavailable')}")
@@ -186,3 +200,49 @@ def bench_accel(session: nox.Session) -> None:
     (ROOT / "results").mkdir(exist_ok=True)
     session.run("python", "bench/bench_accel.py", "--out",
                 str(ROOT / "results" / "bench_accel.json"), *session.posargs)
+
+
+@nox.session(name="conformance-onednn", python=PYTHON)
+@nox.parametrize("version", list(ONEDNN), ids=list(ONEDNN))
+def conformance_onednn(session: nox.Session, version: str) -> None:
+    """The suite on oneDNN `version` (FUSIONSPEC_PROFILE=ci): results under
+    results/conformance/onednn-<version>-cpu/, then the report over every results file and
+    docs/onednn-findings.md over every graded oneDNN version. oneDNN's departures from the
+    pages are what this session measures, so they do not fail it; a run that cannot start
+    does."""
+    _install(session, "conformance", "report")
+    session.install(*ONEDNN[version])
+    profile = os.environ.get("FUSIONSPEC_PROFILE", "ci")
+    out = ROOT / "results" / "conformance" / f"onednn-{version}-cpu"
+    session.run("fusionspec", "conform", "--backend", "onednn", "--device", "cpu",
+                "--profile", profile, "--out", str(out), *session.posargs, success_codes=[0, 1])
+    graded = sorted(str(p) for p in (ROOT / "results" / "conformance").glob(
+        "onednn-*-cpu/results.json"))
+    session.run("fusionspec", "findings", *graded, "-o", str(ROOT / "docs" / "onednn-findings.md"),
+                "--examples", str(ROOT / "docs" / "onednn-findings"),
+                "--title", "oneDNN against the spec pages: findings",
+                "--intro", str(ROOT / "docs" / "onednn-findings-intro.md"))
+    _report(session)
+
+
+@nox.session(name="bench-onednn", python=PYTHON)
+def bench_onednn(session: nox.Session) -> None:
+    """accel vs oneDNN 3.2 on the same partitions; with FUSIONSPEC_BENCH_INTEL_OCL=1 the Intel
+    CPU OpenCL runtime (intel-opencl-rt) is installed and benchmarked as an accel device too."""
+    _install(session, "accel", "onednn")
+    env: dict[str, str] = {}
+    if os.environ.get("FUSIONSPEC_BENCH_INTEL_OCL") == "1":
+        session.install("intel-opencl-rt")
+        env = _intel_opencl_env(session)
+    session.run("python", "bench/bench_onednn.py", "--out",
+                str(ROOT / "results" / "bench_onednn.json"), *session.posargs, env=env)
+
+
+def _intel_opencl_env(session: nox.Session) -> dict[str, str]:
+    """The OpenCL loader that pyopencl bundles reads vendor files from OCL_ICD_VENDORS; the
+    runtime's own file names a placeholder path, so write one naming the installed library."""
+    lib = Path(session.virtualenv.location) / "lib"
+    vendors = Path(session.create_tmp()) / "vendors"
+    vendors.mkdir(exist_ok=True)
+    (vendors / "intel-cpu.icd").write_text(f"{lib / 'libintelocl.so'}\n", encoding="utf-8")
+    return {"OCL_ICD_VENDORS": str(vendors), "LD_LIBRARY_PATH": str(lib)}

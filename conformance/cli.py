@@ -31,6 +31,7 @@ COMMANDS: dict[str, str] = {
     "run": "cmd_run",
     "conform": "cmd_conform",
     "report": "cmd_report",
+    "findings": "cmd_findings",
 }
 
 

@@ -14,9 +14,12 @@ and checks its schema version). Its top-level keys:
 - ``rules``: per rule (catalog, structural or schema rule id), counts by status and patterns;
 - ``verdicts``: every case in one line (id, pattern, kind, rule, dtype, status, reason);
 - ``failures``: each failing case with its description, the verdict's details and how to
-  replay it; ``limitations``: each ``unsupported`` case, with whether it passed anyway.
+  replay it; ``limitations``: each ``unsupported`` case, with whether it passed anyway;
+  ``extensions``: each ``extension`` case (a near miss the backend fused and computed right),
+  recorded like a failure so that it can be replayed too.
 
-With an output folder, each failing case also gets ``failures/<case id>/`` holding
+With an output folder, each failing case also gets ``failures/<case id>/`` (an extension
+``extensions/<case id>/``) holding
 ``graph.json`` (oneDNN graph JSON), ``inputs.npz`` (the filled inputs, keyed by tensor id, in
 `cmd_run`'s encoding), ``case.json`` (the case and verdict) and ``replay.txt`` (the commands
 that replay it); `load_failure` turns such a folder back into the case and its seed.
@@ -129,6 +132,7 @@ class ResultsCollector:
             lambda: {"counts": Counter(), "patterns": Counter()})
         self.verdicts: list[dict[str, Any]] = []
         self.failures: list[dict[str, Any]] = []
+        self.extensions: list[dict[str, Any]] = []
         self.limitations: list[dict[str, Any]] = []
         self._used_names: set[str] = set()
 
@@ -163,6 +167,8 @@ class ResultsCollector:
                 "observed_status": verdict.details.get("observed_status")})
         if verdict.failed:
             self.failures.append(self._failure(case, verdict, use_seed))
+        elif verdict.status is Status.extension:
+            self.extensions.append(self._failure(case, verdict, use_seed, folder="extensions"))
 
     def add_minimal(self, case: Case, verdict: Verdict, *, of_case: str) -> None:
         """Record a shrunk case that stands for the failure `of_case`: saved and listed with
@@ -173,7 +179,8 @@ class ResultsCollector:
         record["minimal_of"] = of_case
         self.failures.append(record)
 
-    def _failure(self, case: Case, verdict: Verdict, seed: int) -> dict[str, Any]:
+    def _failure(self, case: Case, verdict: Verdict, seed: int, *,
+                 folder: str = "failures") -> dict[str, Any]:
         replay: dict[str, Any] = {"seed": seed, "case_id": case.id}
         if self.out_dir is not None:
             name = artifact_name(case.id)
@@ -181,10 +188,10 @@ class ResultsCollector:
             while name in self._used_names:
                 name, n = f"{base}-{n}", n + 1
             self._used_names.add(name)
-            folder = write_failure(self.out_dir / "failures" / name, case, verdict,
-                                   backend=self.backend, device_id=self.device.id, seed=seed)
-            replay.update(dir=str(folder), commands=_replay_lines(
-                folder, self.backend, self.device.id, (folder / "inputs.npz").exists()))
+            saved = write_failure(self.out_dir / folder / name, case, verdict,
+                                  backend=self.backend, device_id=self.device.id, seed=seed)
+            replay.update(dir=str(saved), commands=_replay_lines(
+                saved, self.backend, self.device.id, (saved / "inputs.npz").exists()))
         return {"case_id": case.id, "pattern": case.pattern, "kind": case.kind.value,
                 "rule": case.rule, "dtype": case.dtype, "description": case.description,
                 "features": _jsonable(case.features), "status": verdict.status.value,
@@ -218,7 +225,7 @@ class ResultsCollector:
             "seed": self.seed, "started": self.started, "finished": self.finished,
             "totals": dict(self.totals), "patterns": patterns, "rules": rules,
             "verdicts": self.verdicts, "failures": self.failures,
-            "limitations": self.limitations}
+            "limitations": self.limitations, "extensions": self.extensions}
         result: dict[str, Any] = _jsonable(document)
         return result
 

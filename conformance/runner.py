@@ -5,8 +5,11 @@ judges the cases sent to it, one at a time:
 
 - a case that takes longer than `timeout_s` is a ``timeout``; the worker is killed and a fresh
   one is started for the next case;
-- a worker that dies (a segfault in native code, ``os._exit``) gives ``error`` "backend
-  process crashed (exit code N)" and is restarted; the run goes on.
+- a worker that dies (a segfault in native code, ``os._exit``, a C++ exception escaping a C
+  API) gives ``error`` "backend process crashed (exit code N): <its last words>" and is
+  restarted; the run goes on. The worker's standard error goes to a log file that the runner
+  copies to its own standard error after each case, which is how the last lines a dying
+  library printed (``terminate called after throwing ...``) reach the verdict.
 
 With ``isolate=False`` the backend runs in this process (fast to debug, no timeout, no
 protection against crashes).
@@ -27,9 +30,11 @@ import copyreg
 import importlib
 import io
 import multiprocessing
+import os
 import pickle
 import signal
 import sys
+import tempfile
 import traceback
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -109,9 +114,19 @@ class _Ready:
     limitations: tuple[Limitation, ...]
 
 
-def _worker(conn: Connection, spec: str, device_id: str | None, sys_path: Sequence[str]) -> None:
+#: How many of a crashed worker's last standard-error lines its verdict quotes.
+LAST_WORDS = 3
+
+
+def _worker(conn: Connection, spec: str, device_id: str | None, sys_path: Sequence[str],
+            log_path: str | None = None) -> None:
     """The worker process: load the backend, report, then judge cases until told to stop."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C and kills us
+    if log_path is not None:
+        # fd level, so native code's messages land there too; unbuffered by construction.
+        log_fd = os.open(log_path, os.O_WRONLY | os.O_APPEND)
+        os.dup2(log_fd, 2)
+        os.close(log_fd)
     sys.path[:0] = [p for p in sys_path if p not in sys.path]
     try:
         backend = resolve_backend(spec)
@@ -179,6 +194,8 @@ class Runner:
         self._process: BaseProcess | None = None
         self._conn: Connection | None = None
         self._backend: Backend | None = None
+        self._log_path: str | None = None
+        self._log_offset = 0
         if isolate:
             ready = self._start()
         else:
@@ -211,13 +228,17 @@ class Runner:
             self._conn.send_bytes(_dumps((case, use_seed)))
             if self._conn.poll(self.timeout_s):
                 verdict: Verdict = pickle.loads(self._conn.recv_bytes())
+                self._drain_log()
                 return verdict
         except (EOFError, OSError):
             self._process.join(5)
             code = self._process.exitcode
+            words = [line.strip() for line in self._drain_log().splitlines() if line.strip()]
+            said = f": {' '.join(words[-LAST_WORDS:])}" if words else ""
             self._stop()
             return self._failure(case, Status.error,
-                                 f"backend process crashed ({_exit_text(code)})")
+                                 f"backend process crashed ({_exit_text(code)}){said}")
+        self._drain_log()
         self._stop()
         return self._failure(case, Status.timeout,
                              f"no verdict within {self.timeout_s:g} s; the backend process "
@@ -230,6 +251,11 @@ class Runner:
                 self._conn.send_bytes(_dumps(None))
             self._process.join(2)
         self._stop()
+        self._drain_log()
+        if self._log_path is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(self._log_path)
+            self._log_path = None
 
     # -- internals ----------------------------------------------------------------------------
 
@@ -239,11 +265,32 @@ class Runner:
         limitation = matching_limitation(self.limitations, case, self.device)
         return verdict if limitation is None else apply_limitation(verdict, limitation)
 
+    def _drain_log(self) -> str:
+        """The worker's standard error since the last call, also copied to ours."""
+        if self._log_path is None:
+            return ""
+        try:
+            with open(self._log_path, "rb") as log:
+                log.seek(self._log_offset)
+                data = log.read()
+        except OSError:
+            return ""
+        self._log_offset += len(data)
+        text = data.decode(errors="replace")
+        if text:
+            sys.stderr.write(text)
+            sys.stderr.flush()
+        return text
+
     def _start(self) -> _Ready:
         context = _context()
         parent, child = context.Pipe()
+        if self._log_path is None:
+            handle, self._log_path = tempfile.mkstemp(prefix="fusionspec-worker-", suffix=".log")
+            os.close(handle)
         process = context.Process(target=_worker, name=f"fusionspec-{self.spec}",
-                                     args=(child, self.spec, self.device_id, self.sys_path),
+                                     args=(child, self.spec, self.device_id, self.sys_path,
+                                           self._log_path),
                                      daemon=True)
         process.start()
         child.close()
@@ -255,9 +302,12 @@ class Runner:
             reply = pickle.loads(parent.recv_bytes())
         except (EOFError, OSError):
             process.join(5)
+            code = process.exitcode
+            words = [line.strip() for line in self._drain_log().splitlines() if line.strip()]
+            said = f": {' '.join(words[-LAST_WORDS:])}" if words else ""
             self._stop()
             raise BackendError(f"backend {self.spec!r} crashed while loading "
-                               f"({_exit_text(process.exitcode)})") from None
+                               f"({_exit_text(code)}){said}") from None
         except BackendError:
             self._stop()
             raise

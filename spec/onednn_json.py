@@ -44,7 +44,7 @@ from .graph import UNKNOWN_DIM, AttrValue, Graph, LayoutType, LogicalTensor, Op,
 from .opschemas import SCHEMAS
 from .schema import AttrKind
 
-__all__ = ["load", "loads", "from_dict", "to_dict", "dumps", "dump", "INT64_MIN"]
+__all__ = ["load", "loads", "from_dict", "to_dict", "dumps", "dump", "typed_attr", "INT64_MIN"]
 
 INT64_MIN = -(2**63)
 INT64_MAX = 2**63 - 1
@@ -372,6 +372,14 @@ def _attr_out(op_kind: str, name: str, value: object, path: str) -> dict[str, An
         assert isinstance(value, tuple)
         written = list(_READERS[kind](list(value), path))  # type: ignore[arg-type]
     return {"type": kind.value, "value": written}
+
+
+def typed_attr(op_kind: str, name: str, value: object) -> tuple[str, Any]:
+    """The JSON type name (``s64``, ``f32[]``, ``bool`` ...) and written value of one attribute,
+    typed as `to_dict` types it (by the op schema where it has one); JsonFormatError for a value
+    that is no attribute value."""
+    written = _attr_out(op_kind, name, value, f"$.attrs.{name}")
+    return written["type"], written["value"]
 
 
 def to_dict(graph: Graph) -> dict[str, Any]:

@@ -62,6 +62,8 @@ def test_crash_is_an_error_and_the_run_goes_on() -> None:
         verdict = run.run(VALID)
         assert verdict.status is Status.error, f"{verdict.status}: {verdict.reason}"
         assert "crashed (exit code 3)" in verdict.reason, f"reason: {verdict.reason}"
+        assert "could not execute a toy primitive" in verdict.reason, \
+            f"the worker's last words on standard error belong in the reason: {verdict.reason}"
         after = run.run(OTHER)
         assert after.status is Status.passed, \
             f"the next case runs in a fresh worker: {after.status}: {after.reason}"

@@ -47,3 +47,11 @@ def limited_results(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def hostile_results(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return produce("_report_backends:HostileErrors", tmp_path_factory.mktemp("hostile"),
                    ("softmax.post_ops",))
+
+
+@pytest.fixture(scope="session")
+def fuses_everything_results(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A backend that merges near misses into one partition and computes them right: its
+    near-miss cases are extensions."""
+    return produce("_toy_backends:FusesEverything", tmp_path_factory.mktemp("fuses-all"),
+                   ("fp.reciprocal_multiply",))

@@ -1,0 +1,64 @@
+"""``fusionspec findings``: where a graded backend departs from the spec, as Markdown.
+
+    fusionspec findings results/conformance/onednn-*/results.json \\
+        -o docs/onednn-findings.md --examples docs/onednn-findings
+
+Groups the failing and extension cases of each results document by cause
+(`fusionspec.reports.findings`) and writes one section per run and one entry per cause with a
+replayable example. With ``--examples DIR`` each example's failure folder is copied under
+``DIR/<run>/``, and the replay commands point there (relative to the working directory), so the
+document stays replayable without the runs' output folders.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+
+from .cli import emit
+from .results import load_results
+
+HELP = "list where a backend departs from the spec (Markdown, from a results document)"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("results", type=Path, nargs="+", metavar="RESULTS.json",
+                        help="results documents, one section each")
+    parser.add_argument("-o", "--out", type=Path, required=True, help="the Markdown file")
+    parser.add_argument("--examples", type=Path, metavar="DIR",
+                        help="copy each finding's example folder under DIR")
+    parser.add_argument("--title", default="Findings", help="the document's title")
+    parser.add_argument("--intro", type=Path, metavar="FILE",
+                        help="Markdown placed under the title (what was graded, how)")
+    parser.add_argument("--json", action="store_true", help="machine-readable summary")
+
+
+def run(args: argparse.Namespace) -> int:
+    from fusionspec.reports.findings import (
+        copy_examples,
+        findings_markdown,
+        group_findings,
+        run_label,
+    )
+
+    runs = [load_results(path) for path in args.results]
+    dirs: dict[str, str] = {}
+    departures = extensions = 0
+    for results in runs:
+        findings = group_findings(results)
+        departures += sum(1 for f in findings if f.status != "extension")
+        extensions += sum(1 for f in findings if f.status == "extension")
+        if args.examples is not None:
+            copied = copy_examples(findings, args.examples / run_label(results))
+            dirs.update({case: os.path.relpath(Path(folder).resolve(), Path.cwd())
+                         for case, folder in copied.items()})
+    intro = args.intro.read_text(encoding="utf-8") if args.intro is not None else ""
+    text = findings_markdown(runs, title=args.title, example_dirs=dirs, intro=intro)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(text, encoding="utf-8")
+    emit(args, f"findings: {args.out} ({len(runs)} run(s), {departures} departure(s), "
+         f"{extensions} extension kind(s), {len(dirs)} example(s) copied)",
+         {"ok": True, "out": str(args.out), "runs": len(runs), "departures": departures,
+          "extensions": extensions, "examples": dirs})
+    return 0

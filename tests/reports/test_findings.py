@@ -1,0 +1,77 @@
+"""`fusionspec findings`: failures and extensions grouped by cause, each with a replayable
+example, from real results documents."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from _report_helpers import load
+
+from fusionspec.conformance.cli import main
+from fusionspec.conformance.results import load_failure
+from fusionspec.reports.findings import group_findings, signature
+
+
+def test_signature_abstracts_members_and_numbers_but_not_ordered_binaries() -> None:
+    def rec(reason: str) -> dict[str, str]:
+        return {"status": "fusion-mismatch", "reason": reason}
+
+    a = signature(rec("expected partition(s) [Elu->Add->Maximum]; the backend formed [Elu], "
+                      "[Add->Maximum] (op 12)"))
+    b = signature(rec("expected partition(s) [ReLU->Multiply->Minimum->Add]; the backend "
+                      "formed [ReLU], [Multiply->Minimum->Add] (op 3)"))
+    assert a == b, f"member kinds, repeat counts and ids are incidental: {a!r} vs {b!r}"
+    c = signature(rec("expected partition(s) [Elu->Subtract]; the backend formed [Elu], "
+                      "[Subtract] (op 1)"))
+    assert "Subtract" in c and c != signature(rec("expected partition(s) [Elu->Add]; the "
+                                                  "backend formed [Elu], [Add] (op 1)")), \
+        f"Subtract enters chains on one port only, so it stays literal: {c!r}"
+    numeric = signature({"status": "numeric-mismatch", "dtype": "bf16",
+                         "reason": "tensor 7: 3 of 8 exceed (max abs error 0.5) [MatMul->ReLU]"})
+    assert numeric.endswith("[MatMul->Unary] (bf16)"), \
+        f"a numeric finding is its chain and dtype, with bf16/f32 intact: {numeric!r}"
+
+
+def test_findings_document_covers_every_failure_with_a_replayable_example(
+        never_fuses_results: Path, tmp_path: Path) -> None:
+    out, examples = tmp_path / "findings.md", tmp_path / "examples"
+    code = main(["findings", str(never_fuses_results), "-o", str(out), "--examples",
+                 str(examples), "--title", "Never fuses"])
+    assert code == 0, f"fusionspec findings exited with {code}"
+    text = out.read_text(encoding="utf-8")
+    document = load(never_fuses_results)
+    findings = group_findings(document)
+    counted = sum(len(f.records) for f in findings)
+    failures = [f for f in document["failures"] if not f.get("minimal_of")]
+    assert counted == len(failures) and failures, \
+        f"every failing case belongs to one finding: {counted} grouped of {len(failures)}"
+    assert text.startswith("# Never fuses"), "the title heads the document"
+    headings = re.findall(r"^#### \d+\. ", text, re.M)
+    assert len(headings) == len(findings), \
+        f"one entry per finding: {len(headings)} headings for {len(findings)} findings"
+    folders = re.findall(r"--replay (\S+)`", text)
+    assert len(folders) == len(findings), "each finding names one replayable example"
+    for folder in folders:
+        case, _ = load_failure(Path(folder))
+        assert case.graph.ops, f"example folder {folder} holds the case's graph"
+        assert Path(folder).resolve().is_relative_to(examples.resolve()), \
+            f"examples are copied under --examples, not left in the run's folder: {folder}"
+
+
+def test_extensions_are_recorded_and_listed_apart(fuses_everything_results: Path,
+                                                  tmp_path: Path) -> None:
+    document = load(fuses_everything_results)
+    extensions = document.get("extensions", [])
+    verdicts = [v for v in document["verdicts"] if v["status"] == "extension"]
+    assert extensions and len(extensions) == len(verdicts), \
+        f"each extension verdict is recorded with its artifacts: {len(extensions)} of " \
+        f"{len(verdicts)}"
+    assert all(Path(e["replay"]["dir"]).is_dir() for e in extensions), \
+        "an extension is saved like a failure, so it can be replayed"
+    out = tmp_path / "findings.md"
+    assert main(["findings", str(fuses_everything_results), "-o", str(out)]) == 0
+    text = out.read_text(encoding="utf-8")
+    section = text.split("### Extensions", 1)[-1]
+    assert "extension:" in section and "fuses a chain the pages do not promise" in section, \
+        f"extensions get their own section with an explanation:\n{section[:600]}"
