@@ -99,6 +99,10 @@ def _formed(record: Record) -> str:
     return reason.split("the backend formed", 1)[1] if "the backend formed" in reason else ""
 
 
+def _unsupported(record: Record, kind: str) -> bool:
+    return f"partition [{kind}] unsupported" in str(record.get("reason", ""))
+
+
 def _split_before(record: Record, kinds: tuple[str, ...]) -> bool:
     return str(record.get("status")) == "fusion-mismatch" and any(
         f"[{kind}" in _formed(record) for kind in kinds)
@@ -120,12 +124,21 @@ KNOWN: Sequence[tuple[Callable[[Record], bool], str, bool]] = (
      "oneDNN allows more post-ops than the pages' bound", True),
     (lambda r: str(r.get("status")) == "extension",
      "oneDNN fuses a chain the pages do not promise", False),
-    (lambda r: _split_before(r, ("Subtract", "Divide")),
+    (lambda r: _split_before(r, ("BiasAdd",)) and "+bias" in str(r.get("description", "")),
+     "BiasAdd fuses only when the base op has no bias input of its own", True),
+    (lambda r: _split_before(r, ("Subtract", "Divide")) and bool(
+        re.search(r"(Subtract|Divide)\([^)]*src_1", str(r.get("description", "")))),
      "Subtract and Divide fuse only when the chain enters on their first input", True),
     (lambda r: _split_before(r, ("Add",)) and "[Reorder]" in _formed(r),
      "Reorder + Add fuses only with auto_broadcast=none on the Add", True),
-    (lambda r: _split_before(r, ("BiasAdd",)),
-     "BiasAdd fuses only when the base op has no bias input of its own", True),
+    (lambda r: _unsupported(r, "Reciprocal"),
+     "Reciprocal is implemented only fused with a Multiply (Reciprocal + Multiply)", True),
+    (lambda r: _unsupported(r, "Interpolate") and "align_corners" in _chain_text(r),
+     "Interpolate supports only half_pixel coordinates; align_corners is unsupported", True),
+    (lambda r: _unsupported(r, "AvgPool") and " ceil" in _chain_text(r),
+     "AvgPool with ceil rounding is unsupported where padding counts (exclude_pad=false)", True),
+    (lambda r: _unsupported(r, "BatchNormInference") and "bf16" in _chain_text(r),
+     "batch normalization has no bf16 implementation", True),
     (lambda r: "crashed" in str(r.get("reason", "")),
      "a C++ exception escaped the C API and aborted the process", False),
 )
@@ -210,7 +223,8 @@ def _run_section(results: Mapping[str, Any], example_dirs: Mapping[str, str]) ->
         "| status | cases |", "|---|---|",
         *[f"| {k} | {v} |" for k, v in sorted(totals.items(), key=lambda kv: -kv[1])], "",
         f"{len(departures)} departures and {len(extensions)} kinds of extension, grouped from "
-        "the failing and extension cases, largest first; each with one replayable example.", ""]
+        "the failing and extension cases, largest first; each with one replayable example.", "",
+        *_explained(findings)]
     for section, chosen in (("Departures from the spec", departures),
                             ("Extensions: fused beyond what the pages promise", extensions)):
         lines += [f"### {section}", ""]
@@ -229,6 +243,17 @@ def _run_section(results: Mapping[str, Any], example_dirs: Mapping[str, str]) ->
                 f"{_md(ex.get('reason'))}",
                 f"- replay: {_replay(ex, backend, device_id, folder)}", ""]
     return lines
+
+
+def _explained(findings: Sequence[Finding]) -> list[str]:
+    """A table: each explanation with how many findings and cases it accounts for."""
+    by_text: dict[str, list[Finding]] = {}
+    for finding in findings:
+        by_text.setdefault(finding.known or "(no explanation recorded)", []).append(finding)
+    rows = sorted(by_text.items(), key=lambda kv: -sum(len(f.records) for f in kv[1]))
+    return ["| explanation | findings | cases |", "|---|---|---|",
+            *[f"| {_md(text)} | {len(group)} | {sum(len(f.records) for f in group)} |"
+              for text, group in rows], ""]
 
 
 def findings_markdown(runs: Sequence[Mapping[str, Any]], *, title: str = "Findings",

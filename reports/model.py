@@ -117,13 +117,21 @@ def _limitations(runs: Sequence[RunView], docs: Sequence[Doc],
 
 
 def _labels(docs: Sequence[Doc]) -> list[str]:
-    """A suffix for runs that share backend and device (so their columns can be told apart)."""
+    """A suffix for runs that share backend and device (so their columns can be told apart):
+    the driver version where that tells them apart (two oneDNN versions), else a number."""
+    keys = [(doc.text("backend"), doc.obj("device").text("id")) for doc in docs]
+    drivers = [doc.obj("device").text("driver") for doc in docs]
+    total = Counter(keys)
+    distinct = {key: len({d for k, d in zip(keys, drivers) if k == key}) == total[key]
+                for key in total}
     seen: Counter[tuple[str, str]] = Counter()
     suffixes = []
-    for doc in docs:
-        key = (doc.text("backend"), doc.obj("device").text("id"))
+    for key, driver in zip(keys, drivers):
         seen[key] += 1
-        suffixes.append("" if seen[key] == 1 else f" ({seen[key]})")
+        if total[key] > 1 and distinct[key] and driver:
+            suffixes.append(f" ({driver})")
+        else:
+            suffixes.append("" if seen[key] == 1 else f" ({seen[key]})")
     return suffixes
 
 
