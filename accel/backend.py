@@ -26,6 +26,7 @@ from fusionspec.spec.graph import Graph, Partition
 from .codegen.epilogue import ordered_ops
 from .compiled import AccelCompiledPartition
 from .devices import discovery_problem, order_with_selected, select_device
+from .errors import AccelError
 from .families import BuildContext, family_for
 from .plan import KernelPlan
 from .runtime import runtime_for
@@ -68,16 +69,29 @@ class AccelBackend:
     def partition(self, graph: Graph) -> list[Partition]:
         return reference_partition(graph)
 
-    def plans(self, partition: Partition, device: Device) -> list[KernelPlan]:
-        """The kernel plans `compile` would build (code generation only, no OpenCL build)."""
-        ctx = BuildContext.for_device(select_device(device.id))
+    def plans(self, partition: Partition, device: Device, *,
+              work_group_limit: int | None = None) -> list[KernelPlan]:
+        """The kernel plans `compile` would build (code generation only, no OpenCL build);
+        `work_group_limit` caps the work groups the families choose."""
+        ctx = BuildContext.for_device(select_device(device.id), work_group_limit)
         parts = [partition] if self.fused else single_op_partitions(partition)
         return [family_for(part).build(part, ctx) for part in parts]
 
     def compile(self, partition: Partition, device: Device) -> AccelCompiledPartition:
         info = select_device(device.id)
-        return AccelCompiledPartition(partition, runtime_for(info),
-                                      self.plans(partition, device))
+        runtime = runtime_for(info)
+        compiled = AccelCompiledPartition(partition, runtime, self.plans(partition, device))
+        # A kernel's own work-group limit is known only once it is built (registers, local
+        # memory): if a launch exceeds it, generate the partition again within that limit.
+        limit = compiled.work_group_overrun()
+        if limit is not None:
+            compiled = AccelCompiledPartition(partition, runtime, self.plans(
+                partition, device, work_group_limit=limit))
+            if compiled.work_group_overrun() is not None:
+                raise AccelError(f"the kernels of {partition.pattern or 'a partition'} exceed "
+                                 f"their work-group limit ({limit}) even when generated "
+                                 "within it")
+        return compiled
 
 
 class AccelOpByOpBackend(AccelBackend):

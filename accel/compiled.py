@@ -63,6 +63,20 @@ class AccelCompiledPartition:
             self._kernels.append([runtime.kernel(program, launch.kernel)
                                   for launch in plan.launches])
 
+    def work_group_overrun(self) -> int | None:
+        """None when every launch's work group fits its kernel; else the smallest
+        CL_KERNEL_WORK_GROUP_SIZE among the kernels whose launch asks for more (the backend
+        then rebuilds the partition within it)."""
+        over: list[int] = []
+        for plan, kernels in zip(self.plans, self._kernels):
+            for launch, kernel in zip(plan.launches, kernels):
+                if launch.local_size is None:
+                    continue  # the driver picks a size the kernel can run
+                limit = self.runtime.kernel_work_group_size(kernel)
+                if math.prod(launch.local_size) > limit:
+                    over.append(limit)
+        return min(over) if over else None
+
     @property
     def kernel_source(self) -> str:
         """The generated OpenCL source of every plan (what a failure report shows)."""
@@ -99,6 +113,9 @@ class AccelCompiledPartition:
 
         Each run enqueues every launch of every plan and waits for the queue to drain; the
         time is wall clock around that, so it includes the enqueue overhead of each launch.
+        The first run also pays for touching the freshly allocated output, intermediate and
+        scratch buffers for the first time (page faults, on a CPU device); later runs reuse
+        them.
         """
         import time
 

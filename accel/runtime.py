@@ -121,6 +121,15 @@ class Runtime:
                     del self._kernels[name]
             return program
 
+    def kernel_work_group_size(self, kernel: Any) -> int:
+        """The largest work group `kernel` can run with on this device
+        (CL_KERNEL_WORK_GROUP_SIZE: register or local-memory use can put it below the
+        device's maximum)."""
+        import pyopencl as cl
+
+        return int(kernel.get_work_group_info(cl.kernel_work_group_info.WORK_GROUP_SIZE,
+                                              self.info.handle))
+
     def kernel(self, program: Any, name: str) -> Any:
         """The kernel `name` of `program`, created once (creating one is not free)."""
         import pyopencl as cl
@@ -231,8 +240,10 @@ def pick_work_group(info: DeviceInfo, wanted: int = 256, *, kernel_limit: int | 
 
 
 def launch_1d(info: DeviceInfo, elements: int, *, per_item: int = 1,
-              work_group: int | None = None) -> tuple[tuple[int], tuple[int]]:
-    """(global, local) sizes for a grid-stride loop over `elements`.
+              work_group: int | None = None, kernel_limit: int | None = None
+              ) -> tuple[tuple[int], tuple[int]]:
+    """(global, local) sizes for a grid-stride loop over `elements` (`kernel_limit`: a cap on
+    the work-group size below the device's, the kernel's own CL_KERNEL_WORK_GROUP_SIZE).
 
     GPUs get one work item per `per_item` elements, capped at 64 work groups per compute
     unit (the loop takes the rest). CPUs get one work item per `per_item` elements too, with
@@ -240,7 +251,8 @@ def launch_1d(info: DeviceInfo, elements: int, *, per_item: int = 1,
     in a loop, so an item that strode over the whole grid would touch a new cache line at every
     step (measured on PoCL: a grid-stride copy ran at 3% of a one-item-per-element copy).
     """
-    local = work_group or pick_work_group(info, 256 if info.kind == "gpu" else 64)
+    local = pick_work_group(info, work_group or (256 if info.kind == "gpu" else 64),
+                            kernel_limit=kernel_limit)
     wanted_items = max(1, math.ceil(elements / max(per_item, 1)))
     groups = math.ceil(wanted_items / local)
     cap = info.compute_units * 64 if info.kind == "gpu" else (1 << 31) // local

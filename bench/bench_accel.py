@@ -8,16 +8,24 @@ measures in one process on one device:
 
 1. the fused kernel (`AccelBackend`) and the same partition op by op (`AccelOpByOpBackend`,
    intermediates in global device memory), kernels only: inputs uploaded before the timed
-   run, outputs left on the device (`AccelCompiledPartition.time_launches`);
-2. a trivial copy kernel (read N floats, write N floats) on buffers of the same size, whose
-   bandwidth is the yardstick for each fused chain's effective bandwidth (bytes its partition
-   reads and writes / time);
+   runs, outputs left on the device (`AccelCompiledPartition.time_launches`). Each sample
+   stages the inputs and times two runs: the first ("cold") also touches the freshly allocated
+   output and intermediate buffers for the first time, the second ("warm") reuses them, as a
+   caller running the partition repeatedly would; the headline figures are warm;
+2. copy kernels (read N floats, write N floats) on buffers of the same size: one float per
+   work item, and sixteen per work item (vload16/vstore16); the faster is the yardstick for
+   each fused chain's effective bandwidth (bytes its partition reads and writes / time);
 3. the NumPy reference (`fusionspec.reference.execute`) on the same partition.
+
+Two compute-bound partitions follow, fused against op by op and the reference: MatMul +
+BiasAdd + GELU (fp.matmul_post_ops, `--matmul` M,K,N) and SoftMax over the last axis of a
+`--softmax` R,C tensor (softmax.post_ops without post-ops: one op, so no op-by-op column).
 
 The sides alternate within each repetition; every figure is the median of `--repeats` runs.
 
     python bench/bench_accel.py --out results/bench_accel.json [--elements 16777216]
-                                [--repeats 15] [--device pocl-cpu]
+                                [--repeats 15] [--device pocl-cpu] [--matmul 512,512,512]
+                                [--softmax 256,4096]
 """
 
 from __future__ import annotations
@@ -56,16 +64,25 @@ CHAIN_KINDS = ("ReLU", "Add", "Multiply", "Maximum")
 #: The spec's elementwise patterns (fp.unary_binary, fp.binary_post_ops) end after at most four
 #: ops, so longer chains are several partitions and not a fused kernel's test.
 CHAIN_LENGTHS = (2, 3, 4)
-#: The yardstick, one work item per element, and the same copy written as the backend's
-#: elementwise kernels loop (a grid-stride loop over `launch_1d`'s work size) for comparison.
+#: The yardsticks: one work item per element; sixteen elements per work item in vector loads
+#: and stores (scalar tail); and, for comparison, the copy as a grid-stride loop over
+#: `launch_1d`'s work size (what the elementwise kernels do where a GPU launch is capped).
 COPY_SOURCE = """
 __kernel void copy_f32(__global const float *src, __global float *dst) {
     dst[get_global_id(0)] = src[get_global_id(0)];
+}
+__kernel void copy_f32x16(__global const float *src, __global float *dst, const long n) {
+    const long g = get_global_id(0);
+    if (16 * g + 15 < n) vstore16(vload16(g, src), g, dst);
+    else for (long i = 16 * g; i < n; ++i) dst[i] = src[i];
 }
 __kernel void copy_f32_strided(__global const float *src, __global float *dst, const long n) {
     for (long i = get_global_id(0); i < n; i += get_global_size(0)) dst[i] = src[i];
 }
 """
+#: CopyKernel variants: kernel name and elements per work item.
+COPY_VARIANTS = {"scalar": ("copy_f32", 1), "vector": ("copy_f32x16", 16),
+                 "strided": ("copy_f32_strided", 1)}
 
 
 def chain_graph(length: int, elements: int) -> Graph:
@@ -106,22 +123,25 @@ def partition_bytes(part: Partition) -> int:
 
 
 class CopyKernel:
-    """A copy of `elements` floats between two device buffers (see COPY_SOURCE)."""
+    """A copy of `elements` floats between two device buffers (see COPY_SOURCE; `variant` is
+    a key of COPY_VARIANTS)."""
 
-    def __init__(self, runtime: Runtime, elements: int, *, strided: bool = False) -> None:
+    def __init__(self, runtime: Runtime, elements: int, *, variant: str = "scalar") -> None:
         import pyopencl as cl
 
         self.runtime = runtime
         self.elements = elements
-        self.strided = strided
+        self.variant = variant
+        name, per_item = COPY_VARIANTS[variant]
         program = runtime.program(COPY_SOURCE)
-        self.kernel = runtime.kernel(program, "copy_f32_strided" if strided else "copy_f32")
+        self.kernel = runtime.kernel(program, name)
         flags = cl.mem_flags.READ_WRITE
         host = np.arange(elements, dtype=np.float32)
         self.src = cl.Buffer(runtime.context, flags | cl.mem_flags.COPY_HOST_PTR, hostbuf=host)
         self.dst = cl.Buffer(runtime.context, flags, size=host.nbytes)
         self.sizes: tuple[tuple[int], tuple[int] | None] = \
-            launch_1d(runtime.info, elements) if strided else ((elements,), None)
+            launch_1d(runtime.info, elements) if variant == "strided" else \
+            ((-(-elements // per_item),), None)
 
     def run(self) -> float:
         """Seconds one copy takes (wall clock until the queue drains)."""
@@ -129,10 +149,10 @@ class CopyKernel:
 
         queue = self.runtime.queue
         start = time.perf_counter()
-        if self.strided:
-            self.kernel.set_args(self.src, self.dst, np.int64(self.elements))
-        else:
+        if self.variant == "scalar":
             self.kernel.set_args(self.src, self.dst)
+        else:
+            self.kernel.set_args(self.src, self.dst, np.int64(self.elements))
         cl.enqueue_nd_range_kernel(queue, self.kernel, *self.sizes)
         queue.finish()
         return time.perf_counter() - start
@@ -168,9 +188,48 @@ def setup_chain(length: int, elements: int, device: Device, rng: np.random.Gener
                       AccelOpByOpBackend().compile(part, device))
 
 
+def plans_bytes(compiled: AccelCompiledPartition) -> int:
+    """Bytes the kernels of `compiled` move at least: each plan reads its inputs once and
+    writes its outputs once (for op by op, every intermediate is written and read back)."""
+    return sum(4 * int(np.prod(t.shape or ())) for plan in compiled.plans
+               for t in (*plan.reads, *plan.writes))
+
+
 def max_abs_diff(a: dict[int, Array], b: dict[int, Array]) -> float:
     return max(float(np.max(np.abs(a[k].astype(np.float64) - b[k].astype(np.float64))))
                for k in a)
+
+
+Side = tuple[str, Callable[[], dict[str, float]]]
+
+
+def alternate(sides: list[Side], repeats: int) -> dict[str, list[float]]:
+    """`repeats` samples of every side, in alternating order (forwards, then backwards), so
+    that drifting load affects all sides alike. A side returns named timings (seconds)."""
+    times: dict[str, list[float]] = {}
+    for rep in range(repeats):
+        for _, fn in sides if rep % 2 == 0 else sides[::-1]:
+            for name, seconds in fn().items():
+                times.setdefault(name, []).append(seconds)
+    return times
+
+
+def kernel_side(name: str, compiled: AccelCompiledPartition, inputs: dict[int, Array]
+                ) -> Side:
+    """A side timing `compiled`'s kernels: a cold and a warm run on freshly staged buffers
+    (see the module docstring), as `name` and `name`_cold."""
+    def sample() -> dict[str, float]:
+        cold, warm = compiled.time_launches(inputs, 2)
+        return {name: warm, f"{name}_cold": cold}
+    return name, sample
+
+
+def copy_side(variant: str, copy: CopyKernel) -> Side:
+    return variant, lambda: {variant: copy.run()}
+
+
+def reference_side(part: Partition, inputs: dict[int, Array]) -> Side:
+    return "reference", lambda: {"reference": _timed(lambda: execute(part, inputs))}
 
 
 def measure_chain(chain: ChainSetup, copy_s: float, copy: CopyKernel, repeats: int
@@ -179,29 +238,96 @@ def measure_chain(chain: ChainSetup, copy_s: float, copy: CopyKernel, repeats: i
     want = execute(chain.partition, chain.inputs)
     diff = max(max_abs_diff(chain.fused.execute(chain.inputs), want),
                max_abs_diff(chain.opbyop.execute(chain.inputs), want))
-    # One run per time_launches call keeps the sides alternating; each call uploads the inputs
-    # again, outside the timed part.
-    sides: list[tuple[str, Callable[[], float]]] = [
-        ("fused", lambda: chain.fused.time_launches(chain.inputs, 1)[0]),
-        ("opbyop", lambda: chain.opbyop.time_launches(chain.inputs, 1)[0]),
-        ("reference", lambda: _timed(lambda: execute(chain.partition, chain.inputs))),
-    ]
-    times: dict[str, list[float]] = {name: [] for name, _ in sides}
-    for rep in range(repeats):
-        for name, fn in sides if rep % 2 == 0 else sides[::-1]:
-            times[name].append(fn())
+    # Each sample stages the inputs again (outside the timed runs), so the sides alternate.
+    times = alternate([kernel_side("fused", chain.fused, chain.inputs),
+                       kernel_side("opbyop", chain.opbyop, chain.inputs),
+                       reference_side(chain.partition, chain.inputs)], repeats)
     med = {name: statistics.median(values) for name, values in times.items()}
     moved = partition_bytes(chain.partition)
+    moved_opbyop = plans_bytes(chain.opbyop)
     fused_gbs = moved / med["fused"] / 1e9
     copy_gbs = copy.nbytes / copy_s / 1e9
     return dict(
         name=f"chain{chain.length}", ops=[op.kind for op in chain.partition.ops],
         kernels_fused=len(chain.fused.plans), kernels_opbyop=len(chain.opbyop.plans),
-        bytes_moved_fused=moved, fused_ms=med["fused"] * 1e3, opbyop_ms=med["opbyop"] * 1e3,
-        reference_ms=med["reference"] * 1e3, opbyop_over_fused=med["opbyop"] / med["fused"],
+        bytes_moved_fused=moved, bytes_moved_opbyop=moved_opbyop,
+        byte_ratio=moved_opbyop / moved, fused_ms=med["fused"] * 1e3,
+        opbyop_ms=med["opbyop"] * 1e3, reference_ms=med["reference"] * 1e3,
+        fused_cold_ms=med["fused_cold"] * 1e3, opbyop_cold_ms=med["opbyop_cold"] * 1e3,
+        opbyop_over_fused=med["opbyop"] / med["fused"],
+        cold_opbyop_over_fused=med["opbyop_cold"] / med["fused_cold"],
         reference_over_fused=med["reference"] / med["fused"], fused_gb_s=fused_gbs,
+        opbyop_gb_s=moved_opbyop / med["opbyop"] / 1e9, copy_ms=copy_s * 1e3,
         fraction_of_copy=fused_gbs / copy_gbs, max_abs_diff=diff,
         samples_ms={k: [v * 1e3 for v in vs] for k, vs in times.items()})
+
+
+# -- compute-bound partitions ---------------------------------------------------------------
+
+def matmul_graph(m: int, k: int, n: int) -> Graph:
+    """MatMul (m x k by k x n) + BiasAdd (n) + GELU, f32: one fp.matmul_post_ops partition."""
+    f32 = DataType.f32
+    a, w = LogicalTensor(0, f32, (m, k)), LogicalTensor(1, f32, (k, n))
+    bias = LogicalTensor(2, f32, (n,))
+    mm, biased, out = (LogicalTensor(i, f32, (m, n)) for i in (3, 4, 5))
+    return Graph([Op(0, "MatMul", inputs=(a, w), outputs=(mm,)),
+                  Op(1, "BiasAdd", inputs=(mm, bias), outputs=(biased,)),
+                  Op(2, "GELU", inputs=(biased,), outputs=(out,))]).finalize()
+
+
+def softmax_graph(rows: int, cols: int) -> Graph:
+    """SoftMax over the last axis of a rows x cols f32 tensor."""
+    src, dst = LogicalTensor(0, DataType.f32, (rows, cols)), \
+        LogicalTensor(1, DataType.f32, (rows, cols))
+    return Graph([Op(0, "SoftMax", inputs=(src,), outputs=(dst,),
+                     attrs={"axis": -1})]).finalize()
+
+
+@dataclass
+class PartitionSetup:
+    name: str
+    partition: Partition
+    inputs: dict[int, Array]
+    fused: AccelCompiledPartition
+    opbyop: AccelCompiledPartition | None  # None for a single-op partition
+    flops: int  # multiply-adds count twice; 0 where no FLOP rate is reported
+
+
+def setup_partition(name: str, graph: Graph, device: Device, rng: np.random.Generator,
+                    flops: int = 0) -> PartitionSetup:
+    part = single_partition(graph)
+    opbyop = AccelOpByOpBackend().compile(part, device) if len(part.ops) > 1 else None
+    return PartitionSetup(name, part, chain_inputs(part, rng),
+                          AccelBackend().compile(part, device), opbyop, flops)
+
+
+def measure_partition(setup: PartitionSetup, repeats: int) -> dict[str, Any]:
+    """The fused kernels, op by op (when there are several ops) and the reference,
+    interleaved, with their medians and the largest difference to the reference."""
+    want = execute(setup.partition, setup.inputs)
+    diff = max_abs_diff(setup.fused.execute(setup.inputs), want)
+    sides = [kernel_side("fused", setup.fused, setup.inputs),
+             reference_side(setup.partition, setup.inputs)]
+    if setup.opbyop is not None:
+        diff = max(diff, max_abs_diff(setup.opbyop.execute(setup.inputs), want))
+        sides.insert(1, kernel_side("opbyop", setup.opbyop, setup.inputs))
+    times = alternate(sides, repeats)
+    med = {name: statistics.median(values) for name, values in times.items()}
+    result: dict[str, Any] = dict(
+        name=setup.name, ops=[op.kind for op in setup.partition.ops],
+        shapes=[list(t.shape or ()) for t in setup.partition.inputs],
+        kernels_fused=len(setup.fused.plans), fused_ms=med["fused"] * 1e3,
+        fused_cold_ms=med["fused_cold"] * 1e3, reference_ms=med["reference"] * 1e3,
+        reference_over_fused=med["reference"] / med["fused"], max_abs_diff=diff,
+        max_abs_reference=max(float(np.max(np.abs(v))) for v in want.values()),
+        samples_ms={k: [v * 1e3 for v in vs] for k, vs in times.items()})
+    if "opbyop" in med:
+        result.update(opbyop_ms=med["opbyop"] * 1e3, opbyop_cold_ms=med["opbyop_cold"] * 1e3,
+                      opbyop_over_fused=med["opbyop"] / med["fused"])
+    if setup.flops:
+        result.update(fused_gflop_s=setup.flops / med["fused"] / 1e9,
+                      reference_gflop_s=setup.flops / med["reference"] / 1e9)
+    return result
 
 
 def _timed(fn: Callable[[], object]) -> float:
@@ -210,7 +336,8 @@ def _timed(fn: Callable[[], object]) -> float:
     return time.perf_counter() - start
 
 
-def run(elements: int, repeats: int, device_id: str | None, lengths: tuple[int, ...]
+def run(elements: int, repeats: int, device_id: str | None, lengths: tuple[int, ...],
+        matmul: tuple[int, int, int] | None = None, softmax: tuple[int, int] | None = None
         ) -> dict[str, Any]:
     backend = AccelBackend(device_id)
     devices = backend.devices()
@@ -219,27 +346,54 @@ def run(elements: int, repeats: int, device_id: str | None, lengths: tuple[int, 
     device = devices[0]
     info = select_device(device.id)
     rng = np.random.default_rng(0)
-    copy = CopyKernel(runtime_for(info), elements)
-    strided = CopyKernel(runtime_for(info), elements, strided=True)
-    if not (copy.check() and strided.check()):
+    copies = {variant: CopyKernel(runtime_for(info), elements, variant=variant)
+              for variant in COPY_VARIANTS}
+    if not all(copy.check() for copy in copies.values()):
         raise SystemExit("a copy kernel did not copy its input")
     chains = [setup_chain(n, elements, device, rng) for n in lengths]
-    copy_times: list[float] = []
-    strided_times: list[float] = []
-    for _ in range(repeats):
-        copy_times.append(copy.run())
-        strided_times.append(strided.run())
+    copy_times = alternate([copy_side(v, c) for v, c in copies.items()], repeats)
+    copy_med = {v: statistics.median(ts) for v, ts in copy_times.items()}
+    # The yardstick is the faster of the two direct copies (the grid-stride loop is shown only
+    # for comparison).
+    best = min(("scalar", "vector"), key=lambda v: copy_med[v])
+    yardstick = copies[best]
     results = []
     for chain in chains:
         # The copy runs again next to each chain so that load drift affects both alike.
-        local_copy = statistics.median([copy.run() for _ in range(max(3, repeats // 2))])
-        results.append(measure_chain(chain, local_copy, copy, repeats))
-    copy_s, strided_s = statistics.median(copy_times), statistics.median(strided_times)
+        local_copy = statistics.median([yardstick.run() for _ in range(max(3, repeats // 2))])
+        results.append(measure_chain(chain, local_copy, yardstick, repeats))
+    partitions = []
+    if matmul is not None:
+        m, k, n = matmul
+        setup = setup_partition(f"MatMul {m}x{k}x{n} + BiasAdd + GELU",
+                                matmul_graph(m, k, n), device, rng, flops=2 * m * k * n)
+        partitions.append(measure_partition(setup, repeats))
+    if softmax is not None:
+        rows, cols = softmax
+        setup = setup_partition(f"SoftMax {rows}x{cols}", softmax_graph(rows, cols), device,
+                                rng)
+        partitions.append(measure_partition(setup, repeats))
+    nbytes = yardstick.nbytes
     return dict(device=device.id, device_name=info.name, driver=info.driver,
                 platform=info.platform, compute_units=info.compute_units, elements=elements,
-                repeats=repeats, copy_ms=copy_s * 1e3, copy_gb_s=copy.nbytes / copy_s / 1e9,
-                strided_copy_ms=strided_s * 1e3, strided_copy_gb_s=copy.nbytes / strided_s / 1e9,
-                chains=results)
+                repeats=repeats, load_average=list(os.getloadavg()),
+                copy_ms=copy_med["scalar"] * 1e3, copy_gb_s=nbytes / copy_med["scalar"] / 1e9,
+                vector_copy_ms=copy_med["vector"] * 1e3,
+                vector_copy_gb_s=nbytes / copy_med["vector"] / 1e9,
+                strided_copy_ms=copy_med["strided"] * 1e3,
+                strided_copy_gb_s=nbytes / copy_med["strided"] / 1e9, yardstick=best,
+                yardstick_gb_s=nbytes / copy_med[best] / 1e9, chains=results,
+                partitions=partitions)
+
+
+def _ints(text: str, count: int, what: str) -> tuple[int, ...] | None:
+    """`count` comma-separated sizes, or None for "" / "off" (skip that partition)."""
+    if text.strip().lower() in ("", "off", "none"):
+        return None
+    values = tuple(int(v) for v in text.split(","))
+    if len(values) != count or min(values) < 1:
+        raise SystemExit(f"--{what} takes {count} positive sizes, got {text!r}")
+    return values
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -251,23 +405,46 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--device", default=None, help="OpenCL device id (default: the first)")
     parser.add_argument("--lengths", default=",".join(map(str, CHAIN_LENGTHS)),
                         help="comma-separated chain lengths")
+    parser.add_argument("--matmul", default="512,512,512",
+                        help="M,K,N of the MatMul + BiasAdd + GELU partition ('off' skips it)")
+    parser.add_argument("--softmax", default="256,4096",
+                        help="rows,columns of the SoftMax partition ('off' skips it)")
     args = parser.parse_args(argv)
     lengths = tuple(int(n) for n in args.lengths.split(",") if n)
-    doc = run(args.elements, args.repeats, args.device, lengths)
+    matmul = _ints(args.matmul, 3, "matmul")
+    softmax = _ints(args.softmax, 2, "softmax")
+    doc = run(args.elements, args.repeats, args.device, lengths,
+              matmul=None if matmul is None else (matmul[0], matmul[1], matmul[2]),
+              softmax=None if softmax is None else (softmax[0], softmax[1]))
+    load = ", ".join(f"{v:.2f}" for v in doc["load_average"])
     print(f"device {doc['device_name']} ({doc['device']}), driver {doc['driver']}, "
-          f"{doc['elements']} f32 elements, median of {doc['repeats']}")
-    print(f"copy kernel: {doc['copy_ms']:.2f} ms, {doc['copy_gb_s']:.2f} GB/s; as a "
+          f"{doc['elements']} f32 elements, median of {doc['repeats']}, load average {load}")
+    print(f"copy kernel: {doc['copy_ms']:.2f} ms, {doc['copy_gb_s']:.2f} GB/s; 16 per item: "
+          f"{doc['vector_copy_ms']:.2f} ms, {doc['vector_copy_gb_s']:.2f} GB/s; as a "
           f"grid-stride loop: {doc['strided_copy_ms']:.2f} ms, "
-          f"{doc['strided_copy_gb_s']:.2f} GB/s")
-    header = (f"{'chain':<8}{'fused ms':>10}{'op-by-op ms':>13}{'ratio':>7}{'GB/s':>8}"
-              f"{'of copy':>9}{'ref ms':>9}{'ref/fused':>11}")
+          f"{doc['strided_copy_gb_s']:.2f} GB/s; yardstick: {doc['yardstick']}")
+    print("warm: buffers touched by an earlier run; cold: first run on fresh buffers")
+    header = (f"{'chain':<8}{'fused ms':>10}{'op-by-op ms':>13}{'ratio':>7}{'bytes':>7}"
+              f"{'GB/s':>8}{'of copy':>9}{'cold ms':>9}{'cold op':>9}{'ratio':>7}"
+              f"{'ref ms':>9}{'ref/fused':>11}")
     print(header)
     print("-" * len(header))
     for r in doc["chains"]:
         print(f"{r['name']:<8}{r['fused_ms']:>10.2f}{r['opbyop_ms']:>13.2f}"
-              f"{r['opbyop_over_fused']:>7.2f}{r['fused_gb_s']:>8.2f}"
-              f"{r['fraction_of_copy']:>8.0%} {r['reference_ms']:>9.2f}"
-              f"{r['reference_over_fused']:>11.2f}", flush=True)
+              f"{r['opbyop_over_fused']:>7.2f}{r['byte_ratio']:>7.2f}{r['fused_gb_s']:>8.2f}"
+              f"{r['fraction_of_copy']:>8.0%} {r['fused_cold_ms']:>9.2f}"
+              f"{r['opbyop_cold_ms']:>9.2f}{r['cold_opbyop_over_fused']:>7.2f}"
+              f"{r['reference_ms']:>9.2f}{r['reference_over_fused']:>11.2f}", flush=True)
+    if doc["partitions"]:
+        header = (f"{'partition':<34}{'fused ms':>10}{'op-by-op ms':>13}{'cold ms':>9}"
+                  f"{'ref ms':>9}{'ref/fused':>11}{'max |diff|':>12}")
+        print(header)
+        print("-" * len(header))
+        for r in doc["partitions"]:
+            opbyop = f"{r['opbyop_ms']:>13.2f}" if "opbyop_ms" in r else f"{'-':>13}"
+            print(f"{r['name']:<34}{r['fused_ms']:>10.2f}{opbyop}{r['fused_cold_ms']:>9.2f}"
+                  f"{r['reference_ms']:>9.2f}{r['reference_over_fused']:>11.2f}"
+                  f"{r['max_abs_diff']:>12.2e}", flush=True)
     doc.update(python=platform.python_version(), numpy=np.__version__, cpus=os.cpu_count(),
                machine=platform.machine())
     write_json(args.out, doc)

@@ -1,11 +1,27 @@
 """Tensor access from a kernel's iteration domain: buffers, strides and NumPy broadcasting.
 
 A generated kernel iterates over a *domain* (a shape; for the elementwise family the partition's
-output shape) with a multi-index ``idx[0..R-1]``. A tensor of shape ``s`` (rank ``r <= R``) is
-read at the domain index by NumPy's right-aligned broadcasting: its dim ``j`` takes
-``idx[R - r + j]``, or 0 where ``s[j] == 1``. Read tensors are addressed through runtime strides
-(`StrideArg`), so the same kernel reads a dense array or a strided buffer; written tensors are
-dense row-major, their strides folded into the source as constants.
+output shape). A tensor of shape ``s`` (rank ``r <= R``) is read at the domain index by NumPy's
+right-aligned broadcasting: its dim ``j`` takes the domain's index along axis ``R - r + j``, or 0
+where ``s[j] == 1``.
+
+Layouts. A tensor is *dense* (`is_dense`) when its buffer is row-major whatever the caller
+passes: it has no logical strides, or row-major ones (the executor uploads an array of the
+tensor's shape densely, a flat buffer with the tensor's strides as it is, and writes every
+output densely). A dense tensor is addressed with its strides folded into the source as
+constants; any other read tensor through runtime strides (`StrideArg`, one ``long`` per dim),
+so the same kernel reads a strided buffer or a dense copy of it. Written tensors are dense.
+
+Index forms. A `Domain` gives the domain index in one of two forms:
+
+- a multi-index array ``idx[0..R-1]`` that the kernel template fills (the main-op families:
+  their loops produce the coordinates anyway);
+- *lazy*, from a linear row-major index (``Domain(shape, linear="i")``, the elementwise family):
+  a dense tensor that covers the domain is read at ``i`` itself, a dense broadcast operand at
+  ``((i / inner) % extent) * stride`` per run of consecutive dims it does not broadcast, and only
+  the axes something asks for (a strided operand, a per-channel parameter, the guard of a
+  smaller output) become locals ``idx<k>``, each one division and one remainder by constants
+  (`axis_declarations`). So a dense chain needs no division at all.
 """
 
 from __future__ import annotations
@@ -20,7 +36,10 @@ from ..plan import BufferArg, Param, StrideArg
 from .types import TypePolicy
 
 __all__ = ["Domain", "known_shape", "read_param", "write_param", "buffer_name",
-           "broadcast_domain"]
+           "broadcast_domain", "is_dense", "stride_exprs", "channel_offset", "INT_LIMIT"]
+
+#: The largest element count an ``int`` index can address.
+INT_LIMIT = 2 ** 31 - 1
 
 
 def buffer_name(tensor: LogicalTensor) -> str:
@@ -51,6 +70,54 @@ def broadcast_domain(shapes: Sequence[tuple[int, ...]]) -> tuple[int, ...]:
     return tuple(out)
 
 
+def _row_major(shape: Sequence[int]) -> list[int]:
+    strides: list[int] = []
+    step = 1
+    for d in reversed(shape):
+        strides.append(step)
+        step *= max(d, 1)
+    return strides[::-1]
+
+
+def is_dense(tensor: LogicalTensor) -> bool:
+    """Whether `tensor`'s buffer is always dense row-major (see the module docstring): no
+    logical strides, or row-major ones on every dim of extent above 1 (a dim of extent 1 is
+    never stepped along, so its stride does not matter)."""
+    shape = known_shape(tensor)
+    strides = tensor.strides
+    if strides is None:
+        return True
+    if len(strides) != len(shape):
+        return False
+    return all(s == d for s, d, n in zip(strides, _row_major(shape), shape) if n != 1)
+
+
+def stride_exprs(tensor: LogicalTensor) -> tuple[list[str], list[Param]]:
+    """Per dim of `tensor`, the C expression of its stride in elements: a constant for a dense
+    tensor, else a runtime parameter (``t3_s1``, returned for the dims of extent above 1)."""
+    shape = known_shape(tensor)
+    if is_dense(tensor):
+        return [str(s) for s in _row_major(shape)], []
+    names: list[str] = []
+    params: list[Param] = []
+    for j, d in enumerate(shape):
+        name = f"{buffer_name(tensor)}_s{j}"
+        names.append(name if d != 1 else "0")
+        if d != 1:
+            params.append(Param(f"const long {name}", StrideArg(tensor.id, j)))
+    return names, params
+
+
+def channel_offset(tensor: LogicalTensor, index: str) -> tuple[str, list[Param]]:
+    """The element offset of entry `index` of a 1-D tensor (a per-channel parameter), and the
+    stride parameter it needs (none when the tensor is dense)."""
+    strides, params = stride_exprs(tensor)
+    if len(strides) != 1:
+        raise UnsupportedPartitionError(f"tensor {tensor.id} of shape "
+                                        f"{list(known_shape(tensor))} is not 1-D")
+    return (f"({index}) * {strides[0]}" if params else index), params
+
+
 def read_param(tensor: LogicalTensor, policy: TypePolicy) -> Param:
     return Param(f"__global const {policy.storage(tensor.dtype)}* restrict "
                  f"{buffer_name(tensor)}", BufferArg(tensor.id))
@@ -61,12 +128,23 @@ def write_param(tensor: LogicalTensor, policy: TypePolicy) -> Param:
                  BufferArg(tensor.id))
 
 
-class Domain:
-    """The iteration space of a kernel: its shape and the C name of its multi-index."""
+def _term(index: str, stride: str) -> str:
+    return index if stride == "1" else f"{index} * {stride}"
 
-    def __init__(self, shape: Sequence[int], index: str = "idx") -> None:
+
+class Domain:
+    """The iteration space of a kernel: its shape and how its index is spelled in C.
+
+    `index` names the multi-index array (``idx[k]``), or in lazy mode the prefix of the axis
+    locals (``idx0``, ``idx1`` ...); `linear`, when given, makes the domain lazy: every index
+    derives from that linear row-major index (see the module docstring)."""
+
+    def __init__(self, shape: Sequence[int], index: str = "idx", *,
+                 linear: str | None = None) -> None:
         self.shape = tuple(shape)
         self.index = index
+        self.linear = linear
+        self._used: set[int] = set()
 
     @property
     def rank(self) -> int:
@@ -75,6 +153,15 @@ class Domain:
     @property
     def size(self) -> int:
         return math.prod(self.shape)
+
+    @property
+    def lazy(self) -> bool:
+        return self.linear is not None
+
+    @property
+    def index_type(self) -> str:
+        """The C type of the domain's indices: ``int`` when it fits, else ``long``."""
+        return "int" if self.size <= INT_LIMIT else "long"
 
     def check(self, tensor: LogicalTensor) -> tuple[int, ...]:
         """The tensor's shape, which must broadcast into the domain."""
@@ -87,11 +174,98 @@ class Domain:
                                             f"{list(self.shape)}")
         return shape
 
+    # -- the index along one axis -----------------------------------------------------------
+
+    def axis(self, k: int) -> str:
+        """The C expression of the domain index along axis `k` (in lazy mode it becomes a
+        local that `axis_declarations` declares)."""
+        if not self.lazy:
+            return f"{self.index}[{k}]"
+        if self.shape[k] == 1:
+            return "0"
+        self._used.add(k)
+        return f"{self.index}{k}"
+
+    def _inner(self, k: int) -> int:
+        """How many linear positions one step along axis `k` spans."""
+        return math.prod(self.shape[k + 1:])
+
+    def _outermost(self) -> int | None:
+        return next((k for k, d in enumerate(self.shape) if d != 1), None)
+
+    def _split(self, first: int, last: int) -> str:
+        """The composite index over axes first..last (consecutive, row-major) in lazy mode:
+        the linear index divided by what lies inside, modulo the run's extent (no remainder
+        when nothing lies outside)."""
+        assert self.linear is not None
+        expr = self.linear
+        inner = self._inner(last)
+        if inner != 1:
+            expr = f"{expr} / {inner}"
+        if first != self._outermost():
+            if inner != 1:
+                expr = f"({expr})"
+            expr = f"{expr} % {math.prod(self.shape[first:last + 1])}"
+        return expr
+
+    def axis_declarations(self) -> list[str]:
+        """Lazy mode: the statements declaring the axis locals the generated code used."""
+        return [f"const {self.index_type} {self.index}{k} = {self._split(k, k)};"
+                for k in sorted(self._used)]
+
+    # -- tensors ------------------------------------------------------------------------------
+
     def index_of(self, tensor: LogicalTensor) -> list[str]:
         """Per dim of `tensor`, the C expression of its index at the domain index."""
+        return [self.index_along(tensor, j) for j in range(len(self.check(tensor)))]
+
+    def index_along(self, tensor: LogicalTensor, j: int) -> str:
+        """The C expression of `tensor`'s index along its dim `j` at the domain index (only
+        that axis is derived in lazy mode)."""
         shape = self.check(tensor)
+        return "0" if shape[j] == 1 else self.axis(self.rank - len(shape) + j)
+
+    def covers(self, tensor: LogicalTensor) -> bool:
+        """Whether `tensor` broadcasts into the domain without repeating: its dense offset is
+        then the domain's linear index."""
+        return math.prod(self.check(tensor)) == self.size
+
+    def dense_offset(self, tensor: LogicalTensor, linear: str | None = None) -> str:
+        """The element offset of `tensor` at the domain index, dense row-major: `linear` (or
+        the lazy domain's linear index) when the tensor covers the domain; in lazy mode one
+        division and remainder per run of dims the tensor does not broadcast; else from
+        ``idx[]`` with constant strides."""
+        shape = self.check(tensor)
+        linear = self.linear or linear
+        if linear is not None and self.covers(tensor):
+            return linear
+        if self.lazy:
+            return self._run_offset(shape)
+        strides = _row_major(shape)
+        terms = [_term(index, str(s)) for index, s in zip(self.index_of(tensor), strides)
+                 if index != "0"]
+        return " + ".join(terms) or "0"
+
+    def _run_offset(self, shape: tuple[int, ...]) -> str:
         lead = self.rank - len(shape)
-        return ["0" if d == 1 else f"{self.index}[{lead + j}]" for j, d in enumerate(shape)]
+        strides = _row_major(shape)
+        runs: list[list[int]] = []  # domain axes (extent > 1) the tensor steps along, in runs
+        previous_live = False
+        for k, extent in enumerate(self.shape):
+            if extent == 1:
+                continue  # never stepped along: neither breaks nor extends a run
+            live = k >= lead and shape[k - lead] != 1
+            if live and previous_live:
+                runs[-1].append(k)
+            elif live:
+                runs.append([k])
+            previous_live = live
+        terms = []
+        for run in runs:
+            split = self._split(run[0], run[-1])
+            stride = strides[run[-1] - lead]
+            terms.append(split if stride == 1 else f"({split}) * {stride}")
+        return " + ".join(terms) or "0"
 
     def strided_offset(self, tensor: LogicalTensor) -> tuple[str, list[Param]]:
         """The element offset of `tensor` at the domain index through runtime strides, and
@@ -106,26 +280,20 @@ class Domain:
             terms.append(f"{index} * {name}")
         return (" + ".join(terms) or "0"), params
 
-    def dense_offset(self, tensor: LogicalTensor) -> str:
-        """The element offset of `tensor` at the domain index, dense row-major."""
-        terms: list[str] = []
-        step = 1
-        shape = self.check(tensor)
-        for index, d in zip(reversed(self.index_of(tensor)), reversed(shape)):
-            if index != "0":
-                terms.append(index if step == 1 else f"{index} * {step}")
-            step *= d
-        return " + ".join(reversed(terms)) or "0"
+    def read_offset(self, tensor: LogicalTensor, linear: str | None = None
+                    ) -> tuple[str, list[Param]]:
+        """The element offset of a read tensor at the domain index and the parameters it
+        needs: `dense_offset` (no parameters) for a dense tensor, `strided_offset` for any
+        other layout."""
+        if is_dense(tensor):
+            return self.dense_offset(tensor, linear), []
+        return self.strided_offset(tensor)
 
     def owner_guard(self, tensor: LogicalTensor) -> str | None:
         """A condition true at exactly one domain index per element of `tensor` (None when
         the tensor spans the whole domain), so a broadcast-smaller output is written once."""
         shape = self.check(tensor)
         lead = self.rank - len(shape)
-        zeros = [f"{self.index}[{k}] == 0" for k in range(self.rank) if self.shape[k] != 1 and
+        zeros = [f"{self.axis(k)} == 0" for k in range(self.rank) if self.shape[k] != 1 and
                  (k < lead or shape[k - lead] == 1)]
         return " && ".join(zeros) if zeros else None
-
-    def spans(self, tensor: LogicalTensor) -> bool:
-        """Whether `tensor` has the domain's shape (its dense offset is the linear index)."""
-        return known_shape(tensor) == self.shape

@@ -4,14 +4,15 @@ Every fused kernel of the backend evaluates its element-wise ops here: all the o
 element-wise partition, or the ops after the main op of a convolution, matmul, pooling,
 reduction or softmax partition (its epilogue). `emit_epilogue` walks the ops in dependency order
 and writes straight-line statements that compute, at the kernel's current domain index
-``idx[]``, one register per tensor (``v<tensor id>``): a tensor produced by the main op comes in
-through `given` (``{dst.id: Value("acc")}``), a partition input is loaded with NumPy
-broadcasting through its runtime strides (`fusionspec.accel.codegen.access`), and an op's
-output is its table entry applied to its operands' registers. Either operand of a binary op may
-be the chain (the order is the ops' own), and the other one may itself be computed by ops of the
-partition (the Dequantize of an int8 post-op operand). Partition outputs among the computed
-tensors are stored (rounded and saturated to their dtype) as soon as they exist, and with
-``acc=`` the final value is written back to the accumulator.
+(``idx[]``, or a lazy domain's linear index), one register per tensor (``v<tensor id>``): a
+tensor produced by the main op comes in through `given` (``{dst.id: Value("acc")}``), a
+partition input is loaded with NumPy broadcasting (`fusionspec.accel.codegen.access`: constant
+strides for a dense tensor, runtime strides for any other layout, the linear index where it
+covers the domain), and an op's output is its table entry applied to its operands' registers.
+Either operand of a binary op may be the chain (the order is the ops' own), and the other one
+may itself be computed by ops of the partition (the Dequantize of an int8 post-op operand).
+Partition outputs among the computed tensors are stored (rounded and saturated to their dtype)
+as soon as they exist, and with ``acc=`` the final value is written back to the accumulator.
 
 Numerics mirror `fusionspec.reference.execute`: f32 registers throughout, with TypeCast and
 Quantize as the only roundings inside a partition; integer (s32) arithmetic exact in ``long``
@@ -37,8 +38,8 @@ from fusionspec.spec.graph import AttrValue, LogicalTensor, Op
 from fusionspec.spec.opschemas import SCHEMAS
 
 from ..errors import UnsupportedPartitionError
-from ..plan import Param, StrideArg
-from .access import Domain, buffer_name, read_param, write_param
+from ..plan import Param
+from .access import Domain, buffer_name, channel_offset, read_param, write_param
 from .source import Preamble
 from .types import Kind, TypePolicy, c_float, check_supported
 
@@ -129,7 +130,7 @@ class OpCtx:
 
     def channel_index(self, port: int, axis: int) -> str:
         """The index of input `port`'s tensor along `axis` at the domain index."""
-        return self._e.domain.index_of(self.op.inputs[port])[axis]
+        return self._e.domain.index_along(self.op.inputs[port], axis)
 
     def load_at(self, port: int, index: str) -> str:
         """Element `index` of input `port`, a 1-D partition input (per-channel parameters:
@@ -181,7 +182,7 @@ class _Emitter:
         self.preamble = preamble
         self.values: dict[int, Value] = dict(given)
         self.outputs = {t.id: t for t in outputs}
-        self.linear = linear
+        self.linear = linear or domain.linear
         self.lines: list[str] = []
         self.params: dict[Param, None] = {}
         self.stored: list[int] = []
@@ -219,7 +220,7 @@ class _Emitter:
 
     def _load(self, tensor: LogicalTensor) -> Value:
         self.preamble.uses(tensor.dtype)
-        offset, strides = self.domain.strided_offset(tensor)
+        offset, strides = self.domain.read_offset(tensor, self.linear)
         self._param(read_param(tensor, self.policy), *strides)
         expr, helpers = self.policy.load(tensor.dtype, buffer_name(tensor), offset)
         self.preamble.need(helpers)
@@ -238,11 +239,9 @@ class _Emitter:
             raise UnsupportedPartitionError(f"op {op.id} ({op.kind}): tensor {tensor.id} must "
                                             "be 1-D")
         self.preamble.uses(tensor.dtype)
-        stride = f"{buffer_name(tensor)}_s0"
-        self._param(read_param(tensor, self.policy),
-                    Param(f"const long {stride}", StrideArg(tensor.id, 0)))
-        expr, helpers = self.policy.load(tensor.dtype, buffer_name(tensor),
-                                         f"({index}) * {stride}")
+        offset, stride = channel_offset(tensor, index)
+        self._param(read_param(tensor, self.policy), *stride)
+        expr, helpers = self.policy.load(tensor.dtype, buffer_name(tensor), offset)
         self.preamble.need(helpers)
         return self.policy.as_float(expr, self.policy.kind(tensor.dtype))
 
@@ -257,12 +256,11 @@ class _Emitter:
         self.preamble.uses(tensor.dtype)
         self._param(write_param(tensor, self.policy))
         value = self.values[tid]
-        spans = self.domain.spans(tensor)
-        offset = self.linear if spans and self.linear else self.domain.dense_offset(tensor)
+        offset = self.domain.dense_offset(tensor, self.linear)
         statement, helpers = self.policy.store(tensor.dtype, buffer_name(tensor), offset,
                                                value.text, value.kind)
         self.preamble.need(helpers)
-        guard = None if spans else self.domain.owner_guard(tensor)
+        guard = None if self.domain.covers(tensor) else self.domain.owner_guard(tensor)
         self.lines.append(f"if ({guard}) {statement}" if guard else statement)
         self.stored.append(tid)
 
@@ -284,7 +282,8 @@ def emit_epilogue(ops: Sequence[Op], *, domain: Domain, policy: TypePolicy,
     `outputs`: tensors to store (dense, in their dtype) once computed, typically the
     partition's outputs. `acc`: when given, the last value is also assigned to this variable
     (``acc = v7;``), so a template can keep using its accumulator. `linear`: a C expression of
-    the domain's linear index, used as the store offset of outputs shaped like the domain.
+    the domain's linear index (a lazy domain brings its own), the offset of every dense tensor
+    that covers the domain, loaded or stored.
     Raises `UnsupportedPartitionError` for an op without a table entry, an unsupported dtype
     or a tensor that does not broadcast into the domain.
     """

@@ -6,6 +6,11 @@ are those of the reference (`fusionspec.reference.ops.unary`, ``binary``, ``norm
 ``quantization``), written for f32 registers; the reference's module docstrings give the
 reasons (oneDNN's Sigmoid/SoftPlus guards, Clamp's NaN -> min, half-even Round, the -0 limits
 of GELU and HardSwish at -inf). Adding an op is one entry in `OP_TABLE`.
+
+NaN and infinity tests are plain comparisons (``x != x``, ``x == -INFINITY``), never the
+``isnan``/``isinf`` builtins: without fast-math options they mean the same, and on PoCL's CPU
+device the builtins are calls that keep the work-item loop from being vectorised (a ReLU ->
+Add -> Multiply -> Maximum kernel took 119 ms with them and 11 ms without, on 16 Mi floats).
 """
 
 from __future__ import annotations
@@ -54,7 +59,7 @@ def _gelu(ctx: OpCtx) -> Value:
         smooth = f"{x} / (1.0f + exp(-2.0f * {u}))"
     else:
         smooth = f"0.5f * {x} * erfc(-{x} * M_SQRT1_2_F)"
-    return Value(f"(isinf({x}) && {x} < 0.0f) ? -0.0f : {smooth}")
+    return Value(f"{x} == -INFINITY ? -0.0f : {smooth}")
 
 
 def _leaky_relu(ctx: OpCtx) -> Value:
@@ -85,9 +90,10 @@ def _softplus(ctx: OpCtx) -> Value:
 
 _FLOAT_BINARY = {
     "Add": "{a} + {b}", "Subtract": "{a} - {b}", "Multiply": "{a} * {b}", "Divide": "{a} / {b}",
-    # NaN from either side propagates, as NumPy's maximum/minimum (OpenCL's fmax would drop it).
-    "Maximum": "({a} > {b} || isnan({a})) ? {a} : {b}",
-    "Minimum": "({a} < {b} || isnan({a})) ? {a} : {b}",
+    # NaN from either side propagates, as NumPy's maximum/minimum (OpenCL's fmax would drop it);
+    # a != a is the NaN test (see the module docstring).
+    "Maximum": "({a} > {b} || {a} != {a}) ? {a} : {b}",
+    "Minimum": "({a} < {b} || {a} != {a}) ? {a} : {b}",
 }
 _INT_BINARY = {
     "Add": "{a} + {b}", "Subtract": "{a} - {b}", "Multiply": "{a} * {b}",
@@ -205,13 +211,13 @@ OP_TABLE: dict[str, Builder] = {
     "Exp": _unary("exp({x})"),
     "GELU": _gelu,
     # (x+3 clamped)/6 first: x*6 would overflow f32 for |x| > 5.6e37, where f64 does not.
-    "HardSwish": _unary("(isinf({x}) && {x} < 0.0f) ? -0.0f : "
+    "HardSwish": _unary("{x} == -INFINITY ? -0.0f : "
                         "{x} * (clamp({x} + 3.0f, 0.0f, 6.0f) / 6.0f)"),
     "LeakyReLU": _leaky_relu,
     "Log": _unary("log({x})"),
     "Pow": _pow,
     # x*0 for x <= 0: -0 for negatives, NaN stays NaN; -inf gives -0, the limit (not -inf*0).
-    "ReLU": _unary("{x} > 0.0f ? {x} : (isinf({x}) ? -0.0f : {x} * 0.0f)"),
+    "ReLU": _unary("{x} > 0.0f ? {x} : ({x} == -INFINITY ? -0.0f : {x} * 0.0f)"),
     "Reciprocal": _unary("1.0f / {x}"),
     "Round": _unary("rint({x})"),  # half to even
     "Sigmoid": _sigmoid,

@@ -86,7 +86,7 @@ inline float fs_round_f16(float value) {
     return vload_half(0, (__private const half *)&bits);
 }""",
     "fs_nan_to_zero": """\
-inline float fs_nan_to_zero(float value) { return isnan(value) ? 0.0f : value; }""",
+inline float fs_nan_to_zero(float value) { return value != value ? 0.0f : value; }""",
     "fs_quantize_rne": """\
 inline float fs_quantize_rne(float a, float zp) {
     /* round_half_even(a + zp) for an integral zp, without rounding a's fraction away first:
@@ -96,7 +96,7 @@ inline float fs_quantize_rne(float a, float zp) {
     const float frac = a - whole;
     const float base = whole + zp;
     const float q = fabs(frac) == 0.5f ? rint(base + frac) : base + rint(frac);
-    return isinf(a) ? a : q;
+    return (a == INFINITY || a == -INFINITY) ? a : q;
 }""",
 }
 

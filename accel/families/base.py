@@ -11,7 +11,9 @@ A family turns the partitions it recognises into a `KernelPlan`:
 
 `BuildContext` gives a builder the device's capabilities (`device`: work-group limit, local
 memory, extensions), the dtype policy for that device (`policy`), a fresh `Preamble` factory
-and the work-size helpers.
+and the work-size helpers. `work_group_limit`, when set, caps every work group a builder
+chooses below the device's limit: the backend rebuilds a partition with it when a generated
+kernel's own limit (CL_KERNEL_WORK_GROUP_SIZE, known only once it is built) is lower.
 """
 
 from __future__ import annotations
@@ -38,10 +40,17 @@ class BuildContext:
 
     device: DeviceInfo
     policy: TypePolicy
+    work_group_limit: int | None = None
 
     @staticmethod
-    def for_device(device: DeviceInfo) -> BuildContext:
-        return BuildContext(device, TypePolicy(native_fp16=device.fp16))
+    def for_device(device: DeviceInfo, work_group_limit: int | None = None) -> BuildContext:
+        return BuildContext(device, TypePolicy(native_fp16=device.fp16), work_group_limit)
+
+    @property
+    def max_work_group(self) -> int:
+        """The largest work group a builder may choose: the device's limit, or the cap."""
+        limit = self.device.max_work_group_size
+        return limit if self.work_group_limit is None else min(limit, self.work_group_limit)
 
     def preamble(self) -> Preamble:
         return Preamble(self.policy)
@@ -49,11 +58,12 @@ class BuildContext:
     def launch_1d(self, elements: int, *, per_item: int = 1
                   ) -> tuple[tuple[int], tuple[int]]:
         """(global, local) sizes of a grid-stride loop over `elements`."""
-        return launch_1d(self.device, elements, per_item=per_item)
+        return launch_1d(self.device, elements, per_item=per_item,
+                         kernel_limit=self.work_group_limit)
 
     def work_group(self, wanted: int = 256) -> int:
         """A power-of-two work-group size within the device's limits."""
-        return pick_work_group(self.device, wanted)
+        return pick_work_group(self.device, wanted, kernel_limit=self.work_group_limit)
 
 
 @dataclass(frozen=True)

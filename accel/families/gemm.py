@@ -31,12 +31,12 @@ from dataclasses import dataclass
 from fusionspec.spec.dtypes import DataType
 from fusionspec.spec.graph import LogicalTensor, Op, Partition
 
-from ..codegen.access import Domain, buffer_name, known_shape, read_param
+from ..codegen.access import Domain, buffer_name, channel_offset, known_shape, read_param
 from ..codegen.epilogue import Value, emit_epilogue, supported_kinds
 from ..codegen.source import Preamble, render
 from ..codegen.types import HOST, is_integer
 from ..errors import UnsupportedPartitionError
-from ..plan import BufferArg, KernelPlan, Launch, Param, Scratch, ScratchArg, StrideArg
+from ..plan import BufferArg, KernelPlan, Launch, Param, Scratch, ScratchArg
 from .base import BuildContext, Family
 from .gemm_backward import BIAS_KERNEL, backward_geometry, bias_backward_kernel
 from .gemm_geometry import MAIN_KINDS, Geometry, IndexCode, geometry_of
@@ -79,9 +79,10 @@ def _pow2_at_least(value: int) -> int:
 def choose_tiles(ctx: BuildContext, m: int, n: int, k: int) -> Tiles:
     """Tiles for an M x N x K product on `ctx.device`: up to 64 x 64 outputs per work-group
     (4 x 4 per work-item) and a K step of 16, shrunk to the problem and to what the device
-    allows (work-group size, work-item sizes, half of its local memory)."""
+    allows (work-group size, within `ctx.work_group_limit` when set; work-item sizes; half of
+    its local memory)."""
     dev = ctx.device
-    limit = dev.max_work_group_size
+    limit = ctx.max_work_group
     items = dev.max_work_item_sizes or (limit, limit)
     lim_x, lim_y = items[0], items[1] if len(items) > 1 else 1
 
@@ -176,7 +177,7 @@ def _load_code(partition: Partition, main: Op, port: int, code: IndexCode, array
         params = list(body.params)
     else:
         preamble.uses(operand.dtype)
-        offset, strides = domain.strided_offset(operand)
+        offset, strides = domain.read_offset(operand)
         expr, helpers = ctx.policy.load(operand.dtype, buffer_name(operand), offset)
         preamble.need(helpers)
         inner.append(f"v = {ctx.policy.as_float(expr, ctx.policy.kind(operand.dtype))};")
@@ -209,12 +210,10 @@ def _store_code(partition: Partition, main: Op, geo: Geometry, post: list[Op],
         preamble.uses(bias.dtype)
         params.append(read_param(bias, ctx.policy))
         if geo.channel is not None:  # Convolution/ConvTranspose: 1-D, per output channel
-            stride = f"{buffer_name(bias)}_s0"
-            params.append(Param(f"const long {stride}", StrideArg(bias.id, 0)))
-            offset = f"({geo.channel}) * {stride}"
+            offset, strides = channel_offset(bias, geo.channel)
         else:  # MatMul: broadcast to dst
-            offset, strides = domain.strided_offset(bias)
-            params += strides
+            offset, strides = domain.read_offset(bias)
+        params += strides
         expr, helpers = ctx.policy.load(bias.dtype, buffer_name(bias), offset)
         preamble.need(helpers)
         lines.append(f"acc += {ctx.policy.as_float(expr, ctx.policy.kind(bias.dtype))};")

@@ -18,12 +18,12 @@ from collections.abc import Callable
 from fusionspec.reference.ops.interpolate import linear_taps, nearest_index, source_coords
 from fusionspec.spec.graph import Op, Partition
 
-from ..codegen.access import Domain, buffer_name, known_shape, read_param
+from ..codegen.access import Domain, buffer_name, known_shape, read_param, stride_exprs
 from ..codegen.epilogue import Value, emit_epilogue, supported_kinds
 from ..codegen.source import Preamble, render
 from ..codegen.types import TypePolicy, check_supported
 from ..errors import UnsupportedPartitionError
-from ..plan import KernelPlan, Launch, Param, StrideArg
+from ..plan import KernelPlan, Launch, Param
 from .base import BuildContext, Family
 
 __all__ = ["FAMILY", "KERNEL_NAME", "is_interpolate", "build_interpolate"]
@@ -112,17 +112,15 @@ def build_interpolate(partition: Partition, ctx: BuildContext) -> KernelPlan:
     preamble.uses(src.dtype)
     lines, taps = _taps(main, in_sp, out_sp, axes, preamble)
     policy: TypePolicy = ctx.policy
-    params: list[Param] = [read_param(src, policy)]
-    strides: dict[int, str] = {}
-    for j, extent in enumerate(in_shape):
-        if extent != 1:
-            strides[j] = f"{buffer_name(src)}_s{j}"
-            params.append(Param(f"const long {strides[j]}", StrideArg(src.id, j)))
+    src_strides, stride_params = stride_exprs(src)
+    params: list[Param] = [read_param(src, policy), *stride_params]
+    strides = {j: s for j, (s, extent) in enumerate(zip(src_strides, in_shape)) if extent != 1}
     fixed = {j: f"idx[{j}]" for j in range(rank) if j not in axes}
     helpers: set[str] = set()
 
     def load(index: dict[int, str]) -> str:
-        offset = " + ".join(f"{index[j]} * {strides[j]}" for j in sorted(strides)) or "0"
+        offset = " + ".join(index[j] if strides[j] == "1" else f"{index[j]} * {strides[j]}"
+                            for j in sorted(strides)) or "0"
         expr, needed = policy.load(src.dtype, buffer_name(src), offset)
         helpers.update(needed)
         return expr

@@ -115,7 +115,7 @@ def build_pool(partition: Partition, ctx: BuildContext) -> KernelPlan:
     params: list[Param] = []
     if feeder is None:
         preamble.uses(src.dtype)
-        offset, strides_p = src_domain.strided_offset(src)
+        offset, strides_p = src_domain.read_offset(src)
         load, helpers = ctx.policy.load(src.dtype, buffer_name(src), offset)
         preamble.need(helpers)
         params += [read_param(src, ctx.policy), *strides_p]

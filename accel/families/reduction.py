@@ -95,7 +95,7 @@ def build_reduction(partition: Partition, ctx: BuildContext) -> KernelPlan:
                    f"{list(in_shape)} and axes {axes}")
     preamble = ctx.preamble()
     preamble.uses(src.dtype)
-    offset, strides = Domain(in_shape, index="sidx").strided_offset(src)
+    offset, strides = Domain(in_shape, index="sidx").read_offset(src)
     load, helpers = ctx.policy.load(src.dtype, buffer_name(src), offset)
     preamble.need(helpers)
     domain = Domain(out_shape)

@@ -73,7 +73,7 @@ def build_softmax(partition: Partition, ctx: BuildContext) -> KernelPlan:
     domain = Domain(shape)
     preamble = ctx.preamble()
     preamble.uses(src.dtype)
-    offset, strides = domain.strided_offset(src)
+    offset, strides = domain.read_offset(src)
     load, helpers = ctx.policy.load(src.dtype, buffer_name(src), offset)
     preamble.need(helpers)
     outputs = [t for t in partition.outputs if stats is None or t.id != stats.id]

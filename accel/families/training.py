@@ -22,11 +22,18 @@ import math
 from fusionspec.spec.graph import LogicalTensor, Op, Partition
 from fusionspec.spec.shapes import channel_axis
 
-from ..codegen.access import Domain, buffer_name, known_shape, read_param, write_param
+from ..codegen.access import (
+    Domain,
+    buffer_name,
+    channel_offset,
+    known_shape,
+    read_param,
+    write_param,
+)
 from ..codegen.source import Preamble, render
 from ..codegen.types import TypePolicy, c_float, check_supported
 from ..errors import UnsupportedPartitionError
-from ..plan import KernelPlan, Launch, Param, Scratch, ScratchArg, StrideArg
+from ..plan import KernelPlan, Launch, Param, Scratch, ScratchArg
 from .base import BuildContext, Family
 
 __all__ = ["FAMILY", "is_training", "build_training"]
@@ -59,17 +66,16 @@ class _Loads:
             raise UnsupportedPartitionError(f"tensor {tensor.id} of shape "
                                             f"{list(known_shape(tensor))} differs from "
                                             f"{list(self.domain.shape)}")
-        offset, strides = self.domain.strided_offset(tensor)
+        offset, strides = self.domain.read_offset(tensor)
         for p in (read_param(tensor, self.policy), *strides):
             self.params.setdefault(p, None)
         return self._load(tensor, offset)
 
     def channel(self, tensor: LogicalTensor) -> str:
-        stride = f"{buffer_name(tensor)}_s0"
-        for p in (read_param(tensor, self.policy),
-                  Param(f"const long {stride}", StrideArg(tensor.id, 0))):
+        offset, stride = channel_offset(tensor, "c")
+        for p in (read_param(tensor, self.policy), *stride):
             self.params.setdefault(p, None)
-        return self._load(tensor, f"c * {stride}")
+        return self._load(tensor, offset)
 
     def _load(self, tensor: LogicalTensor, offset: str) -> str:
         check_supported(tensor.dtype, f"tensor {tensor.id}")

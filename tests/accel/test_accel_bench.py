@@ -1,10 +1,12 @@
 """The OpenCL benchmark's building blocks on a tiny size: the chains are single partitions, the
-kernel timer and the copy kernel run, and the fused and op-by-op kernels agree with the
-reference (no timing is asserted)."""
+kernel timer and the copy kernels run, the fused and op-by-op kernels agree with the reference,
+the MatMul + BiasAdd + GELU and SoftMax partitions are single partitions the backend computes
+within the suite's tolerances, and the script runs end to end (no timing is asserted)."""
 
 from __future__ import annotations
 
 import importlib.util
+import json
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -15,6 +17,8 @@ from _accel_util import first_device, requires_device
 
 from fusionspec.accel.devices import select_device
 from fusionspec.accel.runtime import runtime_for
+from fusionspec.conformance.tolerances import compare, tolerance_for
+from fusionspec.reference import execute
 
 pytestmark = [requires_device]
 
@@ -60,10 +64,44 @@ def test_time_launches_reports_one_positive_time_per_run() -> None:
     assert all(t > 0 for t in times), f"non-positive kernel time in {times}"
 
 
-def test_copy_kernel_copies_and_measures() -> None:
+@pytest.mark.parametrize("variant", ["scalar", "vector", "strided"])
+def test_copy_kernel_copies_and_measures(variant: str) -> None:
     bench = _bench()
     runtime = runtime_for(select_device(first_device().id))
-    copy = bench.CopyKernel(runtime, ELEMENTS)
-    assert copy.check(), "the copy kernel's destination differs from its source"
-    assert copy.run() > 0, "the copy kernel took no time"
+    copy = bench.CopyKernel(runtime, ELEMENTS, variant=variant)
+    assert copy.check(), f"the {variant} copy kernel's destination differs from its source"
+    assert copy.run() > 0, f"the {variant} copy kernel took no time"
     assert copy.nbytes == 8 * ELEMENTS, f"copy moves {copy.nbytes} bytes, not 8 per element"
+
+
+@pytest.mark.parametrize("which", ["matmul", "softmax"])
+def test_compute_partitions_are_single_and_within_tolerance(which: str) -> None:
+    bench = _bench()
+    graph = bench.matmul_graph(9, 20, 13) if which == "matmul" else bench.softmax_graph(5, 70)
+    setup = bench.setup_partition(which, graph, first_device(), np.random.default_rng(3))
+    kinds = [op.kind for op in setup.partition.ops]
+    want_kinds = ["MatMul", "BiasAdd", "GELU"] if which == "matmul" else ["SoftMax"]
+    assert kinds == want_kinds, f"{which}: one partition of {want_kinds}, got {kinds}"
+    assert len(setup.fused.plans) == 1, f"{which}: fused into {len(setup.fused.plans)} plans"
+    assert (setup.opbyop is None) == (which == "softmax"), \
+        f"{which}: op by op only for a partition of several ops"
+    want = execute(setup.partition, setup.inputs)
+    got = setup.fused.execute(setup.inputs)
+    for tensor in setup.partition.outputs:
+        tol = tolerance_for(list(setup.partition.ops), tensor.dtype)
+        result = compare(want[tensor.id], got[tensor.id], tol)
+        assert result.passed, f"{which} output {tensor.id}: {result.reason}"
+
+
+def test_script_runs_end_to_end(tmp_path: Path) -> None:
+    bench = _bench()
+    out = tmp_path / "bench.json"
+    code = bench.main(["--out", str(out), "--elements", str(ELEMENTS), "--repeats", "1",
+                       "--lengths", "2", "--matmul", "8,16,8", "--softmax", "3,40"])
+    assert code == 0, f"the benchmark exited with {code}"
+    doc = json.loads(out.read_text())
+    names = [r["name"] for r in doc["partitions"]]
+    assert names == ["MatMul 8x16x8 + BiasAdd + GELU", "SoftMax 3x40"], \
+        f"partitions benchmarked: {names}"
+    assert doc["yardstick"] in ("scalar", "vector") and doc["chains"][0]["byte_ratio"] > 1, \
+        f"yardstick {doc['yardstick']}, op-by-op byte ratio {doc['chains'][0]['byte_ratio']}"

@@ -55,8 +55,21 @@ def _bn_relu_f16() -> Graph:
                   Op(1, "ReLU", inputs=(y,), outputs=(r,))])
 
 
+def _strided_broadcast() -> Graph:
+    """Add -> Multiply -> ReLU over (2, 3, 4): src stored with its last two dims swapped
+    (runtime strides, the general path), a (1, 3, 1) operand (one run of dims: a division and
+    a remainder) and a (2, 1, 4) one (two runs)."""
+    x = LogicalTensor(0, F32, (2, 3, 4), (12, 1, 3))
+    b, c = LogicalTensor(1, F32, (1, 3, 1)), LogicalTensor(2, F32, (2, 1, 4))
+    s, m, r = (LogicalTensor(i, F32, (2, 3, 4)) for i in (3, 4, 5))
+    return Graph([Op(0, "Add", inputs=(x, b), outputs=(s,)),
+                  Op(1, "Multiply", inputs=(s, c), outputs=(m,)),
+                  Op(2, "ReLU", inputs=(m,), outputs=(r,))])
+
+
 CASES = {
     "int8_reorder_add.cl": (_int8_reorder_add, False),
+    "strided_broadcast.cl": (_strided_broadcast, False),
     "bn_relu_f16_native.cl": (_bn_relu_f16, True),
     "bn_relu_f16_emulated.cl": (_bn_relu_f16, False),
 }

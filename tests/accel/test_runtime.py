@@ -1,19 +1,26 @@
 """The program cache and build errors: a bad kernel raises KernelBuildError with its source and
 the compiler's log; a second request is served from memory; the disk cache serves a new context
-(and a new process); the assert-no-compile switch; work sizes within the device's limits."""
+(and a new process); the assert-no-compile switch; work sizes within the device's limits and
+within a kernel's own work-group limit (the backend regenerates a partition within it)."""
 
 from __future__ import annotations
 
+import math
 import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
+import numpy as np
 import pytest
-from _accel_util import requires_device
+from _accel_util import OnDevice, requires_device
 
+from fusionspec.accel.backend import AccelBackend
 from fusionspec.accel.devices import select_device
 from fusionspec.accel.errors import AccelError, KernelBuildError
+from fusionspec.accel.families import BuildContext
+from fusionspec.accel.families.gemm import choose_tiles
 from fusionspec.accel.runtime import (
     CACHE_ENV,
     NO_COMPILE_ENV,
@@ -24,6 +31,9 @@ from fusionspec.accel.runtime import (
     pick_work_group,
     runtime_for,
 )
+from fusionspec.reference.partitioner import partition
+from fusionspec.spec.dtypes import DataType
+from fusionspec.spec.graph import Graph, LogicalTensor, Op
 
 pytestmark = requires_device
 
@@ -114,3 +124,67 @@ def test_work_sizes_respect_device_limits() -> None:
     if info.correctly_rounded_divide_sqrt:
         assert "-cl-fp32-correctly-rounded-divide-sqrt" in base_options(info), \
             "division and sqrt are correctly rounded where the device can"
+
+
+def test_build_context_cap_bounds_every_chosen_work_group() -> None:
+    ctx = BuildContext.for_device(select_device(), work_group_limit=8)
+    assert ctx.max_work_group == min(8, ctx.device.max_work_group_size), \
+        f"the cap bounds the work group: {ctx.max_work_group}"
+    (_,), (local,) = ctx.launch_1d(10 ** 6)
+    assert local <= 8, f"launch_1d chose a work group of {local} under a cap of 8"
+    assert ctx.work_group(256) <= 8, f"work_group chose {ctx.work_group(256)} under a cap of 8"
+    tiles = choose_tiles(ctx, 512, 512, 512)
+    assert tiles.tx * tiles.ty <= 8, f"GEMM tiles {tiles} exceed a cap of 8 work items"
+
+
+def test_kernel_work_group_size_is_queried_from_the_kernel() -> None:
+    runtime = runtime_for(select_device())
+    kernel = runtime.kernel(runtime.program(GOOD % "2.0f"), "twice")
+    size = runtime.kernel_work_group_size(kernel)
+    assert 1 <= size <= runtime.info.max_work_group_size, \
+        f"CL_KERNEL_WORK_GROUP_SIZE {size} is outside 1..{runtime.info.max_work_group_size}"
+
+
+def _limit_graphs() -> list[tuple[str, Graph]]:
+    f32 = DataType.f32
+    t = [LogicalTensor(i, f32, s) for i, s in enumerate(
+        [(40, 300), (40, 300), (33, 70), (70, 45), (33, 45), (45,), (33, 45), (33, 45),
+         (1000,), (1000,), (1000,)])]
+    return [
+        ("SoftMax", Graph([Op(0, "SoftMax", inputs=(t[0],), outputs=(t[1],),
+                              attrs={"axis": 1})])),
+        ("MatMul+BiasAdd+GELU", Graph([
+            Op(0, "MatMul", inputs=(t[2], t[3]), outputs=(t[4],)),
+            Op(1, "BiasAdd", inputs=(t[4], t[5]), outputs=(t[6],)),
+            Op(2, "GELU", inputs=(t[6],), outputs=(t[7],))])),
+        ("Add", Graph([Op(0, "Add", inputs=(t[8], t[9]), outputs=(t[10],))])),
+    ]
+
+
+@pytest.mark.parametrize("index", [0, 1, 2], ids=[name for name, _ in _limit_graphs()])
+def test_compile_regenerates_within_a_kernels_own_limit(index: int,
+                                                        monkeypatch: pytest.MonkeyPatch
+                                                        ) -> None:
+    """A device whose kernels can run only 16 work items per group (as register-hungry
+    kernels on a GPU can): every launch is regenerated within 16 and still computes right."""
+    monkeypatch.setattr(Runtime, "kernel_work_group_size", lambda self, kernel: 16)
+    name, graph = _limit_graphs()[index]
+    on = OnDevice(graph)
+    sizes = [launch.local_size for compiled in on.compiled for plan in compiled.plans
+             for launch in plan.launches]
+    assert sizes and all(s is None or math.prod(s) <= 16 for s in sizes), \
+        f"{name}: local sizes {sizes} exceed the kernel's limit of 16"
+    rng = np.random.default_rng(5)
+    feeds: dict[int, Any] = {t.id: rng.standard_normal(t.shape or ()).astype(np.float32)
+                             for t in on.graph.input_tensors}
+    on.check(feeds, label=f"{name} within a work-group limit of 16")
+
+
+def test_compile_fails_clearly_when_no_work_group_fits(monkeypatch: pytest.MonkeyPatch
+                                                       ) -> None:
+    monkeypatch.setattr(Runtime, "kernel_work_group_size", lambda self, kernel: 0)
+    _, graph = _limit_graphs()[2]
+    backend = AccelBackend()
+    part, = partition(graph.finalize())
+    with pytest.raises(AccelError, match="work-group limit"):
+        backend.compile(part, backend.devices()[0])
