@@ -195,11 +195,13 @@ def conformance_reference(session: nox.Session) -> None:
 @nox.session(name="bench-accel", python=PYTHON)
 def bench_accel(session: nox.Session) -> None:
     """OpenCL kernels fused vs op by op, vs the copy bandwidth and vs the reference; writes
-    results/bench_accel.json."""
+    results/bench_accel.json. With FUSIONSPEC_BENCH_INTEL_OCL=1 the Intel CPU OpenCL runtime is
+    installed and made visible (select it with `-- --device intel-cpu`)."""
     _install(session, "accel")
+    env = _intel_opencl(session)
     (ROOT / "results").mkdir(exist_ok=True)
     session.run("python", "bench/bench_accel.py", "--out",
-                str(ROOT / "results" / "bench_accel.json"), *session.posargs)
+                str(ROOT / "results" / "bench_accel.json"), *session.posargs, env=env)
 
 
 @nox.session(name="conformance-onednn", python=PYTHON)
@@ -230,17 +232,19 @@ def bench_onednn(session: nox.Session) -> None:
     """accel vs oneDNN 3.2 on the same partitions; with FUSIONSPEC_BENCH_INTEL_OCL=1 the Intel
     CPU OpenCL runtime (intel-opencl-rt) is installed and benchmarked as an accel device too."""
     _install(session, "accel", "onednn")
-    env: dict[str, str] = {}
-    if os.environ.get("FUSIONSPEC_BENCH_INTEL_OCL") == "1":
-        session.install("intel-opencl-rt")
-        env = _intel_opencl_env(session)
+    env = _intel_opencl(session)
     session.run("python", "bench/bench_onednn.py", "--out",
                 str(ROOT / "results" / "bench_onednn.json"), *session.posargs, env=env)
 
 
-def _intel_opencl_env(session: nox.Session) -> dict[str, str]:
-    """The OpenCL loader that pyopencl bundles reads vendor files from OCL_ICD_VENDORS; the
-    runtime's own file names a placeholder path, so write one naming the installed library."""
+def _intel_opencl(session: nox.Session) -> dict[str, str]:
+    """With FUSIONSPEC_BENCH_INTEL_OCL=1: install the Intel CPU OpenCL runtime and return the
+    environment that shows it to pyopencl. The OpenCL loader that pyopencl bundles reads vendor
+    files from OCL_ICD_VENDORS, and the runtime's own file names a placeholder path, so write
+    one naming the installed library (its dependencies sit beside it, hence LD_LIBRARY_PATH)."""
+    if os.environ.get("FUSIONSPEC_BENCH_INTEL_OCL") != "1":
+        return {}
+    session.install("intel-opencl-rt")
     lib = Path(session.virtualenv.location) / "lib"
     vendors = Path(session.create_tmp()) / "vendors"
     vendors.mkdir(exist_ok=True)
