@@ -24,7 +24,7 @@ from fusionspec.spec.graph import Graph, LogicalTensor, Op, Partition
 from fusionspec.spec.onednn_json import typed_attr
 from fusionspec.spec.opschemas import SCHEMAS
 
-from .errors import OnednnUnsupportedError
+from .errors import OnednnCallError, OnednnUnsupportedError
 from .library import Library
 from .structs import NativeLogicalTensor, native_dims, to_native
 
@@ -178,7 +178,11 @@ class NativeGraph:
         supported = ctypes.c_uint8()
         lib.call("dnnl_graph_partition_is_supported", handle, ctypes.byref(supported))
         by_id = self.graph.op_by_id
-        ops = [by_id[i] for i in sorted(ids[:count.value]) if i in by_id]
+        unknown = [i for i in ids[:count.value] if i not in by_id]
+        if unknown:
+            raise OnednnCallError("dnnl_graph_partition_get_ops", "unknown op ids",
+                                  f"partition {index} names ops {unknown} the graph lacks")
+        ops = [by_id[i] for i in sorted(ids[:count.value])]
         ins, outs = self._ports(handle, "input"), self._ports(handle, "output")
         part = Partition(index, ops, [self._tensor(t) for t in ins],
                          [self._tensor(t) for t in outs], pattern=None,
