@@ -25,7 +25,7 @@ import numpy as np
 
 from fusionspec.reference.dtypes import numpy_dtype
 from fusionspec.reference.errors import InputMismatchError
-from fusionspec.spec.graph import LogicalTensor, Partition
+from fusionspec.spec.graph import LogicalTensor, Partition, row_major_strides
 
 from .codegen.access import known_shape
 from .codegen.types import HOST, check_supported, from_host, to_host
@@ -38,15 +38,6 @@ Array = np.ndarray[Any, np.dtype[Any]]
 
 _SCALARS: dict[str, type[np.generic]] = {"int": np.int32, "uint": np.uint32, "long": np.int64,
                                          "float": np.float32}
-
-
-def _dense_strides(shape: Sequence[int]) -> tuple[int, ...]:
-    strides: list[int] = []
-    step = 1
-    for d in reversed(shape):
-        strides.append(step)
-        step *= max(d, 1)
-    return tuple(reversed(strides))
 
 
 class AccelCompiledPartition:
@@ -158,7 +149,7 @@ class AccelCompiledPartition:
                     check_supported(tensor.dtype, f"output tensor {tensor.id}")
                     buffers[tensor.id] = _buffer(
                         context, math.prod(shape) * HOST[tensor.dtype].itemsize, None)
-                    layouts[tensor.id] = _dense_strides(shape)
+                    layouts[tensor.id] = row_major_strides(shape)
             scratch = {s.name: _buffer(context, s.nbytes, None) for s in plan.scratch}
             for launch, kernel in zip(plan.launches, kernels):
                 calls.append((kernel, launch,
@@ -199,7 +190,7 @@ def _host_input(tensor: LogicalTensor, array: object) -> tuple[Array, tuple[int,
                                  f"{tensor.dtype} (NumPy {want})", tensor_id=tensor.id)
     shape = known_shape(tensor)
     if array.shape == shape:
-        return to_host(array, tensor.dtype), _dense_strides(shape)
+        return to_host(array, tensor.dtype), row_major_strides(shape)
     if tensor.strides is not None and array.ndim == 1 and len(tensor.strides) == len(shape):
         strides = tensor.strides
         if any(s < 0 for s in strides):

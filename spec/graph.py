@@ -33,10 +33,22 @@ __all__ = [
     "Graph",
     "Partition",
     "UNKNOWN_DIM",
+    "row_major_strides",
 ]
 
 #: An attribute value: s64, f32, string, bool, s64[] or f32[] in oneDNN's terms.
 AttrValue: TypeAlias = int | float | str | bool | tuple[int, ...] | tuple[float, ...]
+
+
+def row_major_strides(shape: Sequence[int]) -> tuple[int, ...]:
+    """Dense row-major strides (in elements) of `shape`; a zero-sized dim steps like size 1."""
+    out: list[int] = []
+    step = 1
+    for d in reversed(shape):
+        out.append(step)
+        step *= max(d, 1)
+    return tuple(reversed(out))
+
 
 #: A dimension whose size is not known (oneDNN writes INT64_MIN; older versions wrote -1).
 UNKNOWN_DIM = -1
@@ -91,12 +103,7 @@ class LogicalTensor:
         """Row-major strides (in elements) for this tensor's known shape."""
         if not self.shape_known or self.shape is None:
             raise ValueError(f"tensor {self.id} has no known shape")
-        out: list[int] = []
-        step = 1
-        for d in reversed(self.shape):
-            out.append(step)
-            step *= max(d, 1)
-        return tuple(reversed(out))
+        return row_major_strides(self.shape)
 
     def with_shape(self, shape: tuple[int, ...]) -> LogicalTensor:
         return LogicalTensor(self.id, self.dtype, shape, self.strides, self.layout_type,

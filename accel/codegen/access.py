@@ -29,7 +29,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from fusionspec.spec.graph import LogicalTensor
+from fusionspec.spec.graph import LogicalTensor, row_major_strides
 
 from ..errors import UnsupportedPartitionError
 from ..plan import BufferArg, Param, StrideArg
@@ -70,15 +70,6 @@ def broadcast_domain(shapes: Sequence[tuple[int, ...]]) -> tuple[int, ...]:
     return tuple(out)
 
 
-def _row_major(shape: Sequence[int]) -> list[int]:
-    strides: list[int] = []
-    step = 1
-    for d in reversed(shape):
-        strides.append(step)
-        step *= max(d, 1)
-    return strides[::-1]
-
-
 def is_dense(tensor: LogicalTensor) -> bool:
     """Whether `tensor`'s buffer is always dense row-major (see the module docstring): no
     logical strides, or row-major ones on every dim of extent above 1 (a dim of extent 1 is
@@ -89,7 +80,7 @@ def is_dense(tensor: LogicalTensor) -> bool:
         return True
     if len(strides) != len(shape):
         return False
-    return all(s == d for s, d, n in zip(strides, _row_major(shape), shape) if n != 1)
+    return all(s == d for s, d, n in zip(strides, row_major_strides(shape), shape) if n != 1)
 
 
 def stride_exprs(tensor: LogicalTensor) -> tuple[list[str], list[Param]]:
@@ -97,7 +88,7 @@ def stride_exprs(tensor: LogicalTensor) -> tuple[list[str], list[Param]]:
     tensor, else a runtime parameter (``t3_s1``, returned for the dims of extent above 1)."""
     shape = known_shape(tensor)
     if is_dense(tensor):
-        return [str(s) for s in _row_major(shape)], []
+        return [str(s) for s in row_major_strides(shape)], []
     names: list[str] = []
     params: list[Param] = []
     for j, d in enumerate(shape):
@@ -241,14 +232,14 @@ class Domain:
             return linear
         if self.lazy:
             return self._run_offset(shape)
-        strides = _row_major(shape)
+        strides = row_major_strides(shape)
         terms = [_term(index, str(s)) for index, s in zip(self.index_of(tensor), strides)
                  if index != "0"]
         return " + ".join(terms) or "0"
 
     def _run_offset(self, shape: tuple[int, ...]) -> str:
         lead = self.rank - len(shape)
-        strides = _row_major(shape)
+        strides = row_major_strides(shape)
         runs: list[list[int]] = []  # domain axes (extent > 1) the tensor steps along, in runs
         previous_live = False
         for k, extent in enumerate(self.shape):
