@@ -39,6 +39,8 @@ TORCH = "torch==2.13.0"
 # The oneDNN versions the suite grades, as PyPI requirements (library + headers). 3.2 is the
 # CPU/OpenMP build; 3.13's CPU engine runs through SYCL on Intel's OpenCL CPU runtime, which
 # the package pulls in (fusionspec.onednn.library points the OpenCL loader at it).
+# Backends graded for their findings, not held to zero failures: the main job leaves them out.
+GRADED_ONLY = frozenset({"onednn"})
 ONEDNN = {
     "3.2": ("onednn-cpu-gomp==2023.2.0", "onednn-devel-cpu-gomp==2023.2.0"),
     "3.13": ("onednn==2026.1.0", "onednn-devel==2026.1.0"),
@@ -136,8 +138,7 @@ def _conform(session: nox.Session, backends: list[str] | None) -> None:
     failed: list[str] = []
     for row in listing.get("backends", []):
         name = row["backend"]
-        if (backends is None and name == "onednn") or (backends is not None
-                                                        and name not in backends):
+        if name not in backends if backends is not None else name in GRADED_ONLY:
             continue
         if not row["devices"]:
             session.warn(f"backend {name} is unavailable: {row.get('unavailable')}")

@@ -233,8 +233,7 @@ class Runner:
         except (EOFError, OSError):
             self._process.join(5)
             code = self._process.exitcode
-            words = [line.strip() for line in self._drain_log().splitlines() if line.strip()]
-            said = f": {' '.join(words[-LAST_WORDS:])}" if words else ""
+            said = self._last_words()
             self._stop()
             return self._failure(case, Status.error,
                                  f"backend process crashed ({_exit_text(code)}){said}")
@@ -282,6 +281,11 @@ class Runner:
             sys.stderr.flush()
         return text
 
+    def _last_words(self) -> str:
+        """``": <last lines>"`` of a dead worker's standard error, or "" if it said nothing."""
+        words = [line.strip() for line in self._drain_log().splitlines() if line.strip()]
+        return f": {' '.join(words[-LAST_WORDS:])}" if words else ""
+
     def _start(self) -> _Ready:
         context = _context()
         parent, child = context.Pipe()
@@ -303,8 +307,7 @@ class Runner:
         except (EOFError, OSError):
             process.join(5)
             code = process.exitcode
-            words = [line.strip() for line in self._drain_log().splitlines() if line.strip()]
-            said = f": {' '.join(words[-LAST_WORDS:])}" if words else ""
+            said = self._last_words()
             self._stop()
             raise BackendError(f"backend {self.spec!r} crashed while loading "
                                f"({_exit_text(code)}){said}") from None

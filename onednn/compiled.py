@@ -18,13 +18,12 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from fusionspec.reference.dtypes import numpy_dtype
-from fusionspec.spec.dtypes import DataType
 from fusionspec.spec.graph import Partition
 
 from .errors import OnednnCallError
 from .library import Library
 from .native_graph import NativePartition
-from .structs import NativeLogicalTensor, native_dims
+from .structs import NativeLogicalTensor, dtype_of, native_dims
 
 __all__ = ["CpuEngine", "OnednnCompiledPartition"]
 
@@ -44,15 +43,6 @@ class CpuEngine:
                      context="creating the CPU engine")
         library.call("dnnl_stream_create", ctypes.byref(self.stream), self.engine, flags,
                      context="creating a stream on the CPU engine")
-
-
-def _dtype_of(library: Library, native: NativeLogicalTensor) -> DataType:
-    for member, value in library.headers.enum("dnnl_data_type_t").items():
-        if value == native.data_type:
-            name = member.removeprefix("dnnl_")
-            return DataType.undef if name == "data_type_undef" else DataType(name)
-    raise OnednnCallError("dnnl_graph_compiled_partition_query_logical_tensor",
-                          f"data type {native.data_type}", f"tensor {native.id}")
 
 
 class OnednnCompiledPartition:
@@ -95,7 +85,11 @@ class OnednnCompiledPartition:
             raise OnednnCallError("dnnl_graph_compiled_partition_query_logical_tensor",
                                   "opaque layout", f"tensor {native.id} has no strided layout "
                                   "to read or write it through")
-        dtype = numpy_dtype(_dtype_of(lib, native))
+        found = dtype_of(lib.headers, native.data_type)
+        if found is None:
+            raise OnednnCallError("dnnl_graph_compiled_partition_query_logical_tensor",
+                                  f"data type {native.data_type}", f"tensor {native.id}")
+        dtype = numpy_dtype(found)
         items = max(-(-size.value // dtype.itemsize), 1)
         raw = np.zeros(items * dtype.itemsize, np.uint8)
         shape, strides = native_dims(native)

@@ -167,9 +167,15 @@ class Library:
     def call(self, name: str, *args: object, context: str = "",
              refusal_is_rejection: bool = False) -> None:
         """Call `name`; an error status raises `OnednnCallError`, or `OnednnRejection` for a
-        refusal of the graph when `refusal_is_rejection`."""
-        with _captured_stdout() as printed:
+        refusal of the graph when `refusal_is_rejection`. Only those calls (building,
+        partitioning, compiling: where oneDNN explains a refusal) have their output captured,
+        which keeps tensor creation and execution free of the redirection."""
+        if not refusal_is_rejection:
             code = self.fn(name)(*args)
+            printed: list[str] = []
+        else:
+            with _captured_stdout() as printed:
+                code = self.fn(name)(*args)
         if code == 0:
             return
         status = self.status_name(code)

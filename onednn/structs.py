@@ -6,13 +6,13 @@ from __future__ import annotations
 import ctypes
 
 from fusionspec.spec.dtypes import DataType
-from fusionspec.spec.graph import LayoutType, LogicalTensor, PropertyType
+from fusionspec.spec.graph import LayoutType, LogicalTensor
 
 from .errors import OnednnUnsupportedError
 from .headers import Headers
 
 __all__ = ["MAX_NDIMS", "NativeLogicalTensor", "to_native", "native_dims", "dtype_value",
-           "supported_dtypes"]
+           "dtype_of", "supported_dtypes"]
 
 #: DNNL_MAX_NDIMS, fixed by the struct layout of every released version.
 MAX_NDIMS = 12
@@ -44,6 +44,12 @@ def dtype_value(headers: Headers, dtype: DataType, version: str) -> int:
         raise OnednnUnsupportedError(f"data type {dtype.value} is not in its dnnl_data_type_t",
                                      version)
     return value
+
+
+def dtype_of(headers: Headers, value: int) -> DataType | None:
+    """The `DataType` whose enumerator has `value`, or None (a type fusionspec does not know)."""
+    members = headers.enum("dnnl_data_type_t")
+    return next((d for d in DataType if members.get(_dtype_member(d)) == value), None)
 
 
 def supported_dtypes(headers: Headers) -> frozenset[DataType]:
@@ -92,11 +98,3 @@ def native_dims(native: NativeLogicalTensor) -> tuple[tuple[int, ...], tuple[int
     shape = tuple(int(native.dims[i]) for i in range(ndims))
     strides = tuple(int(native.layout.strides[i]) for i in range(ndims))
     return shape, strides
-
-
-def property_of(headers: Headers, value: int) -> PropertyType:
-    for member, v in headers.members("dnnl_graph_tensor_property_t",
-                                     "dnnl_graph_tensor_property_").items():
-        if v == value and member in PropertyType.__members__:
-            return PropertyType(member)
-    return PropertyType.undef

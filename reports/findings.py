@@ -193,7 +193,7 @@ def _md(text: object) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 
-def _replay(record: Record, backend: str, device: str, folder: str | None) -> str:
+def _replay(backend: str, device: str, folder: str | None) -> str:
     if folder is None:
         return "no failure folder was written (run with --out)"
     return f"`fusionspec conform --backend {backend} --device {device} --replay {folder}`"
@@ -241,7 +241,7 @@ def _run_section(results: Mapping[str, Any], example_dirs: Mapping[str, str]) ->
                 f"{', '.join(f'`{p}`' for p in finding.patterns)}",
                 f"- example `{_md(ex.get('case_id'))}` ({_md(ex.get('description', ''))}): "
                 f"{_md(ex.get('reason'))}",
-                f"- replay: {_replay(ex, backend, device_id, folder)}", ""]
+                f"- replay: {_replay(backend, device_id, folder)}", ""]
     return lines
 
 
