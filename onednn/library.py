@@ -124,22 +124,33 @@ def find_library(explicit: str | None = None) -> tuple[Path, Path]:
     return lib, include
 
 
+@cache
+def _sink() -> int:
+    """One scratch file per process that native output is diverted to (kept open)."""
+    fd, path = tempfile.mkstemp(prefix="fusionspec-onednn-")
+    os.unlink(path)  # the open descriptor keeps it; nothing is left behind
+    return fd
+
+
 @contextmanager
 def _captured_stdout() -> Iterator[list[str]]:
     """Collects what native code writes to file descriptor 1 meanwhile (the list is filled
-    when the block ends)."""
+    when the block ends). The scratch file is reused, so a call costs a few system calls."""
     lines: list[str] = []
     sys.stdout.flush()
+    sink = _sink()
     saved = os.dup(1)
-    with tempfile.TemporaryFile() as sink:
-        os.dup2(sink.fileno(), 1)
-        try:
-            yield lines
-        finally:
-            os.dup2(saved, 1)
-            os.close(saved)
-            sink.seek(0)
-            lines.extend(sink.read().decode(errors="replace").splitlines())
+    os.dup2(sink, 1)
+    try:
+        yield lines
+    finally:
+        os.dup2(saved, 1)
+        os.close(saved)
+        size = os.lseek(sink, 0, os.SEEK_END)
+        if size:
+            lines.extend(os.pread(sink, size, 0).decode(errors="replace").splitlines())
+            os.ftruncate(sink, 0)
+            os.lseek(sink, 0, os.SEEK_SET)
 
 
 @dataclass(frozen=True, eq=False)
@@ -167,15 +178,10 @@ class Library:
     def call(self, name: str, *args: object, context: str = "",
              refusal_is_rejection: bool = False) -> None:
         """Call `name`; an error status raises `OnednnCallError`, or `OnednnRejection` for a
-        refusal of the graph when `refusal_is_rejection`. Only those calls (building,
-        partitioning, compiling: where oneDNN explains a refusal) have their output captured,
-        which keeps tensor creation and execution free of the redirection."""
-        if not refusal_is_rejection:
+        refusal of the graph when `refusal_is_rejection`. What the library prints meanwhile
+        (its ``check`` lines, also on successful executions) is captured, never shown."""
+        with _captured_stdout() as printed:
             code = self.fn(name)(*args)
-            printed: list[str] = []
-        else:
-            with _captured_stdout() as printed:
-                code = self.fn(name)(*args)
         if code == 0:
             return
         status = self.status_name(code)
