@@ -18,6 +18,7 @@
                           (3.2 and 3.13, installed from PyPI), results next to the others,
                           the HTML report and docs/onednn-findings.md
     nox -s bench-onednn     the OpenCL backend against oneDNN on the same partitions
+    nox -s bench-runtimes   the OpenCL runtimes side by side (probe, cold and warm compile cost)
 """
 
 from __future__ import annotations
@@ -41,10 +42,21 @@ TORCH = "torch==2.13.0"
 # the package pulls in (fusionspec.onednn.library points the OpenCL loader at it).
 # Backends graded for their findings, not held to zero failures: the main job leaves them out.
 GRADED_ONLY = frozenset({"onednn"})
+#: `fusionspec conform`'s exit code for a backend or device that cannot be used.
+UNAVAILABLE = 3
+#: Cases judged at a time by `fusionspec conform` in the conformance sessions.
+JOBS = os.environ.get("FUSIONSPEC_JOBS", "auto")
 ONEDNN = {
     "3.2": ("onednn-cpu-gomp==2023.2.0", "onednn-devel-cpu-gomp==2023.2.0"),
     "3.13": ("onednn==2026.1.0", "onednn-devel==2026.1.0"),
 }
+
+
+def _required(*names: str) -> str:
+    """FUSIONSPEC_REQUIRE for a test run: what the caller requires (CI: the spec pages and
+    Chromium) plus `names`, which the session itself installed (see tests/_material.py)."""
+    given = [n for n in os.environ.get("FUSIONSPEC_REQUIRE", "").split(",") if n.strip()]
+    return ",".join(dict.fromkeys([*given, *names]))
 
 
 def _install(session: nox.Session, *extras: str, editable: bool = False) -> None:
@@ -58,10 +70,10 @@ def _install(session: nox.Session, *extras: str, editable: bool = False) -> None
 @nox.session(python=PYTHON)
 def tests(session: nox.Session) -> None:
     """Run the test suite; extra arguments go to pytest (e.g. -k notation)."""
-    _install(session, "accel", "conformance", "report", "dev", "onednn")
+    _install(session, "accel", "intel-opencl", "conformance", "report", "dev", "onednn")
     session.install(TORCH)
     session.run("pytest", *(session.posargs or ["-q", "-m", "not slow"]),
-                env={"FUSIONSPEC_REQUIRE_ONEDNN": "1"})
+                env={"FUSIONSPEC_REQUIRE": _required("onednn")})
 
 
 @nox.session(name="tests-slow", python=PYTHON)
@@ -140,16 +152,21 @@ def _conform(session: nox.Session, backends: list[str] | None) -> None:
         name = row["backend"]
         if name not in backends if backends is not None else name in GRADED_ONLY:
             continue
-        if not row["devices"]:
-            session.warn(f"backend {name} is unavailable: {row.get('unavailable')}")
-            continue
-        for device in row["devices"]:
-            out = ROOT / "results" / "conformance" / f"{name}-{device}"
+        # A backend without a usable device still gets a run: it writes a results document
+        # saying why, which the report shows.
+        for device in row["devices"] or [None]:
+            out = ROOT / "results" / "conformance" / f"{name}-{device or 'unavailable'}"
+            chosen = ["--device", device] if device else []
             try:
-                session.run("fusionspec", "conform", "--backend", name, "--device", device,
-                            "--profile", profile, "--out", str(out), *session.posargs)
+                session.run("fusionspec", "conform", "--backend", name, *chosen,
+                            "--profile", profile, "--jobs", JOBS, "--out", str(out),
+                            *session.posargs, success_codes=[0, UNAVAILABLE])
             except nox.command.CommandFailed:
                 failed.append(f"{name}:{device}")
+                continue
+            why = json.loads((out / "results.json").read_text()).get("unavailable")
+            if why:  # the results document says why, and the report shows it
+                session.warn(f"{name}:{device} is unavailable: {why}")
     if failed:
         session.error(f"conformance failures on {', '.join(failed)} (see results/conformance)")
 
@@ -199,10 +216,10 @@ def bench_accel(session: nox.Session) -> None:
     results/bench_accel.json. With FUSIONSPEC_BENCH_INTEL_OCL=1 the Intel CPU OpenCL runtime is
     installed and made visible (select it with `-- --device intel-cpu`)."""
     _install(session, "accel")
-    env = _intel_opencl(session)
+    _maybe_intel_opencl(session)
     (ROOT / "results").mkdir(exist_ok=True)
     session.run("python", "bench/bench_accel.py", "--out",
-                str(ROOT / "results" / "bench_accel.json"), *session.posargs, env=env)
+                str(ROOT / "results" / "bench_accel.json"), *session.posargs)
 
 
 @nox.session(name="conformance-onednn", python=PYTHON)
@@ -233,21 +250,24 @@ def bench_onednn(session: nox.Session) -> None:
     """accel vs oneDNN 3.2 on the same partitions; with FUSIONSPEC_BENCH_INTEL_OCL=1 the Intel
     CPU OpenCL runtime (intel-opencl-rt) is installed and benchmarked as an accel device too."""
     _install(session, "accel", "onednn")
-    env = _intel_opencl(session)
+    _maybe_intel_opencl(session)
     session.run("python", "bench/bench_onednn.py", "--out",
-                str(ROOT / "results" / "bench_onednn.json"), *session.posargs, env=env)
+                str(ROOT / "results" / "bench_onednn.json"), *session.posargs)
 
 
-def _intel_opencl(session: nox.Session) -> dict[str, str]:
-    """With FUSIONSPEC_BENCH_INTEL_OCL=1: install the Intel CPU OpenCL runtime and return the
-    environment that shows it to pyopencl. The OpenCL loader that pyopencl bundles reads vendor
-    files from OCL_ICD_VENDORS, and the runtime's own file names a placeholder path, so write
-    one naming the installed library (its dependencies sit beside it, hence LD_LIBRARY_PATH)."""
-    if os.environ.get("FUSIONSPEC_BENCH_INTEL_OCL") != "1":
-        return {}
-    session.install("intel-opencl-rt")
-    lib = Path(session.virtualenv.location) / "lib"
-    vendors = Path(session.create_tmp()) / "vendors"
-    vendors.mkdir(exist_ok=True)
-    (vendors / "intel-cpu.icd").write_text(f"{lib / 'libintelocl.so'}\n", encoding="utf-8")
-    return {"OCL_ICD_VENDORS": str(vendors), "LD_LIBRARY_PATH": str(lib)}
+@nox.session(name="bench-runtimes", python=PYTHON)
+def bench_runtimes(session: nox.Session) -> None:
+    """The OpenCL runtimes side by side (PoCL from pip, Intel's CPU runtime, and any other
+    installed): probe, cold and warm compile cost per partition; writes
+    results/bench_runtimes.json (copy bandwidth and GEMM: run bench-accel per device)."""
+    _install(session, "conformance", "intel-opencl")
+    session.run("python", "bench/bench_runtimes.py", "--out",
+                str(ROOT / "results" / "bench_runtimes.json"), *session.posargs)
+
+
+def _maybe_intel_opencl(session: nox.Session) -> None:
+    """With FUSIONSPEC_BENCH_INTEL_OCL=1: install Intel's CPU OpenCL runtime (the
+    ``intel-opencl`` extra), which fusionspec makes visible to the OpenCL loader itself
+    (fusionspec.accel.icd), as the ``intel-cpu`` device."""
+    if os.environ.get("FUSIONSPEC_BENCH_INTEL_OCL") == "1":
+        _install(session, "intel-opencl")

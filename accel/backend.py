@@ -1,8 +1,11 @@
 """`AccelBackend`: the OpenCL implementation of the spec, behind the suite's `Backend` protocol.
 
-- ``devices()``: every OpenCL device (`fusionspec.accel.devices`), PoCL's CPU first, the one
-  selected by ``AccelBackend(device=...)`` or ``FUSIONSPEC_ACCEL_DEVICE`` before the rest; an
-  empty tuple on a machine without OpenCL, so the suite lists the backend as unavailable.
+- ``devices()``: every OpenCL device (`fusionspec.accel.devices`) that passed its probe
+  (`fusionspec.accel.probe`: it built and ran every kernel family in another process), in
+  discovery order, the one selected by ``AccelBackend(device=...)`` or
+  ``FUSIONSPEC_ACCEL_DEVICE`` before the rest; an empty tuple on a machine without a usable
+  OpenCL device, so the suite lists the backend as unavailable. ``device_problems()`` says why
+  each device left out failed its probe.
 - ``partition(graph)``: the spec's partitions, from the reference partitioner (it also rejects an
   ill-formed graph with the `GraphError` naming the rule).
 - ``compile(partition, device)``: the first kernel family that matches the partition
@@ -25,11 +28,12 @@ from fusionspec.spec.graph import Graph, Partition
 
 from .codegen.epilogue import ordered_ops
 from .compiled import AccelCompiledPartition
-from .devices import discovery_problem, order_with_selected, select_device
+from .devices import discover, discovery_problem, order_with_selected, select_device
 from .errors import AccelError
 from .families import BuildContext, family_for
 from .plan import KernelPlan
-from .runtime import runtime_for
+from .probe import health
+from .runtime import all_stats, runtime_for
 
 __all__ = ["AccelBackend", "AccelOpByOpBackend", "single_op_partitions"]
 
@@ -60,11 +64,28 @@ class AccelBackend:
         self.fused = fused
 
     def devices(self) -> Sequence[Device]:
-        return tuple(info.as_device() for info in order_with_selected(self._device))
+        return tuple(info.as_device() for info in order_with_selected(self._device)
+                     if health(info).ok)
+
+    def device_problems(self) -> dict[str, str]:
+        """Device id -> why the device failed its probe (shown by ``fusionspec conform --list``
+        and in the report's header)."""
+        return {info.id: found.reason for info in discover()
+                if not (found := health(info)).ok}
 
     def unavailable_reason(self) -> str:
         """Why `devices()` is empty (shown by ``fusionspec conform --list``)."""
-        return discovery_problem() or "no OpenCL device found"
+        problems = "; ".join(f"{ident}: {why}" for ident, why in self.device_problems().items())
+        return problems or discovery_problem() or "no OpenCL device found"
+
+    def counters(self) -> dict[str, int]:
+        """Programs this process built and took from the caches (the results document keeps
+        them: `programs_built` is what a cold run pays the compiler for)."""
+        stats = all_stats()
+        return {"programs_built": stats.builds, "programs_from_disk": stats.disk_hits,
+                "programs_from_memory": stats.memory_hits,
+                "programs_rebuilt_fresh": stats.fresh_rebuilds,
+                "binaries_discarded": stats.discarded}
 
     def partition(self, graph: Graph) -> list[Partition]:
         return reference_partition(graph)

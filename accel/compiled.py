@@ -50,7 +50,8 @@ class AccelCompiledPartition:
         self.plans = tuple(plans)
         self._kernels: list[list[Any]] = []
         for plan in self.plans:
-            program = runtime.program(plan.source, plan.options)
+            program = runtime.program(plan.source, plan.options,
+                                      kernels=[launch.kernel for launch in plan.launches])
             self._kernels.append([runtime.kernel(program, launch.kernel)
                                   for launch in plan.launches])
 

@@ -2,9 +2,12 @@
 
 Every device of every OpenCL platform gets a stable id made of a platform slug, the device type
 and, when a platform has several devices of that type, their index: ``pocl-cpu``,
-``nvidia-gpu``, ``intel-gpu0``/``intel-gpu1``. `discover()` lists them, PoCL first (it is the
-embedded default, installed with ``pocl-binary-distribution``), then the other platforms in
-the driver's order. `select_device(id)` picks one by id, else by the environment variable
+``nvidia-gpu``, ``intel-gpu0``/``intel-gpu1``. Two platforms of one kind (PoCL from pip and
+PoCL from the system) are told apart by their driver release: ``pocl3.0-cpu``, ``pocl3.1-cpu``.
+`discover()` lists them, PoCL first (it is the embedded default, installed with
+``pocl-binary-distribution``), then the other platforms in the driver's order (pip-installed
+runtimes, Intel's CPU runtime among them, are made visible first: `fusionspec.accel.icd`).
+`select_device(id)` picks one by id, else by the environment variable
 ``FUSIONSPEC_ACCEL_DEVICE``, else the first. Each `DeviceInfo` records what kernel generation
 needs to know about its device (work-group limit, local memory, fp16/fp64, extensions) and
 turns into the suite's `fusionspec.conformance.backend.Device` with `as_device()`.
@@ -27,6 +30,7 @@ from typing import Any
 from fusionspec.conformance.backend import Device
 
 from .errors import AccelError, NoDeviceError
+from .icd import register_pip_runtimes
 
 __all__ = ["DeviceInfo", "ENV_VAR", "discover", "discovery_problem", "select_device",
            "device_ids", "order_with_selected", "check_not_forked"]
@@ -151,6 +155,7 @@ def _discover_uncached() -> tuple[DeviceInfo, ...]:
                         "pip install 'fusionspec[accel]'")
         return ()
     _OPENCL_PID[:] = [os.getpid()]
+    register_pip_runtimes()  # before the loader's first look (see fusionspec.accel.icd)
     try:
         platforms = cl.get_platforms()
     except cl.Error as exc:
@@ -166,6 +171,7 @@ def _discover_uncached() -> tuple[DeviceInfo, ...]:
         raw.extend((slug, _kind(d.type), platform, d) for d in devices)
     if not raw:
         _PROBLEM.append("the OpenCL platforms report no devices")
+    raw = _qualify_shared_slugs(raw)
     counts: dict[tuple[str, str], int] = {}
     for slug, kind, _, _ in raw:
         counts[slug, kind] = counts.get((slug, kind), 0) + 1
@@ -176,8 +182,24 @@ def _discover_uncached() -> tuple[DeviceInfo, ...]:
         seen[slug, kind] = index + 1
         ident = f"{slug}-{kind}" + (str(index) if counts[slug, kind] > 1 else "")
         found.append(_info(ident, kind, platform, device))
-    found.sort(key=lambda d: not d.id.startswith("pocl-"))  # stable: PoCL first
+    found.sort(key=lambda d: not d.id.startswith("pocl"))  # stable: PoCL first
     return tuple(found)
+
+
+def _qualify_shared_slugs(raw: list[tuple[str, str, Any, Any]]
+                          ) -> list[tuple[str, str, Any, Any]]:
+    """Where two platforms share a slug (PoCL from pip and PoCL from the system), add each
+    one's driver release to it (``pocl3.0``, ``pocl3.1``), so ids tell them apart."""
+    platforms: dict[str, set[int]] = {}
+    for slug, _, platform, _ in raw:
+        platforms.setdefault(slug, set()).add(id(platform))
+    qualified = []
+    for slug, kind, platform, device in raw:
+        if len(platforms[slug]) > 1:
+            release = re.match(r"\d+(\.\d+)?", str(device.driver_version).strip())
+            slug = f"{slug}{release.group(0) if release else ''}"
+        qualified.append((slug, kind, platform, device))
+    return qualified
 
 
 def _info(ident: str, kind: str, platform: Any, device: Any) -> DeviceInfo:

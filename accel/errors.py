@@ -54,6 +54,8 @@ class KernelBuildError(AccelError):
         self.options = tuple(options)
         self.device = device
         where = f" for {device}" if device else ""
+        #: One line, without the log (for listings such as a failed probe's reason).
+        self.summary = f"{message}{where}"
         shown = log.strip() or "(the compiler gave no log)"
         if len(shown) > 2000:  # the full log stays on .log; the message must stay readable
             shown = shown[:2000] + " ..."

@@ -1,19 +1,25 @@
 """One OpenCL context and queue per device, the program cache, and work-size helpers.
 
 `runtime_for(info)` gives the device's `Runtime`, created on first use. `Runtime.program`
-returns a built program for (source, build options), looking in three places in turn:
+returns a built program for (source, build options) that contains the kernels the caller
+names, looking in three places in turn:
 
 1. memory: programs already built in this context, keyed by (source, options), the
    `MEMORY_PROGRAMS` most recently used;
-2. disk: program binaries under ``$FUSIONSPEC_ACCEL_CACHE_DIR`` (default
-   ``$XDG_CACHE_HOME/fusionspec/opencl``, i.e. ``~/.cache/fusionspec/opencl``), one file per
-   sha256 of (generator version, source, options, platform, device, driver version), so a new
-   process or context reuses them and a driver upgrade or a new generator never does;
-   ``FUSIONSPEC_ACCEL_CACHE_DIR=off`` disables the disk cache;
-3. the OpenCL compiler; a rejected program raises `KernelBuildError` with its source and log.
+2. disk, where the driver keeps no cache of its own: program binaries under
+   ``$FUSIONSPEC_ACCEL_CACHE_DIR`` (default ``$XDG_CACHE_HOME/fusionspec/opencl``, i.e.
+   ``~/.cache/fusionspec/opencl``), one file per sha256 of (generator version, source, options,
+   platform, device, driver version), so a new process or context reuses them and a driver
+   upgrade or a new generator never does; ``FUSIONSPEC_ACCEL_CACHE_DIR=off`` disables it. A
+   binary that does not load, or lacks a kernel, is deleted and rebuilt, never trusted.
+   Drivers that cache source builds themselves (PoCL, NVIDIA's) get no binaries of ours:
+   asking PoCL for a program's binary compiles every kernel once more (0.5 s a program,
+   measured, three times the build itself), and its own cache serves a warm run faster;
+3. the OpenCL compiler (`fusionspec.accel.build`: quiet, checked for the kernels, rebuilt
+   afresh when a driver hands back a program without them); a rejected program raises
+   `KernelBuildError` with its source and log.
 
-``FUSIONSPEC_ACCEL_ASSERT_NO_COMPILE=1`` makes step 3 an error, to prove that a run is served
-from the caches. `Runtime.stats` counts memory hits, disk hits and builds.
+`Runtime.stats` counts memory hits, disk hits, builds, fresh rebuilds and discarded binaries.
 
 Build options: every program gets ``-cl-fp32-correctly-rounded-divide-sqrt`` when the device
 supports it (Divide, Reciprocal and Sqrt then round like NumPy's float32 operations; without
@@ -27,18 +33,19 @@ import math
 import os
 import tempfile
 import threading
-import warnings
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .build import compile_source, load_binary
 from .devices import DeviceInfo, check_not_forked
-from .errors import AccelError, KernelBuildError
+from .errors import AccelError
 
-__all__ = ["GENERATOR_VERSION", "CACHE_ENV", "NO_COMPILE_ENV", "Runtime", "CacheStats",
-           "runtime_for", "cache_dir", "base_options", "launch_1d", "pick_work_group"]
+__all__ = ["GENERATOR_VERSION", "CACHE_ENV", "Runtime", "CacheStats", "runtime_for",
+           "cache_dir", "base_options", "launch_1d", "pick_work_group",
+           "driver_caches_builds", "all_stats"]
 
 #: Part of every disk-cache key: bump when generated code changes meaning for the same source
 #: (e.g. different helper semantics), so stale binaries are never reused.
@@ -47,7 +54,6 @@ CACHE_ENV = "FUSIONSPEC_ACCEL_CACHE_DIR"
 #: How many built programs a context keeps in memory (a suite run compiles thousands; compiled
 #: partitions keep their own programs alive regardless).
 MEMORY_PROGRAMS = 256
-NO_COMPILE_ENV = "FUSIONSPEC_ACCEL_ASSERT_NO_COMPILE"
 
 
 def cache_dir() -> Path | None:
@@ -66,22 +72,36 @@ def base_options(info: DeviceInfo) -> tuple[str, ...]:
         else ()
 
 
+def driver_caches_builds(info: DeviceInfo) -> bool:
+    """Whether the device's driver keeps its own cache of programs built from source."""
+    if info.handle is None:
+        return False
+    from pyopencl.characterize import has_src_build_cache
+
+    return bool(has_src_build_cache(info.handle))
+
+
 @dataclass
 class CacheStats:
     memory_hits: int = 0
     disk_hits: int = 0
     builds: int = 0
+    fresh_rebuilds: int = 0  # programs rebuilt because a build came back without its kernels
+    discarded: int = 0  # cached binaries that did not load or lacked a kernel
 
 
 class Runtime:
-    """The context, queue and program cache of one device."""
+    """The context, queue and program cache of one device. `keep_binaries` None: keep
+    binaries on disk only where the driver caches no builds itself (module docstring)."""
 
-    def __init__(self, info: DeviceInfo) -> None:
+    def __init__(self, info: DeviceInfo, *, keep_binaries: bool | None = None) -> None:
         import pyopencl as cl
 
         check_not_forked()
         self.info = info
         self.stats = CacheStats()
+        self.keep_binaries = (not driver_caches_builds(info) if keep_binaries is None
+                              else keep_binaries)
         self._lock = threading.Lock()
         try:
             self.context = cl.Context([info.handle])
@@ -101,8 +121,10 @@ class Runtime:
                  info.name, info.opencl_version, info.driver)
         return hashlib.sha256("\0".join(parts).encode()).hexdigest()
 
-    def program(self, source: str, options: Sequence[str] = ()) -> Any:
-        """A built `pyopencl.Program` of `source` (see the module docstring for the caches)."""
+    def program(self, source: str, options: Sequence[str] = (), *,
+                kernels: Sequence[str] = ()) -> Any:
+        """A built `pyopencl.Program` of `source` that contains `kernels` (see the module
+        docstring for the caches)."""
         opts = (*base_options(self.info), *options)
         key = (source, opts)
         with self._lock:
@@ -111,9 +133,9 @@ class Runtime:
                 self._programs.move_to_end(key)
                 self.stats.memory_hits += 1
                 return found
-            program = self._from_disk(source, opts)
+            program = self._from_disk(source, opts, kernels)
             if program is None:
-                program = self._build(source, opts)
+                program = self._build(source, opts, kernels)
             self._programs[key] = program
             while len(self._programs) > MEMORY_PROGRAMS:  # least recently used goes first
                 _, old = self._programs.popitem(last=False)
@@ -145,53 +167,33 @@ class Runtime:
         return found
 
     def _path(self, source: str, options: Sequence[str]) -> Path | None:
-        root = cache_dir()
+        root = cache_dir() if self.keep_binaries else None
         return None if root is None else root / f"{self.cache_key(source, options)}.bin"
 
-    def _from_disk(self, source: str, options: tuple[str, ...]) -> Any | None:
-        import pyopencl as cl
-
+    def _from_disk(self, source: str, options: tuple[str, ...], kernels: Sequence[str]
+                   ) -> Any | None:
         path = self._path(source, options)
         if path is None or not path.is_file():
             return None
         try:
             binary = path.read_bytes()
-            program = cl.Program(self.context, [self.info.handle], [binary])
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                program.build(options=list(options))
-        except (OSError, cl.Error):
-            return None  # unreadable or stale binary: rebuild from source and overwrite it
+        except OSError:
+            return None
+        program = load_binary(self.context, self.info.handle, binary, options, kernels)
+        if program is None:  # stale, truncated or broken: never trusted, rebuilt below
+            self.stats.discarded += 1
+            path.unlink(missing_ok=True)
+            return None
         self.stats.disk_hits += 1
         return program
 
-    def _build(self, source: str, options: tuple[str, ...]) -> Any:
-        import pyopencl as cl
-
-        if os.environ.get(NO_COMPILE_ENV, "").strip() not in ("", "0"):
-            raise AccelError(f"{NO_COMPILE_ENV} is set, but a program must be compiled (no "
-                             f"cached binary for key {self.cache_key(source, options)[:16]})")
-        program = cl.Program(self.context, source)
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")  # compiler chatter; errors raise below
-                program.build(options=list(options))
-        except cl.Error as exc:
-            raise KernelBuildError("the OpenCL compiler rejected a generated kernel",
-                                   source=source, log=self._log(program, exc), options=options,
-                                   device=self.info.id) from None
+    def _build(self, source: str, options: tuple[str, ...], kernels: Sequence[str]) -> Any:
+        program, fresh = compile_source(self.context, self.info.handle, source, options,
+                                        kernels, self.info.id)
         self.stats.builds += 1
+        self.stats.fresh_rebuilds += int(fresh)
         self._to_disk(source, options, program)
         return program
-
-    def _log(self, program: Any, exc: Exception) -> str:
-        import pyopencl as cl
-
-        try:
-            log = program.get_build_info(self.info.handle, cl.program_build_info.LOG)
-            return str(log) or str(exc)
-        except cl.Error:
-            return str(exc)
 
     def _to_disk(self, source: str, options: tuple[str, ...], program: Any) -> None:
         path = self._path(source, options)
@@ -213,6 +215,16 @@ class Runtime:
 
 _RUNTIMES: dict[str, Runtime] = {}
 _RUNTIMES_LOCK = threading.Lock()
+
+
+def all_stats() -> CacheStats:
+    """The program-cache counts of every runtime of this process, added up."""
+    total = CacheStats()
+    with _RUNTIMES_LOCK:
+        for runtime in _RUNTIMES.values():
+            for name, value in vars(runtime.stats).items():
+                setattr(total, name, getattr(total, name) + value)
+    return total
 
 
 def runtime_for(info: DeviceInfo) -> Runtime:

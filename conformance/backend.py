@@ -12,7 +12,12 @@ for a device, and executes compiled partitions on NumPy arrays keyed by logical-
 A backend rejects an ill-formed graph by raising from `partition` (ideally a
 `fusionspec.spec.errors.GraphError` naming the rule). It may declare `limitations`: cases it
 knowingly does not support, which the suite then reports as ``unsupported`` with the reason
-instead of failing them.
+instead of failing them. Two optional methods explain missing devices:
+``unavailable_reason() -> str`` (why `devices()` is empty) and
+``device_problems() -> Mapping[str, str]`` (device id -> why that device is left out, e.g. its
+compiler failed a probe); ``fusionspec conform --list`` and the report show them. An optional
+``counters() -> Mapping[str, int]`` reports what the backend did (the OpenCL backend: programs
+built, taken from its caches); the results document records it.
 
 Backends are found through the entry-point group ``fusionspec.backends``: each entry point names
 a zero-argument callable (usually the class) returning a backend. ``reference`` is built in.
@@ -31,7 +36,8 @@ from fusionspec.spec.errors import FusionspecError
 from fusionspec.spec.graph import Graph, Partition
 
 __all__ = ["Device", "Limitation", "CompiledPartition", "Backend", "BackendError",
-           "ENTRY_POINT_GROUP", "available_backends", "load_backend"]
+           "BackendUnavailableError", "ENTRY_POINT_GROUP", "available_backends", "load_backend",
+           "device_problems", "counters"]
 
 ENTRY_POINT_GROUP = "fusionspec.backends"
 
@@ -94,6 +100,15 @@ class BackendError(FusionspecError):
     """A backend cannot be found, loaded, or has no such device."""
 
 
+class BackendUnavailableError(BackendError):
+    """The backend loads but has no usable device (or the device asked for is unusable):
+    `reason` says why, e.g. its compiler failed a probe."""
+
+    def __init__(self, message: str, *, reason: str = "") -> None:
+        self.reason = reason or message
+        super().__init__(message)
+
+
 def _entry_points() -> dict[str, Callable[[], object]]:
     found: dict[str, Callable[[], object]] = {}
     for ep in entry_points(group=ENTRY_POINT_GROUP):
@@ -126,3 +141,17 @@ def load_backend(name: str) -> Backend:
         raise BackendError(f"backend {name!r} does not implement the Backend protocol "
                            "(name, devices, partition, compile)")
     return backend
+
+
+def device_problems(backend: object) -> dict[str, str]:
+    """The backend's optional ``device_problems()`` (device id -> why it is left out), or {}."""
+    explain = getattr(backend, "device_problems", None)
+    found = explain() if callable(explain) else {}
+    return {str(k): str(v) for k, v in found.items()} if isinstance(found, Mapping) else {}
+
+
+def counters(backend: object) -> dict[str, int]:
+    """The backend's optional ``counters()`` (what it did, by name), or {}."""
+    report = getattr(backend, "counters", None)
+    found = report() if callable(report) else {}
+    return {str(k): int(v) for k, v in found.items()} if isinstance(found, Mapping) else {}

@@ -6,24 +6,37 @@
     fusionspec conform --backend NAME --replay results/.../failures/<case>
 
 Prints one line per pattern and case kind as it goes, writes the results document
-(``results.json``) and one folder per failing case under ``--out``, and exits with 0 only when
-no case failed (``extension`` and ``unsupported`` do not fail a run).
+(``results.json``), one folder per failing case and the backend process's log (``worker.log``:
+whatever the backend and its compilers printed) under ``--out``. Exits with 0 only when no case
+failed (``extension`` and ``unsupported`` do not fail a run), 1 when some did, and
+`UNAVAILABLE_EXIT` (3) when the backend has no usable device: with ``--out`` that run still
+writes a results document, which says why, so the report shows it.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections import Counter
 from pathlib import Path
 
 from fusionspec.spec.errors import FusionspecError
 
-from .backend import available_backends, load_backend
+from .backend import (
+    BackendUnavailableError,
+    Device,
+    available_backends,
+    device_problems,
+    load_backend,
+)
 from .cases import Case, CaseKind, Status, Verdict
 from .cli import emit
+from .results import ResultsCollector
 
 HELP = "run the conformance suite against a backend and write the results"
+#: The exit code of a run whose backend has no usable device.
+UNAVAILABLE_EXIT = 3
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -36,11 +49,29 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="comma-separated case kinds (default: all three)")
     parser.add_argument("--profile", choices=("ci", "thorough"), default="ci")
     parser.add_argument("--seed", type=int, default=0, help="seed of the input data")
+    parser.add_argument("--jobs", type=_jobs, default=1, metavar="N",
+                        help="cases judged at a time, each job in its own worker process "
+                             "('auto': one per CPU core; default 1)")
     parser.add_argument("--no-isolate", action="store_true",
                         help="judge cases in this process (faster; no timeout or crash guard)")
     parser.add_argument("--replay", type=Path, help="re-run one saved failure folder")
     parser.add_argument("--list", action="store_true", help="list backends and devices")
     parser.add_argument("--json", action="store_true", help="machine-readable summary")
+
+
+def _jobs(text: str) -> int:
+    """``--jobs``: a positive count, or ``auto`` for one job per CPU core."""
+    if text.strip().lower() == "auto":
+        return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
+                   else os.cpu_count() or 1)
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of jobs or 'auto'") \
+            from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"--jobs must be at least 1, got {value}")
+    return value
 
 
 def run(args: argparse.Namespace) -> int:
@@ -53,9 +84,13 @@ def run(args: argparse.Namespace) -> int:
     kinds = [CaseKind(k.strip()) for k in args.kinds.split(",") if k.strip()]
     patterns = [p.strip() for p in args.patterns.split(",")] if args.patterns else None
     progress = _Progress(quiet=args.json)
-    collector = run_suite(args.backend, device=args.device, patterns=patterns, kinds=kinds,
-                          profile=PROFILES[args.profile], out_dir=args.out,
-                          isolate=not args.no_isolate, seed=args.seed, progress=progress)
+    try:
+        collector = run_suite(args.backend, device=args.device, patterns=patterns, kinds=kinds,
+                              profile=PROFILES[args.profile], out_dir=args.out,
+                              isolate=not args.no_isolate, seed=args.seed, progress=progress,
+                              jobs=args.jobs)
+    except BackendUnavailableError as exc:
+        return _unavailable(args, exc)
     progress.flush()
     document = collector.to_dict()
     written = collector.write(args.out / "results.json") if args.out is not None else None
@@ -108,25 +143,41 @@ class _Progress:
         self.key = None
 
 
+def _unavailable(args: argparse.Namespace, exc: BackendUnavailableError) -> int:
+    """Say why the backend cannot run; with --out, leave a results document that says it."""
+    written = None
+    if args.out is not None:
+        device = Device(id=args.device or "none", kind="")
+        written = ResultsCollector(args.backend, device, seed=args.seed,
+                                   unavailable=exc.reason).write(args.out / "results.json")
+    text = f"UNAVAILABLE: {exc}" + (f"\nresults: {written}" if written else "")
+    emit(args, text, {"ok": False, "unavailable": exc.reason, "results": str(written or "")})
+    return UNAVAILABLE_EXIT
+
+
 def _list(args: argparse.Namespace) -> int:
     rows: list[dict[str, object]] = []
     for name in available_backends():
         try:
             backend = load_backend(name)
             devices = [d.id for d in backend.devices()]
-            row: dict[str, object] = {"backend": name, "devices": devices}
+            row: dict[str, object] = {"backend": name, "devices": devices,
+                                      "problems": device_problems(backend)}
             if not devices:
                 explain = getattr(backend, "unavailable_reason", None)
                 row["unavailable"] = explain() if callable(explain) else "it lists no device"
             rows.append(row)
         except FusionspecError as exc:
-            rows.append({"backend": name, "devices": [], "unavailable": str(exc)})
+            rows.append({"backend": name, "devices": [], "problems": {},
+                         "unavailable": str(exc)})
     lines = []
     for r in rows:
-        found = r["devices"]
-        assert isinstance(found, list)
+        found, problems = r["devices"], r["problems"]
+        assert isinstance(found, list) and isinstance(problems, dict)
         shown = ", ".join(found) if found else f"unavailable ({r.get('unavailable')})"
         lines.append(f"{r['backend']}: {shown}")
+        if found:
+            lines += [f"  {ident} unavailable: {why}" for ident, why in problems.items()]
     text = "\n".join(lines)
     emit(args, text, {"backends": rows})
     return 0

@@ -16,7 +16,12 @@ and checks its schema version). Its top-level keys:
 - ``failures``: each failing case with its description, the verdict's details and how to
   replay it; ``limitations``: each ``unsupported`` case, with whether it passed anyway;
   ``extensions``: each ``extension`` case (a near miss the backend fused and computed right),
-  recorded like a failure so that it can be replayed too.
+  recorded like a failure so that it can be replayed too;
+- ``device_problems``: the backend's other devices that could not be used, and why (a compiler
+  that failed its probe); ``backend_counters``: what the backend reported doing (the OpenCL
+  backend: programs built and taken from its caches), summed over the run's worker processes;
+- ``unavailable``: present (with the reason) only in the document of a run that could not
+  start because the backend had no usable device; it has no cases.
 
 With an output folder, each failing case also gets ``failures/<case id>/`` (an extension
 ``extensions/<case id>/``) holding
@@ -117,10 +122,15 @@ class ResultsCollector:
     """Collects verdicts of one run; see the module docstring for the document it builds."""
 
     def __init__(self, backend: str, device: Device, *, seed: int = 0,
-                 out_dir: str | Path | None = None) -> None:
+                 out_dir: str | Path | None = None,
+                 device_problems: Mapping[str, str] | None = None,
+                 unavailable: str | None = None) -> None:
         self.backend = backend
         self.device = device
         self.seed = seed
+        self.device_problems = dict(device_problems or {})
+        self.unavailable = unavailable
+        self.counters: dict[str, int] = {}
         self.out_dir = Path(out_dir) if out_dir is not None else None
         self.started = _now()
         self.finished: str | None = None
@@ -225,7 +235,10 @@ class ResultsCollector:
             "seed": self.seed, "started": self.started, "finished": self.finished,
             "totals": dict(self.totals), "patterns": patterns, "rules": rules,
             "verdicts": self.verdicts, "failures": self.failures,
-            "limitations": self.limitations, "extensions": self.extensions}
+            "limitations": self.limitations, "extensions": self.extensions,
+            "device_problems": self.device_problems, "backend_counters": self.counters}
+        if self.unavailable is not None:
+            document["unavailable"] = self.unavailable
         result: dict[str, Any] = _jsonable(document)
         return result
 

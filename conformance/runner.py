@@ -7,9 +7,10 @@ judges the cases sent to it, one at a time:
   one is started for the next case;
 - a worker that dies (a segfault in native code, ``os._exit``, a C++ exception escaping a C
   API) gives ``error`` "backend process crashed (exit code N): <its last words>" and is
-  restarted; the run goes on. The worker's standard error goes to a log file that the runner
-  copies to its own standard error after each case, which is how the last lines a dying
-  library printed (``terminate called after throwing ...``) reach the verdict.
+  restarted; the run goes on. The worker's standard error goes to a log file (`log_path`, kept
+  for the user: ``<out>/worker.log`` in a suite run; else a temporary file removed at the end),
+  never to the terminal, so a compiler's chatter on a cold run does not flood it; the last lines
+  a dying library printed (``terminate called after throwing ...``) reach the verdict.
 
 With ``isolate=False`` the backend runs in this process (fast to debug, no timeout, no
 protection against crashes).
@@ -32,22 +33,34 @@ import io
 import multiprocessing
 import os
 import pickle
+import queue
 import signal
 import sys
 import tempfile
 import traceback
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
+from pathlib import Path
 from types import MappingProxyType, TracebackType
 from typing import Any
 
-from .backend import Backend, BackendError, Device, Limitation, load_backend
+from .backend import (
+    Backend,
+    BackendError,
+    BackendUnavailableError,
+    Device,
+    Limitation,
+    counters,
+    device_problems,
+    load_backend,
+)
 from .cases import Case, Status, Verdict
 from .verdicts import apply_limitation, judge, matching_limitation
 
-__all__ = ["Runner", "resolve_backend", "select_device", "STARTUP_TIMEOUT_S"]
+__all__ = ["Runner", "RunnerPool", "resolve_backend", "select_device", "STARTUP_TIMEOUT_S"]
 
 #: How long a worker may take to import and instantiate its backend.
 STARTUP_TIMEOUT_S = 120.0
@@ -73,8 +86,17 @@ def resolve_backend(spec: str) -> Backend:
 def select_device(backend: Backend, device_id: str | None) -> Device:
     """The backend's device `device_id`, or its first device when None."""
     devices = list(backend.devices())
+    problems = device_problems(backend)
+    if device_id is not None and device_id in problems:
+        raise BackendUnavailableError(f"device {device_id!r} of backend {backend.name!r} is "
+                                      f"unavailable: {problems[device_id]}",
+                                      reason=problems[device_id])
     if not devices:
-        raise BackendError(f"backend {backend.name!r} reports no devices")
+        why = "; ".join(f"{k}: {v}" for k, v in problems.items())
+        explain = getattr(backend, "unavailable_reason", None)
+        why = why or (str(explain()) if callable(explain) else "") or "it reports no devices"
+        raise BackendUnavailableError(f"backend {backend.name!r} is unavailable: {why}",
+                                      reason=why)
     if device_id is None:
         return devices[0]
     for device in devices:
@@ -112,6 +134,11 @@ class _Ready:
     backend_name: str
     device: Device
     limitations: tuple[Limitation, ...]
+    problems: dict[str, str]
+
+
+#: The message that asks a worker for its backend's `counters` (a case or None otherwise).
+_COUNTERS = "counters"
 
 
 #: How many of a crashed worker's last standard-error lines its verdict quotes.
@@ -133,9 +160,11 @@ def _worker(conn: Connection, spec: str, device_id: str | None, sys_path: Sequen
         device = select_device(backend, device_id)
         limitations = tuple(getattr(backend, "limitations", ()) or ())
     except Exception as exc:
-        conn.send_bytes(_dumps(f"{type(exc).__name__}: {exc}"))
+        conn.send_bytes(_dumps(exc if isinstance(exc, BackendUnavailableError)
+                               else f"{type(exc).__name__}: {exc}"))
         return
-    conn.send_bytes(_dumps(_Ready(backend.name, device, limitations)))
+    conn.send_bytes(_dumps(_Ready(backend.name, device, limitations,
+                                  device_problems(backend))))
     while True:
         try:
             message = pickle.loads(conn.recv_bytes())
@@ -143,6 +172,9 @@ def _worker(conn: Connection, spec: str, device_id: str | None, sys_path: Sequen
             return
         if message is None:
             return
+        if message == _COUNTERS:
+            conn.send_bytes(_dumps(counters(backend)))
+            continue
         case, seed = message
         conn.send_bytes(_dumps(_judge_safely(case, backend, device, seed)))
 
@@ -183,7 +215,8 @@ class Runner:
     docstring). Use as a context manager, or call `close()`."""
 
     def __init__(self, backend: str, device_id: str | None = None, timeout_s: float = 60.0, *,
-                 isolate: bool = True, seed: int = 0, sys_path: Sequence[str] = ()) -> None:
+                 isolate: bool = True, seed: int = 0, sys_path: Sequence[str] = (),
+                 log_path: Path | None = None) -> None:
         self.spec = backend
         self.device_id = device_id
         self.timeout_s = timeout_s
@@ -195,6 +228,11 @@ class Runner:
         self._conn: Connection | None = None
         self._backend: Backend | None = None
         self._log_path: str | None = None
+        self._keep_log = log_path is not None
+        if log_path is not None:
+            log_path.parent.mkdir(parents=True, exist_ok=True)
+            log_path.write_bytes(b"")  # this run's log only
+            self._log_path = str(log_path)
         self._log_offset = 0
         if isolate:
             ready = self._start()
@@ -203,10 +241,15 @@ class Runner:
             self._backend = resolve_backend(backend)
             device = select_device(self._backend, device_id)
             ready = _Ready(self._backend.name, device,
-                           tuple(getattr(self._backend, "limitations", ()) or ()))
+                           tuple(getattr(self._backend, "limitations", ()) or ()),
+                           device_problems(self._backend))
         self.backend_name = ready.backend_name
         self.device = ready.device
         self.limitations = ready.limitations
+        self.device_problems = ready.problems
+        #: The backend's counters summed over every worker this runner started (a worker
+        #: that crashed takes its counts with it).
+        self.counters: dict[str, int] = {}
 
     def __enter__(self) -> Runner:
         return self
@@ -243,20 +286,40 @@ class Runner:
                              f"no verdict within {self.timeout_s:g} s; the backend process "
                              "was killed and restarted")
 
+    def run_many(self, cases: Sequence[Case]) -> Iterator[Verdict]:
+        """The verdicts on `cases`, in order, one at a time."""
+        for case in cases:
+            yield self.run(case)
+
     def close(self) -> None:
-        """Stop the worker (politely, then by force)."""
+        """Stop the worker (politely, then by force), keeping its backend's counters."""
+        self._collect_counters()
         if self._conn is not None and self._process is not None and self._process.is_alive():
             with contextlib.suppress(OSError):  # it may have died meanwhile
                 self._conn.send_bytes(_dumps(None))
             self._process.join(2)
         self._stop()
         self._drain_log()
-        if self._log_path is not None:
+        if self._log_path is not None and not self._keep_log:
             with contextlib.suppress(OSError):
                 os.unlink(self._log_path)
             self._log_path = None
 
     # -- internals ----------------------------------------------------------------------------
+
+    def _collect_counters(self) -> None:
+        found: dict[str, int] = {}
+        if self._backend is not None:
+            found = counters(self._backend)
+        elif self._conn is not None:
+            try:
+                self._conn.send_bytes(_dumps(_COUNTERS))
+                if self._conn.poll(10):
+                    found = pickle.loads(self._conn.recv_bytes())
+            except (EOFError, OSError):
+                found = {}
+        for name, value in found.items():
+            self.counters[name] = self.counters.get(name, 0) + value
 
     def _failure(self, case: Case, status: Status, reason: str) -> Verdict:
         verdict = Verdict(case.id, case.pattern, case.kind, status, reason, case.rule,
@@ -265,7 +328,7 @@ class Runner:
         return verdict if limitation is None else apply_limitation(verdict, limitation)
 
     def _drain_log(self) -> str:
-        """The worker's standard error since the last call, also copied to ours."""
+        """The worker's standard error since the last call."""
         if self._log_path is None:
             return ""
         try:
@@ -275,11 +338,7 @@ class Runner:
         except OSError:
             return ""
         self._log_offset += len(data)
-        text = data.decode(errors="replace")
-        if text:
-            sys.stderr.write(text)
-            sys.stderr.flush()
-        return text
+        return data.decode(errors="replace")
 
     def _last_words(self) -> str:
         """``": <last lines>"`` of a dead worker's standard error, or "" if it said nothing."""
@@ -314,6 +373,9 @@ class Runner:
         except BackendError:
             self._stop()
             raise
+        if isinstance(reply, BackendUnavailableError):
+            self._stop()
+            raise reply
         if isinstance(reply, str):
             self._stop()
             raise BackendError(reply)
@@ -329,3 +391,74 @@ class Runner:
         if self._conn is not None:
             self._conn.close()
         self._process, self._conn = None, None
+
+
+class RunnerPool:
+    """`jobs` runners side by side, each with its own worker process (and so its own timeout,
+    crash recovery and backend instance): `run_many` hands the cases to whichever worker is
+    free, through a thread pool whose threads only wait on their worker's pipe, and yields
+    the verdicts in the cases' order. With one job it is a plain `Runner`."""
+
+    def __init__(self, backend: str, device_id: str | None = None, timeout_s: float = 60.0, *,
+                 jobs: int = 1, isolate: bool = True, seed: int = 0,
+                 sys_path: Sequence[str] = (), log_path: Path | None = None) -> None:
+        if jobs < 1:
+            raise ValueError(f"jobs must be at least 1, got {jobs}")
+        if jobs > 1 and not isolate:
+            raise BackendError("several jobs need isolated workers (drop --no-isolate)")
+        self.runners: list[Runner] = []
+        try:
+            for index in range(jobs):
+                log = log_path if log_path is None or index == 0 else \
+                    log_path.with_name(f"{log_path.stem}.{index}{log_path.suffix}")
+                self.runners.append(Runner(backend, device_id, timeout_s, isolate=isolate,
+                                           seed=seed, sys_path=sys_path, log_path=log))
+        except BaseException:
+            self.close()
+            raise
+        first = self.runners[0]
+        self.backend_name, self.device = first.backend_name, first.device
+        self.limitations, self.device_problems = first.limitations, first.device_problems
+        self._free: queue.SimpleQueue[Runner] = queue.SimpleQueue()
+        for runner in self.runners:
+            self._free.put(runner)
+        self._threads = ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="fusionspec")
+
+    def __enter__(self) -> RunnerPool:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()
+
+    @property
+    def restarts(self) -> int:
+        return sum(r.restarts for r in self.runners)
+
+    @property
+    def counters(self) -> dict[str, int]:
+        total: dict[str, int] = {}
+        for runner in self.runners:
+            for name, value in runner.counters.items():
+                total[name] = total.get(name, 0) + value
+        return total
+
+    def run(self, case: Case, *, seed: int | None = None) -> Verdict:
+        runner = self._free.get()
+        try:
+            return runner.run(case, seed=seed)
+        finally:
+            self._free.put(runner)
+
+    def run_many(self, cases: Sequence[Case]) -> Iterator[Verdict]:
+        """The verdicts on `cases`, in order, judged `jobs` at a time."""
+        if len(self.runners) == 1:
+            yield from self.runners[0].run_many(cases)
+            return
+        yield from self._threads.map(self.run, cases)
+
+    def close(self) -> None:
+        for runner in self.runners:
+            runner.close()
+        if hasattr(self, "_threads"):
+            self._threads.shutdown(wait=True)

@@ -35,11 +35,12 @@ from fusionspec.spec.catalog import CATALOG, PatternEntry, entry
 from .cases import Case, CaseKind, Status, Verdict
 from .instances import instance_cases
 from .results import ResultsCollector
-from .runner import Runner
+from .runner import Runner, RunnerPool
 from .strategies import ill_formed_cases, near_miss_cases, valid_cases
 from .strategy_near_miss import near_miss_rules, near_misses
 
-__all__ = ["Profile", "PROFILES", "Progress", "select_patterns", "run_pattern", "run_suite"]
+__all__ = ["Profile", "PROFILES", "Progress", "select_patterns", "draw_cases", "run_pattern",
+           "run_suite"]
 
 
 @dataclass(frozen=True)
@@ -106,41 +107,44 @@ def _settings(profile: Profile, examples: int, database_dir: Path | None) -> set
                     suppress_health_check=list(HealthCheck))
 
 
-def run_pattern(pattern: PatternEntry, kind: CaseKind, runner: Runner,
+def draw_cases(pattern: PatternEntry, kind: CaseKind, profile: Profile, *,
+               database_dir: Path | None = None) -> list[Case]:
+    """The cases of one pattern and kind, in the order they are judged: for valid cases a
+    deterministic floor first (every category member and repetition count), then hypothesis'
+    draws."""
+    cases = list(instance_cases(pattern)) if kind is CaseKind.valid else []
+    for part, examples in _draws(pattern, kind, profile):
+        @_settings(profile, examples, database_dir)
+        @given(part)
+        def draw(case: Case) -> None:
+            cases.append(case)
+
+        draw()
+    return cases
+
+
+def run_pattern(pattern: PatternEntry, kind: CaseKind, runner: Runner | RunnerPool,
                 collector: ResultsCollector, profile: Profile, *,
                 progress: Progress | None = None, database_dir: Path | None = None,
                 ) -> list[tuple[Case, Verdict]]:
-    """Draw and judge the cases of one pattern and kind; returns the failing ones."""
+    """Draw the cases of one pattern and kind, then judge them (several at a time when the
+    runner is a pool); returns the failing ones."""
     strategy = _STRATEGIES[kind](pattern)
     failing: list[tuple[Case, Verdict]] = []
-
-    def judge(case: Case) -> None:
-        verdict = runner.run(case)
+    cases = draw_cases(pattern, kind, profile, database_dir=database_dir)
+    for case, verdict in zip(cases, runner.run_many(cases)):
         collector.add(case, verdict)
         if progress is not None:
             progress(pattern.id, kind, case, verdict)
         if verdict.failed:
             failing.append((case, verdict))
-
-    if kind is CaseKind.valid:
-        # A deterministic floor first: every category member and repetition count.
-        for case in instance_cases(pattern):
-            judge(case)
-
-    for part, examples in _draws(pattern, kind, profile):
-        @_settings(profile, examples, database_dir)
-        @given(part)
-        def draw_and_judge(case: Case) -> None:
-            judge(case)
-
-        draw_and_judge()
     if failing and profile.shrink:
         _add_minimal_cases(strategy, failing, runner, collector)
     return failing
 
 
 def _add_minimal_cases(strategy: st.SearchStrategy[Case], failing: list[tuple[Case, Verdict]],
-                       runner: Runner, collector: ResultsCollector) -> None:
+                       runner: Runner | RunnerPool, collector: ResultsCollector) -> None:
     """For each failing status, let hypothesis shrink to a smallest case with that status."""
     for status in sorted({v.status for _, v in failing}):
         first = next(c for c, v in failing if v.status is status)
@@ -160,18 +164,21 @@ def _add_minimal_cases(strategy: st.SearchStrategy[Case], failing: list[tuple[Ca
 def run_suite(backend: str, *, device: str | None = None, patterns: Sequence[str] | None = None,
               kinds: Sequence[CaseKind] = tuple(CaseKind), profile: Profile = PROFILES["ci"],
               out_dir: Path | None = None, isolate: bool = True, seed: int = 0,
-              sys_path: Sequence[str] = (), progress: Progress | None = None,
+              sys_path: Sequence[str] = (), progress: Progress | None = None, jobs: int = 1,
               ) -> ResultsCollector:
-    """Grade `backend` (a registered name or ``module:attr``) on every selected pattern."""
+    """Grade `backend` (a registered name or ``module:attr``) on every selected pattern,
+    `jobs` cases at a time."""
     entries = select_patterns(patterns)
     database_dir = out_dir / "hypothesis-db" if out_dir is not None else None
-    with Runner(backend, device, profile.timeout_s, isolate=isolate, seed=seed,
-                sys_path=sys_path) as runner:
+    log_path = out_dir / "worker.log" if out_dir is not None else None
+    with RunnerPool(backend, device, profile.timeout_s, jobs=jobs, isolate=isolate, seed=seed,
+                    sys_path=sys_path, log_path=log_path) as runner:
         collector = ResultsCollector(runner.backend_name, runner.device, seed=seed,
-                                     out_dir=out_dir)
+                                     out_dir=out_dir, device_problems=runner.device_problems)
         for pattern in entries:
             for kind in kinds:
                 run_pattern(pattern, kind, runner, collector, profile, progress=progress,
                             database_dir=database_dir)
-        collector.finish()
+    collector.counters = dict(runner.counters)  # complete once the workers have stopped
+    collector.finish()
     return collector

@@ -119,6 +119,8 @@ class RunView:
     totals: Cell
     verdict: str
     summary: str
+    problems: tuple[tuple[str, str], ...] = ()
+    counters: tuple[tuple[str, str], ...] = ()
 
     @property
     def label(self) -> str:
@@ -154,6 +156,9 @@ def run_view(run: Doc, index: int, label_suffix: str = "") -> RunView:
     suite_errors = sum(1 for f in run.objects("failures")
                        if f.obj("details").raw("suite_error") is True and not f.text("minimal_of"))
     verdict, summary = _summary(totals, len(run.objects("limitations")), suite_errors)
+    unavailable = run.text("unavailable")
+    if unavailable:
+        verdict, summary = "UNAVAILABLE", f"the backend could not run: {unavailable}"
     return RunView(
         index=index, key=f"run-{index + 1}", backend=run.text("backend", "?") + label_suffix,
         device_id=device.text("id", "?"), device_kind=device.text("kind"),
@@ -162,4 +167,5 @@ def run_view(run: Doc, index: int, label_suffix: str = "") -> RunView:
         environment=_pairs(run.obj("environment")), suite_version=run.text("suite_version"),
         spec_version=run.text("spec_version"), seed=run.text("seed"),
         started=run.text("started"), finished=run.text("finished"), source=run.source,
-        totals=totals, verdict=verdict, summary=summary)
+        totals=totals, verdict=verdict, summary=summary,
+        problems=_pairs(run.obj("device_problems")), counters=_pairs(run.obj("backend_counters")))

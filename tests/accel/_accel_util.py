@@ -11,7 +11,7 @@ import pytest
 
 from fusionspec.accel.backend import AccelBackend
 from fusionspec.accel.compiled import AccelCompiledPartition
-from fusionspec.accel.devices import discover, discovery_problem
+from fusionspec.accel.devices import DeviceInfo, select_device
 from fusionspec.conformance.backend import Device
 from fusionspec.conformance.tolerances import compare, tolerance_for
 from fusionspec.conformance.verdicts import ancestors
@@ -21,14 +21,23 @@ from fusionspec.spec.graph import Graph, Partition
 
 Array = np.ndarray[Any, np.dtype[Any]]
 
-HAVE_DEVICE = bool(discover())
+# Only devices that passed their probe (a compiler that crashes or returns broken programs is
+# reported, with the reason, as the skip reason, not met inside a test).
+_BACKEND = AccelBackend()
+HAVE_DEVICE = bool(_BACKEND.devices())
 requires_device = pytest.mark.skipif(
-    not HAVE_DEVICE, reason=f"no OpenCL device to run kernels on ({discovery_problem()}); "
-    "install the accel extra (PoCL's CPU device) to run these tests")
+    not HAVE_DEVICE, reason=f"no usable OpenCL device to run kernels on "
+    f"({_BACKEND.unavailable_reason() if not HAVE_DEVICE else ''}); install the accel extra "
+    "(pip install 'fusionspec[accel]') to run these tests")
 
 
 def first_device() -> Device:
-    return AccelBackend().devices()[0]
+    return _BACKEND.devices()[0]
+
+
+def first_info() -> DeviceInfo:
+    """The OpenCL description of `first_device` (the first device that passed its probe)."""
+    return select_device(first_device().id)
 
 
 class OnDevice:

@@ -8,13 +8,12 @@ from typing import Any
 
 import numpy as np
 import pytest
-from _accel_util import OnDevice, first_device, requires_device
+from _accel_util import OnDevice, first_device, first_info, requires_device
 
 from fusionspec.accel.backend import AccelBackend, AccelOpByOpBackend
 from fusionspec.accel.codegen.access import Domain
 from fusionspec.accel.codegen.epilogue import Value, emit_epilogue
 from fusionspec.accel.compiled import AccelCompiledPartition
-from fusionspec.accel.devices import select_device
 from fusionspec.accel.errors import UnsupportedPartitionError
 from fusionspec.accel.families import FAMILIES, BuildContext, Family, family_for
 from fusionspec.accel.plan import KernelPlan, Launch
@@ -147,7 +146,7 @@ def test_epilogue_api_for_a_main_op_family() -> None:
            Op(1, "Subtract", inputs=(b, m), outputs=(y,)),  # chain on src_1
            Op(2, "Sigmoid", inputs=(y,), outputs=(z,)))
     part = Partition(0, ops, (x, b), (z,))
-    info = select_device()
+    info = first_info()
     plan = _scale_family_build(part, BuildContext.for_device(info))
     assert "acc = v4;" in plan.source, "the epilogue writes the final value back to acc"
     compiled = AccelCompiledPartition(part, runtime_for(info), [plan])

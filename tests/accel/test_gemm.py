@@ -10,9 +10,8 @@ from typing import Any
 
 import numpy as np
 import pytest
-from _accel_util import OnDevice, requires_device
+from _accel_util import OnDevice, first_info, requires_device
 
-from fusionspec.accel.devices import select_device
 from fusionspec.accel.families import BuildContext, family_for
 from fusionspec.accel.families.gemm import choose_tiles
 from fusionspec.reference.dtypes import cast_to
@@ -222,7 +221,7 @@ def test_int8_conv_and_convtranspose() -> None:
 def test_tiles_fit_the_device() -> None:
     """A GPU-like device gets 64 x 64 tiles of 4 x 4 blocks; a small device (32 work-items,
     2 KiB of local memory) gets tiles within its limits; a thin product gets a thin tile."""
-    base = select_device()
+    base = first_info()
     big = dataclasses.replace(base, max_work_group_size=1024, max_work_item_sizes=(1024,) * 3,
                               local_mem_size=65536)
     tiles = choose_tiles(BuildContext.for_device(big), 1000, 1000, 1000)

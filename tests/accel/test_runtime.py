@@ -1,10 +1,14 @@
 """The program cache and build errors: a bad kernel raises KernelBuildError with its source and
 the compiler's log; a second request is served from memory; the disk cache serves a new context
-(and a new process); the assert-no-compile switch; work sizes within the device's limits and
-within a kernel's own work-group limit (the backend regenerates a partition within it)."""
+(and a new process) where the driver keeps no cache of its own, and holds nothing where it
+does; a cached binary that does not load or lacks a kernel is discarded and rebuilt; a program
+that comes back without its kernels is built afresh, and is an error if it still lacks them;
+compiler chatter never reaches the terminal; work sizes within the device's limits and within a
+kernel's own work-group limit (the backend regenerates a partition within it)."""
 
 from __future__ import annotations
 
+import logging
 import math
 import os
 import subprocess
@@ -14,19 +18,19 @@ from typing import Any
 
 import numpy as np
 import pytest
-from _accel_util import OnDevice, requires_device
+from _accel_util import OnDevice, first_info, requires_device
 
+from fusionspec.accel import build
 from fusionspec.accel.backend import AccelBackend
-from fusionspec.accel.devices import select_device
 from fusionspec.accel.errors import AccelError, KernelBuildError
 from fusionspec.accel.families import BuildContext
 from fusionspec.accel.families.gemm import choose_tiles
 from fusionspec.accel.runtime import (
     CACHE_ENV,
-    NO_COMPILE_ENV,
     Runtime,
     base_options,
     cache_dir,
+    driver_caches_builds,
     launch_1d,
     pick_work_group,
     runtime_for,
@@ -43,14 +47,13 @@ GOOD = "__kernel void twice(__global float* a) { a[get_global_id(0)] *= %s; }\n"
 @pytest.fixture
 def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv(CACHE_ENV, str(tmp_path / "opencl"))
-    monkeypatch.delenv(NO_COMPILE_ENV, raising=False)
     return tmp_path / "opencl"
 
 
 def test_build_error_carries_source_and_log(cache: Path) -> None:
     source = "__kernel void broken(__global float* a) { a[0] = undefined_name_42; }\n"
     with pytest.raises(KernelBuildError) as caught:
-        Runtime(select_device()).program(source)
+        Runtime(first_info(), keep_binaries=True).program(source, kernels=["broken"])
     error = caught.value
     assert error.source == source, "the error carries the generated source"
     assert "undefined_name_42" in error.log, f"the build log names the problem: {error.log!r}"
@@ -59,46 +62,115 @@ def test_build_error_carries_source_and_log(cache: Path) -> None:
 
 
 def test_memory_then_disk_cache(cache: Path) -> None:
-    info = select_device()
+    info = first_info()
     source = GOOD % "2.0f"
-    first = Runtime(info)
-    program = first.program(source)
+    first = Runtime(info, keep_binaries=True)
+    program = first.program(source, kernels=["twice"])
     assert (first.stats.builds, first.stats.memory_hits) == (1, 0), \
         f"first request builds: {first.stats}"
     assert first.program(source) is program and first.stats.memory_hits == 1, \
         f"second request in the same context is a memory hit: {first.stats}"
     assert len(list(cache.glob("*.bin"))) == 1, "the binary is written to the disk cache"
-    second = Runtime(info)  # a new context: memory is empty, the disk cache serves it
-    second.program(source)
+    second = Runtime(info, keep_binaries=True)  # a new context: the disk cache serves it
+    second.program(source, kernels=["twice"])
     assert (second.stats.builds, second.stats.disk_hits) == (0, 1), \
         f"a new context loads the binary from disk: {second.stats}"
     second.program(source, ("-DUNUSED=1",))
     assert second.stats.builds == 1, "other build options are another cache entry"
 
 
-def test_disk_cache_survives_a_new_process_and_no_compile_mode(cache: Path) -> None:
+def test_disk_cache_survives_a_new_process(cache: Path) -> None:
     source = GOOD % "3.0f"
-    Runtime(select_device()).program(source)
+    Runtime(first_info(), keep_binaries=True).program(source, kernels=["twice"])
     script = ("from fusionspec.accel.devices import select_device\n"
               "from fusionspec.accel.runtime import Runtime\n"
-              f"r = Runtime(select_device()); r.program({source!r})\n"
+              f"r = Runtime(select_device({first_info().id!r}), keep_binaries=True)\n"
+              f"r.program({source!r}, kernels=['twice'])\n"
               "print(r.stats.disk_hits, r.stats.builds)\n")
-    env = {**os.environ, CACHE_ENV: str(cache), NO_COMPILE_ENV: "1"}
+    env = {**os.environ, CACHE_ENV: str(cache)}
     done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
                           text=True, timeout=120)
-    assert done.returncode == 0, f"a cached program needs no compiler: {done.stderr[-1500:]}"
+    assert done.returncode == 0, f"a cached program loads in a new process: {done.stderr[-1500:]}"
     assert done.stdout.split() == ["1", "0"], f"one disk hit, no build: {done.stdout!r}"
 
 
-def test_no_compile_mode_refuses_a_build(cache: Path, monkeypatch: pytest.MonkeyPatch
-                                         ) -> None:
-    monkeypatch.setenv(NO_COMPILE_ENV, "1")
-    with pytest.raises(AccelError, match=NO_COMPILE_ENV):
-        Runtime(select_device()).program(GOOD % "4.0f")
+def test_binaries_are_kept_only_where_the_driver_keeps_none(cache: Path) -> None:
+    info = first_info()
+    runtime = Runtime(info)
+    runtime.program(GOOD % "5.0f", kernels=["twice"])
+    kept = list(cache.glob("*.bin"))
+    if driver_caches_builds(info):
+        assert not kept, f"{info.platform} caches its own builds: no binary of ours, {kept}"
+    else:
+        assert len(kept) == 1, f"{info.platform} keeps no builds: the binary is kept, {kept}"
+
+
+@pytest.mark.parametrize("damage", ["garbage", "other program"])
+def test_a_broken_cached_binary_is_discarded_and_rebuilt(cache: Path, damage: str) -> None:
+    info = first_info()
+    source = GOOD % "6.0f"
+    runtime = Runtime(info, keep_binaries=True)
+    runtime.program(source, kernels=["twice"])
+    (path,) = cache.glob("*.bin")
+    if damage == "garbage":
+        path.write_bytes(b"\x7fELF not really a program")
+    else:  # a valid binary of a program without the kernel asked for
+        other = Runtime(info, keep_binaries=False).program(
+            "__kernel void thrice(__global float* a) { a[0] *= 3.0f; }\n")
+        path.write_bytes(bytes(other.binaries[0]))
+    again = Runtime(info, keep_binaries=True)
+    program = again.program(source, kernels=["twice"])
+    assert (again.stats.discarded, again.stats.builds, again.stats.disk_hits) == (1, 1, 0), \
+        f"the {damage} binary is discarded and the program rebuilt: {again.stats}"
+    assert "twice" in build.kernel_names(program), "the rebuilt program has its kernel"
+    assert Runtime(info, keep_binaries=True).program(source, kernels=["twice"]) is not None
+    assert path.is_file(), "the rebuilt binary replaced the broken one"
+
+
+def test_a_program_without_its_kernels_is_built_afresh(cache: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """A driver cache entry left by a crashed build can hand back a program with no kernels:
+    the runtime builds again from a source no cache has seen."""
+    real = build._build_once
+    seen: list[str] = []
+
+    def first_empty(context: Any, device: Any, source: str, options: Any, ident: str) -> Any:
+        seen.append(source)
+        text = "/* no kernels */\n" if len(seen) == 1 else source
+        return real(context, device, text, options, ident)
+
+    monkeypatch.setattr(build, "_build_once", first_empty)
+    runtime = Runtime(first_info(), keep_binaries=False)
+    program = runtime.program(GOOD % "7.0f", kernels=["twice"])
+    assert "twice" in build.kernel_names(program), "the fresh build has the kernel"
+    assert runtime.stats.fresh_rebuilds == 1, f"one fresh rebuild: {runtime.stats}"
+    assert seen[1].endswith(build.FRESH_BUILD_MARK), "the fresh build's source differs"
+
+
+def test_a_compiler_that_never_returns_kernels_is_an_error(cache: Path,
+                                                           monkeypatch: pytest.MonkeyPatch
+                                                           ) -> None:
+    monkeypatch.setenv(build.FAULT_ENV, "no-kernels")
+    with pytest.raises(KernelBuildError, match="lacks kernel"):
+        Runtime(first_info(), keep_binaries=False).program(GOOD % "8.0f", kernels=["twice"])
+
+
+def test_compiler_chatter_stays_off_the_terminal(cache: Path, capfd: pytest.CaptureFixture[str],
+                                                 caplog: pytest.LogCaptureFixture) -> None:
+    """What a compiler prints while building goes to the debug log, not to standard error."""
+    with caplog.at_level(logging.DEBUG, logger="fusionspec.accel.build"), \
+            build.captured_stderr() as said:
+        os.write(2, b"1 warning generated.\n")
+    assert said == ["1 warning generated.\n"], f"the captured text: {said}"
+    Runtime(first_info(), keep_binaries=False).program(
+        "__kernel void k(__global float* a) { int unused; a[0] = 1.0f; }\n", kernels=["k"])
+    out, err = capfd.readouterr()
+    assert "warning" not in err and "warning" not in out, \
+        f"compiler chatter reached the terminal: {err[-500:]!r}"
 
 
 def test_cache_key_and_directory(cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    runtime = runtime_for(select_device())
+    runtime = runtime_for(first_info())
     key = runtime.cache_key("a", ())
     assert key != runtime.cache_key("b", ()) and key != runtime.cache_key("a", ("-D X",)), \
         "the key depends on the source and the options"
@@ -111,7 +183,7 @@ def test_cache_key_and_directory(cache: Path, monkeypatch: pytest.MonkeyPatch) -
 
 
 def test_work_sizes_respect_device_limits() -> None:
-    info = select_device()
+    info = first_info()
     for wanted in (1, 3, 64, 256, 10 ** 6):
         size = pick_work_group(info, wanted)
         assert 1 <= size <= info.max_work_group_size and size & (size - 1) == 0, \
@@ -127,7 +199,7 @@ def test_work_sizes_respect_device_limits() -> None:
 
 
 def test_build_context_cap_bounds_every_chosen_work_group() -> None:
-    ctx = BuildContext.for_device(select_device(), work_group_limit=8)
+    ctx = BuildContext.for_device(first_info(), work_group_limit=8)
     assert ctx.max_work_group == min(8, ctx.device.max_work_group_size), \
         f"the cap bounds the work group: {ctx.max_work_group}"
     (_,), (local,) = ctx.launch_1d(10 ** 6)
@@ -138,8 +210,8 @@ def test_build_context_cap_bounds_every_chosen_work_group() -> None:
 
 
 def test_kernel_work_group_size_is_queried_from_the_kernel() -> None:
-    runtime = runtime_for(select_device())
-    kernel = runtime.kernel(runtime.program(GOOD % "2.0f"), "twice")
+    runtime = runtime_for(first_info())
+    kernel = runtime.kernel(runtime.program(GOOD % "2.0f", kernels=["twice"]), "twice")
     size = runtime.kernel_work_group_size(kernel)
     assert 1 <= size <= runtime.info.max_work_group_size, \
         f"CL_KERNEL_WORK_GROUP_SIZE {size} is outside 1..{runtime.info.max_work_group_size}"

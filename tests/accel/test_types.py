@@ -9,11 +9,10 @@ from typing import Any
 
 import numpy as np
 import pytest
-from _accel_util import requires_device
+from _accel_util import first_info, requires_device
 
 from fusionspec.accel.codegen.source import Preamble
 from fusionspec.accel.codegen.types import HOST, TypePolicy, c_float, from_host, to_host
-from fusionspec.accel.devices import select_device
 from fusionspec.accel.runtime import runtime_for
 from fusionspec.reference.dtypes import cast_to, numpy_dtype
 from fusionspec.spec.dtypes import DataType
@@ -51,7 +50,7 @@ def _run(body: str, params: str, policy: TypePolicy, preamble: Preamble,
     """Run a one-work-item-per-element kernel and return the buffer `out_name`."""
     import pyopencl as cl
 
-    runtime = runtime_for(select_device())
+    runtime = runtime_for(first_info())
     source = (f"{preamble.render()}\n__kernel void k({params}) {{\n"
               f"    const int i = get_global_id(0);\n    {body}\n}}\n")
     kernel = runtime.kernel(runtime.program(source), "k")
@@ -66,7 +65,7 @@ def _run(body: str, params: str, policy: TypePolicy, preamble: Preamble,
 
 
 def _store(dtype: DataType, values: Array, kind: str = "float") -> Array:
-    policy = TypePolicy(native_fp16=select_device().fp16)
+    policy = TypePolicy(native_fp16=first_info().fp16)
     preamble = Preamble(policy)
     preamble.uses(dtype)
     ctype = "float" if kind == "float" else "long"
@@ -109,7 +108,7 @@ def test_store_from_integer_register_saturates(dtype: DataType) -> None:
 @pytest.mark.parametrize("dtype", [DataType.bf16, DataType.f16, DataType.s8, DataType.u8,
                                    DataType.s32])
 def test_load_widens_exactly(dtype: DataType) -> None:
-    policy = TypePolicy(native_fp16=select_device().fp16)
+    policy = TypePolicy(native_fp16=first_info().fp16)
     preamble = Preamble(policy)
     preamble.uses(dtype)
     stored = cast_to(EDGES, dtype)
@@ -127,7 +126,7 @@ def test_load_widens_exactly(dtype: DataType) -> None:
 @pytest.mark.parametrize("dtype", [DataType.bf16, DataType.f16])
 def test_round_to_matches_a_store_and_load(dtype: DataType) -> None:
     """TypeCast inside a partition: round to bf16/f16 in a register, nearest even."""
-    policy = TypePolicy(native_fp16=select_device().fp16)
+    policy = TypePolicy(native_fp16=first_info().fp16)
     preamble = Preamble(policy)
     expr, helpers = policy.round_to(dtype, "src[i]")
     preamble.need(helpers)

@@ -237,6 +237,32 @@ class NoDevices(_Toy):
 
 
 
+class Chatty(_Toy):
+    """Prints compiler chatter on standard error at every compile, and counts compiles."""
+
+    name = "chatty"
+
+    def __init__(self) -> None:
+        self.compiled = 0
+
+    def compile(self, partition: Partition, device: Device) -> CompiledPartition:
+        os.write(2, b"1 warning generated.\n")
+        self.compiled += 1
+        return super().compile(partition, device)
+
+    def counters(self) -> dict[str, int]:
+        return {"compiled": self.compiled}
+
+
+class HalfBroken(_Toy):
+    """One usable device, and one whose compiler 'failed its probe'."""
+
+    name = "half-broken"
+
+    def device_problems(self) -> dict[str, str]:
+        return {"gpu0": "the compiler crashed while building the probe kernels"}
+
+
 class LeaksIntermediate(_Toy):
     """Partitions like the reference but lists every tensor its ops produce as an output."""
 

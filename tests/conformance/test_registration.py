@@ -133,3 +133,13 @@ def test_worked_example_in_docs_is_the_toy_backend() -> None:
     assert "[project.entry-points.\"fusionspec.backends\"]" in doc, \
         "the docs show the entry-point table"
     assert textwrap.dedent("class ToyBackend:") in doc, "the docs show the backend class"
+
+
+@pytest.mark.parametrize("jobs", ["0", "-2", "many"])
+def test_a_bad_jobs_count_is_a_usage_error(jobs: str) -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "fusionspec.conformance.cli", "conform", "--jobs", jobs],
+        capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and "--jobs" in proc.stderr, \
+        f"--jobs {jobs}: exit {proc.returncode}, stderr: {proc.stderr}"
+    assert "Traceback" not in proc.stderr, f"no traceback: {proc.stderr}"

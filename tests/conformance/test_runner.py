@@ -9,9 +9,11 @@ from pathlib import Path
 import _toy_backends as toy
 import pytest
 
-from fusionspec.conformance.backend import BackendError
-from fusionspec.conformance.cases import Status
-from fusionspec.conformance.runner import Runner, resolve_backend, select_device
+from fusionspec.conformance.backend import BackendError, BackendUnavailableError
+from fusionspec.conformance.cases import CaseKind, Status
+from fusionspec.conformance.runner import Runner, RunnerPool, resolve_backend, select_device
+from fusionspec.conformance.suite import PROFILES, draw_cases
+from fusionspec.spec.catalog import entry
 
 HERE = str(Path(__file__).parent)
 VALID = toy.valid_case("fp.matmul_post_ops", 3)
@@ -90,3 +92,43 @@ def test_unknown_backend_and_device_are_typed_errors() -> None:
 def test_select_device_defaults_to_the_first() -> None:
     backend = resolve_backend("reference")
     assert select_device(backend, None).id == "numpy", "the first device is the default"
+
+
+def test_worker_chatter_goes_to_the_log_not_the_terminal(tmp_path: Path,
+                                                         capfd: pytest.CaptureFixture[str]
+                                                         ) -> None:
+    log = tmp_path / "worker.log"
+    with Runner("_toy_backends:Chatty", None, 20.0, sys_path=[HERE], log_path=log) as run:
+        verdict = run.run(VALID)
+    assert verdict.status is Status.passed, f"{verdict.status}: {verdict.reason}"
+    _, err = capfd.readouterr()
+    assert "warning generated" not in err, f"chatter reached the terminal: {err[-300:]!r}"
+    assert "1 warning generated." in log.read_text(), "the chatter is kept in the log"
+    assert run.counters == {"compiled": 1}, f"the backend's counters are kept: {run.counters}"
+
+
+def test_a_pool_of_two_jobs_judges_like_one() -> None:
+    cases = draw_cases(entry("fp.binary_post_ops"), CaseKind.valid, PROFILES["ci"])[:12]
+    with Runner("reference", timeout_s=30) as one:
+        alone = [(v.case_id, v.status, v.reason) for v in one.run_many(cases)]
+    with RunnerPool("reference", None, 30.0, jobs=2) as pool:
+        assert len(pool.runners) == 2, "two worker processes"
+        shared = [(v.case_id, v.status, v.reason) for v in pool.run_many(cases)]
+    assert shared == alone, "the same verdicts, in the cases' order"
+
+
+def test_pool_counters_add_up_over_its_workers() -> None:
+    cases = [VALID, OTHER, VALID, OTHER]
+    with RunnerPool("_toy_backends:Chatty", None, 20.0, jobs=2, sys_path=[HERE]) as pool:
+        list(pool.run_many(cases))
+    assert pool.counters.get("compiled", 0) >= len(cases), \
+        f"every compile of both workers is counted: {pool.counters}"
+
+
+def test_a_device_that_failed_its_probe_is_unavailable_with_the_reason() -> None:
+    with runner("_toy_backends:HalfBroken") as run:
+        assert run.device_problems == {
+            "gpu0": "the compiler crashed while building the probe kernels"}, \
+            f"the worker reports the backend's device problems: {run.device_problems}"
+    with pytest.raises(BackendUnavailableError, match="compiler crashed"):
+        Runner("_toy_backends:HalfBroken", "gpu0", 20.0, sys_path=[HERE])

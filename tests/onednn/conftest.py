@@ -1,22 +1,21 @@
 """Fixtures for the oneDNN adapter's tests: the installed library, or a skip naming how to get
-it. The tests session installs the ``onednn`` extra and sets FUSIONSPEC_REQUIRE_ONEDNN=1, so
-there a missing library fails the tests instead of skipping them."""
+it. The tests session installs the ``onednn`` extra and requires it (``FUSIONSPEC_REQUIRE``
+lists ``onednn``, see `_material`), so there a missing library fails the tests instead of
+skipping them."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
+from _material import missing
 
 from fusionspec.onednn import OnednnBackend, OnednnError
 from fusionspec.onednn.library import find_library
 
 
 def _missing(why: str) -> None:
-    if os.environ.get("FUSIONSPEC_REQUIRE_ONEDNN") == "1":
-        pytest.fail(f"FUSIONSPEC_REQUIRE_ONEDNN=1 but {why}")
-    pytest.skip(why)
+    missing("onednn", f"{why} (pip install 'fusionspec[onednn]')")
 
 
 @pytest.fixture(scope="session")

@@ -14,6 +14,7 @@ import warnings
 from pathlib import Path
 
 import pytest
+from _material import missing
 
 from fusionspec.reference.partitioner import partition
 from fusionspec.spec.errors import FusionspecError
@@ -34,9 +35,16 @@ def _expected_failures() -> dict[str, tuple[str, str, str]]:
     return table
 
 
-@pytest.mark.skipif(not ROOT, reason="FUSIONSPEC_ONEDNN_INPUTS is not set (oneDNN's benchdnn "
-                    "graphs are not shipped with fusionspec)")
-@pytest.mark.parametrize("path", FILES, ids=lambda p: f"{p.parent.name}/{p.name}")
+@pytest.fixture(autouse=True)
+def _corpus_present() -> None:
+    if not ROOT:
+        missing("benchdnn-graphs", "set FUSIONSPEC_ONEDNN_INPUTS to oneDNN's "
+                "tests/benchdnn/inputs/graph folder to run the corpus tests (the files are not "
+                "shipped with fusionspec)")
+
+
+@pytest.mark.parametrize("path", FILES or [Path("(no corpus)")],
+                         ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_benchdnn_pattern_graph_partitions(path: Path) -> None:
     assert ROOT is not None
     rel = path.relative_to(ROOT).as_posix()

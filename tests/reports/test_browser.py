@@ -2,7 +2,7 @@
 drill-down are in the rendered DOM (with and without JavaScript), and a screenshot is saved.
 
 Skipped, with the reason, where no Chromium is installed (Debian: ``apt-get install chromium``;
-.ci/run installs it).
+.ci/run installs it and requires it, see `_material`).
 """
 
 from __future__ import annotations
@@ -14,12 +14,18 @@ from pathlib import Path
 
 import pytest
 from _html import Node, parse
+from _material import missing
 from _report_helpers import PATTERNS, render
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
-pytestmark = pytest.mark.skipif(
-    CHROMIUM is None, reason="headless Chromium is not installed (apt-get install chromium)")
+
+
+@pytest.fixture(autouse=True)
+def _chromium_installed() -> None:
+    if CHROMIUM is None:
+        missing("chromium", "headless Chromium is not installed (Debian: apt-get install "
+                "chromium)")
 
 #: Offline, no first-run work, no sandbox (tests may run as root in a container).
 FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",

@@ -2,18 +2,18 @@
 
 The page files are read directly: page 001's three RST tables give the pattern rows (converted
 to plain notation they must equal the catalog's notations, in order), its category lines give
-the categories, and pages 000 and 003 give the epilogue bounds. The pages are looked up in
-``$FUSIONSPEC_SPEC_DOCS``, then ``spec-docs/`` or ``docs/spec-docs/`` in the repository, then
-``../shared/spec-docs`` beside it.
+the categories, and pages 000 and 003 give the epilogue bounds. The pages are not shipped with
+fusionspec: `_material.spec_docs` finds them (``$FUSIONSPEC_SPEC_DOCS``, ...) or skips the
+tests that read them, saying how to provide them.
 """
 
 from __future__ import annotations
 
-import os
 import re
 from pathlib import Path
 
 import pytest
+from _material import spec_docs
 
 from fusionspec.spec import SCHEMAS
 from fusionspec.spec.catalog import (
@@ -31,18 +31,9 @@ from fusionspec.spec.pages import FUSION_PATTERNS, PAGES, QUANTIZED_CONVTRANSPOS
 from fusionspec.spec.pattern_tree import Alternation, CategoryRef, Repeat, walk
 from fusionspec.spec.rules import RULES
 
-REPO = Path(__file__).resolve().parents[2]
-
 
 def _pages_dir() -> Path:
-    candidates = [Path(p) for p in [os.environ.get("FUSIONSPEC_SPEC_DOCS", "")] if p]
-    candidates += [REPO / "spec-docs", REPO / "docs" / "spec-docs",
-                   REPO.parent / "shared" / "spec-docs"]
-    for folder in candidates:
-        if (folder / FUSION_PATTERNS.file).is_file():
-            return folder
-    pytest.fail("the spec pages are not found; set FUSIONSPEC_SPEC_DOCS to their folder "
-                f"(looked in {', '.join(map(str, candidates))})")
+    return spec_docs()
 
 
 def _page_lines(file: str) -> list[str]:
