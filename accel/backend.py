@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from fusionspec.conformance.backend import Device, Limitation
+from fusionspec.backend import Device, Limitation
 from fusionspec.reference.partitioner import partition as reference_partition
 from fusionspec.spec.graph import Graph, Partition
 

@@ -10,7 +10,7 @@ runtimes, Intel's CPU runtime among them, are made visible first: `fusionspec.ac
 `select_device(id)` picks one by id, else by the environment variable
 ``FUSIONSPEC_ACCEL_DEVICE``, else the first. Each `DeviceInfo` records what kernel generation
 needs to know about its device (work-group limit, local memory, fp16/fp64, extensions) and
-turns into the suite's `fusionspec.conformance.backend.Device` with `as_device()`.
+turns into the suite's `fusionspec.backend.Device` with `as_device()`.
 
 A machine without pyopencl, without an OpenCL driver (ICD) or without devices discovers
 nothing; asking for a device then raises `NoDeviceError`, never a raw driver traceback. A process
@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
-from fusionspec.conformance.backend import Device
+from fusionspec.backend import Device
 
 from .errors import AccelError, NoDeviceError
 from .icd import register_pip_runtimes

@@ -56,7 +56,7 @@ from fusionspec.spec.dtypes import DataType
 from fusionspec.spec.graph import Graph, LogicalTensor, Op, Partition
 
 if TYPE_CHECKING:  # the conformance package is not needed to run the benchmark
-    from fusionspec.conformance.backend import Device
+    from fusionspec.backend import Device
 
 Array = np.ndarray[Any, np.dtype[Any]]
 

@@ -36,7 +36,7 @@ from _results import write_json
 _PASS_SCRIPT = """
 import json, sys, time
 from fusionspec.accel.backend import AccelBackend
-from fusionspec.conformance.instances import instance_cases
+from fusionspec.conformance.generate.instances import instance_cases
 from fusionspec.reference.filling import fill_inputs
 from fusionspec.reference.partitioner import partition
 from fusionspec.spec.catalog import CATALOG

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from .cases import CaseKind
-from .results import ResultsCollector
+from .grade.results import ResultsCollector
 from .runner import Runner
 from .suite import PROFILES, Profile, run_pattern, select_patterns
 

@@ -15,10 +15,9 @@ judges the cases sent to it, one at a time:
 With ``isolate=False`` the backend runs in this process (fast to debug, no timeout, no
 protection against crashes).
 
-`backend` is a registered backend name (``reference``, see `load_backend`) or a factory given
-as ``"module:attr"``: `attr` of `module` is a backend class or a zero-argument callable
-returning a backend. `sys_path` entries are put in front of the worker's ``sys.path`` before
-the backend is loaded (for backends that live outside installed packages).
+`backend` is a registered backend name or a factory given as ``"module:attr"``
+(`fusionspec.backend.load_backend`). `sys_path` entries are put in front of the worker's
+``sys.path`` before the backend is loaded (for backends that live outside installed packages).
 
 Graphs hold read-only mappings (``types.MappingProxyType``), which the standard pickler refuses,
 so cases and verdicts travel through a pickler that knows how to rebuild them.
@@ -28,7 +27,6 @@ from __future__ import annotations
 
 import contextlib
 import copyreg
-import importlib
 import io
 import multiprocessing
 import os
@@ -47,7 +45,7 @@ from pathlib import Path
 from types import MappingProxyType, TracebackType
 from typing import Any
 
-from .backend import (
+from fusionspec.backend import (
     Backend,
     BackendError,
     BackendUnavailableError,
@@ -56,54 +54,16 @@ from .backend import (
     counters,
     device_problems,
     load_backend,
+    select_device,
 )
-from .cases import Case, Status, Verdict
-from .verdicts import apply_limitation, judge, matching_limitation
 
-__all__ = ["Runner", "RunnerPool", "resolve_backend", "select_device", "STARTUP_TIMEOUT_S"]
+from .cases import Case, Status, Verdict
+from .grade.verdicts import apply_limitation, judge, matching_limitation
+
+__all__ = ["Runner", "RunnerPool", "STARTUP_TIMEOUT_S"]
 
 #: How long a worker may take to import and instantiate its backend.
 STARTUP_TIMEOUT_S = 120.0
-
-
-def resolve_backend(spec: str) -> Backend:
-    """A backend from a registered name or a ``"module:attr"`` factory."""
-    if ":" not in spec:
-        return load_backend(spec)
-    module_name, _, attr = spec.partition(":")
-    try:
-        factory = getattr(importlib.import_module(module_name), attr)
-        backend = factory() if callable(factory) else factory
-    except Exception as exc:
-        raise BackendError(f"backend factory {spec!r} failed: {type(exc).__name__}: {exc}") \
-            from exc
-    if not isinstance(backend, Backend):
-        raise BackendError(f"{spec!r} does not give a Backend (name, devices, partition, "
-                           "compile)")
-    return backend
-
-
-def select_device(backend: Backend, device_id: str | None) -> Device:
-    """The backend's device `device_id`, or its first device when None."""
-    devices = list(backend.devices())
-    problems = device_problems(backend)
-    if device_id is not None and device_id in problems:
-        raise BackendUnavailableError(f"device {device_id!r} of backend {backend.name!r} is "
-                                      f"unavailable: {problems[device_id]}",
-                                      reason=problems[device_id])
-    if not devices:
-        why = "; ".join(f"{k}: {v}" for k, v in problems.items())
-        explain = getattr(backend, "unavailable_reason", None)
-        why = why or (str(explain()) if callable(explain) else "") or "it reports no devices"
-        raise BackendUnavailableError(f"backend {backend.name!r} is unavailable: {why}",
-                                      reason=why)
-    if device_id is None:
-        return devices[0]
-    for device in devices:
-        if device.id == device_id:
-            return device
-    known = ", ".join(d.id for d in devices)
-    raise BackendError(f"backend {backend.name!r} has no device {device_id!r}; it has {known}")
 
 
 # -- transport -------------------------------------------------------------------------------
@@ -156,7 +116,7 @@ def _worker(conn: Connection, spec: str, device_id: str | None, sys_path: Sequen
         os.close(log_fd)
     sys.path[:0] = [p for p in sys_path if p not in sys.path]
     try:
-        backend = resolve_backend(spec)
+        backend = load_backend(spec)
         device = select_device(backend, device_id)
         limitations = tuple(getattr(backend, "limitations", ()) or ())
     except Exception as exc:
@@ -238,7 +198,7 @@ class Runner:
             ready = self._start()
         else:
             sys.path[:0] = [p for p in self.sys_path if p not in sys.path]
-            self._backend = resolve_backend(backend)
+            self._backend = load_backend(backend)
             device = select_device(self._backend, device_id)
             ready = _Ready(self._backend.name, device,
                            tuple(getattr(self._backend, "limitations", ()) or ()),

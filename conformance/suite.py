@@ -1,12 +1,12 @@
 """Running the conformance suite: profiles, and the loop over patterns and case kinds.
 
-For each catalog pattern and each case kind (valid, near-miss, ill-formed), hypothesis draws
-cases from the catalog-derived strategies (`fusionspec.conformance.strategies`); valid cases
-start from the catalog instances of `fusionspec.conformance.instances` (every category member
-and repetition count, in f32 or int8), a deterministic floor under the random draws. Every case
-is judged on the backend in an isolated worker (`Runner`) and recorded (`ResultsCollector`).
-The cases of one pattern and kind are drawn in one hypothesis run, so hypothesis' ``event``
-records which alternatives, counts and dtype rows were exercised.
+For each catalog pattern and each case kind (valid, near-miss, ill-formed), hypothesis draws cases
+from the catalog-derived strategies (`fusionspec.conformance.generate.strategies`); valid cases
+start from the catalog instances of `fusionspec.conformance.generate.instances` (every category
+member and repetition count, in f32 or int8), a deterministic floor under the random draws. Every
+case is judged on the backend in an isolated worker (`Runner`) and recorded (`ResultsCollector`).
+The cases of one pattern and kind are drawn in one hypothesis run, so hypothesis' ``event`` records
+which alternatives, counts and dtype rows were exercised.
 
 Profiles:
 
@@ -33,11 +33,11 @@ from hypothesis.errors import NoSuchExample, Unsatisfiable
 from fusionspec.spec.catalog import CATALOG, PatternEntry, entry
 
 from .cases import Case, CaseKind, Status, Verdict
-from .instances import instance_cases
-from .results import ResultsCollector
+from .generate.instances import instance_cases
+from .generate.near_miss import near_miss_rules, near_misses
+from .generate.strategies import ill_formed_cases, near_miss_cases, valid_cases
+from .grade.results import ResultsCollector
 from .runner import Runner, RunnerPool
-from .strategies import ill_formed_cases, near_miss_cases, valid_cases
-from .strategy_near_miss import near_miss_rules, near_misses
 
 __all__ = ["Profile", "PROFILES", "Progress", "select_patterns", "draw_cases", "run_pattern",
            "run_suite"]

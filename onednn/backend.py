@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Sequence
 
-from fusionspec.conformance.backend import Device, Limitation
+from fusionspec.backend import Device, Limitation
 from fusionspec.spec.dtypes import DataType
 from fusionspec.spec.graph import Graph, Partition
 

@@ -15,7 +15,7 @@
 
 from __future__ import annotations
 
-from fusionspec.conformance.backend import BackendError
+from fusionspec.backend import BackendError
 from fusionspec.spec.errors import FusionspecError
 
 __all__ = ["OnednnError", "OnednnSetupError", "OnednnCallError", "OnednnRejection",

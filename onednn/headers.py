@@ -14,8 +14,9 @@ the previous value plus one.
 from __future__ import annotations
 
 import ast
+import operator
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
@@ -34,6 +35,10 @@ _DEFINE = re.compile(r"^\s*#\s*define\s+(\w+)\s+(.+?)\s*$", re.M)
 _SUFFIX = re.compile(r"\b(0[xX][0-9a-fA-F]+|\d+)[uUlL]+\b")
 
 
+_UNARY: dict[type[ast.unaryop], Callable[[int], int]] = {
+    ast.USub: operator.neg, ast.UAdd: operator.pos, ast.Invert: operator.invert}
+
+
 def _evaluate(expr: str, known: Mapping[str, int]) -> int:
     """An integer C constant expression over literals and `known` names."""
     text = _SUFFIX.sub(r"\1", expr.strip())
@@ -44,11 +49,8 @@ def _evaluate(expr: str, known: Mapping[str, int]) -> int:
             return node.value
         if isinstance(node, ast.Name) and node.id in known:
             return known[node.id]
-        if isinstance(node, ast.UnaryOp):
-            inner = value(node.operand)
-            ops = {ast.USub: lambda: -inner, ast.UAdd: lambda: inner, ast.Invert: lambda: ~inner}
-            if type(node.op) in ops:
-                return ops[type(node.op)]()
+        if isinstance(node, ast.UnaryOp) and type(node.op) in _UNARY:
+            return _UNARY[type(node.op)](value(node.operand))
         if isinstance(node, ast.BinOp):
             left, right = value(node.left), value(node.right)
             binops = {ast.Add: int.__add__, ast.Sub: int.__sub__, ast.Mult: int.__mul__,

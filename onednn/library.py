@@ -31,11 +31,12 @@ import os
 import re
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 from .errors import INSTALL_HINT, OnednnCallError, OnednnRejection, OnednnSetupError
 from .headers import Headers, read_headers
@@ -164,9 +165,10 @@ class Library:
     git_hash: str
     cpu_runtime: str
 
-    def fn(self, name: str) -> ctypes._CFuncPtr:
+    def fn(self, name: str) -> Callable[..., Any]:
         try:
-            return getattr(self.dll, name)  # type: ignore[no-any-return]
+            found: Callable[..., Any] = getattr(self.dll, name)
+            return found
         except AttributeError:
             raise OnednnSetupError(f"{self.path} (oneDNN {self.version}) exports no {name}") \
                 from None

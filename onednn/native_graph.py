@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import ctypes
 from dataclasses import dataclass
+from typing import Any
 
 from fusionspec.spec.dtypes import DataType
 from fusionspec.spec.errors import JsonFormatError
@@ -29,6 +30,13 @@ from .library import Library
 from .structs import NativeLogicalTensor, native_dims, to_native
 
 __all__ = ["NativeGraph", "NativePartition", "kind_value"]
+
+#: Attribute kind (as the JSON writer types it) -> the C element type of its array, and the
+#: suffix of the dnnl_graph_op_set_attr_* function that takes it.
+_ATTR_ARRAYS: dict[str, tuple[Any, str]] = {
+    "f32": (ctypes.c_float, "f32"), "f32[]": (ctypes.c_float, "f32"),
+    "s64": (ctypes.c_int64, "s64"), "s64[]": (ctypes.c_int64, "s64"),
+    "bool": (ctypes.c_uint8, "bool")}
 
 #: fusionspec kinds whose enumerator is not their spelling.
 _KIND_ALIASES = {"BatchNormTrainingBackward": "batch_norm_backward"}
@@ -129,12 +137,10 @@ class NativeGraph:
             args = ("dnnl_graph_op_set_attr_str", handle, attr, data, len(data))
         else:
             items = written if isinstance(written, list) else [written]
-            ctype, fn = {"f32": (ctypes.c_float, "f32"), "f32[]": (ctypes.c_float, "f32"),
-                         "s64": (ctypes.c_int64, "s64"), "s64[]": (ctypes.c_int64, "s64"),
-                         "bool": (ctypes.c_uint8, "bool")}[kind]
+            ctype, fn = _ATTR_ARRAYS[kind]
             array = (ctype * max(len(items), 1))(*items)
             args = (f"dnnl_graph_op_set_attr_{fn}", handle, attr, array, len(items))
-        lib.call(*args, context=f"op {op.id} ({op.kind}) attribute {name}",  # type: ignore[arg-type]
+        lib.call(*args, context=f"op {op.id} ({op.kind}) attribute {name}",
                  refusal_is_rejection=True)
 
     # -- partitions ----------------------------------------------------------------------------

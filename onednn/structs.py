@@ -91,7 +91,7 @@ def to_native(t: LogicalTensor, headers: Headers, version: str) -> NativeLogical
     return native
 
 
-def native_dims(native: NativeLogicalTensor) -> tuple[tuple[int, ...], tuple[int, ...] | None]:
+def native_dims(native: NativeLogicalTensor) -> tuple[tuple[int, ...], tuple[int, ...]]:
     """Shape and (for a strided layout) strides of a struct the library filled in; the caller
     checks the layout type."""
     ndims = max(native.ndims, 0)

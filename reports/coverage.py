@@ -6,7 +6,7 @@ A results document records, per pattern, ``coverage``: feature -> value -> numbe
 feature (two different binaries in its epilogue) records them comma-joined (``"Add,Divide"``);
 here each is counted on its own. The *required* items, (feature, value) pairs that the
 pattern's grammar and dtype table call for, come from the suite
-(`fusionspec.conformance.strategy_coverage.coverage_items`) through the ``report`` command, so
+(`fusionspec.conformance.generate.coverage.coverage_items`) through the ``report`` command, so
 this package needs nothing but the data.
 
 >>> split_counts({"Binary": {"Add,Divide": 2, "Add": 1}})

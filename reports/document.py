@@ -1,6 +1,6 @@
 """Typed reading of a results document's fields for the report.
 
-`fusionspec.conformance.results.load_results` checks a document's schema version and top-level
+`fusionspec.conformance.grade.results.load_results` checks a document's schema version and top-level
 keys; what sits inside them is JSON written by the suite, or by any other tool that claims the
 schema. The report reads it through these helpers, so a field of the wrong shape ends in a
 `ReportError` naming the file and the field (``run 2 (x.json): patterns.fp.bn_relu.counts is a

@@ -23,7 +23,7 @@ Accuracy choice: transcendental ops use the full-precision OpenCL builtins (``ex
 never ``native_*`` or ``half_*`` variants and never ``-cl-fast-relaxed-math``, whose error is
 unbounded by the specification; division and sqrt are correctly rounded where the device
 supports it (`fusionspec.accel.runtime.base_options`). The suite's tolerances
-(`fusionspec.conformance.tolerances`: 4e-6 relative for simple and 4e-5 for complex eltwise
+(`fusionspec.conformance.grade.tolerances`: 4e-6 relative for simple and 4e-5 for complex eltwise
 ops) are far above these bounds.
 
 The op table lives in `fusionspec.accel.codegen.ops` (`OP_TABLE`): adding an op is one entry.

@@ -12,9 +12,9 @@ import pytest
 from fusionspec.accel.backend import AccelBackend
 from fusionspec.accel.compiled import AccelCompiledPartition
 from fusionspec.accel.devices import DeviceInfo, select_device
-from fusionspec.conformance.backend import Device
-from fusionspec.conformance.tolerances import compare, tolerance_for
-from fusionspec.conformance.verdicts import ancestors
+from fusionspec.backend import Device
+from fusionspec.conformance.grade.tolerances import compare, tolerance_for
+from fusionspec.conformance.grade.verdicts import ancestors
 from fusionspec.reference import execute
 from fusionspec.reference.partitioner import external_tensors, partition
 from fusionspec.spec.graph import Graph, Partition

@@ -17,7 +17,7 @@ from _accel_util import first_device, requires_device
 
 from fusionspec.accel.devices import select_device
 from fusionspec.accel.runtime import runtime_for
-from fusionspec.conformance.tolerances import compare, tolerance_for
+from fusionspec.conformance.grade.tolerances import compare, tolerance_for
 from fusionspec.reference import execute
 
 pytestmark = [requires_device]

@@ -15,7 +15,7 @@ from _accel_util import requires_device
 from fusionspec.accel.backend import AccelBackend
 from fusionspec.accel.devices import ENV_VAR, discover, order_with_selected, select_device
 from fusionspec.accel.errors import NoDeviceError
-from fusionspec.conformance.backend import Backend, Device
+from fusionspec.backend import Backend, Device
 
 
 @requires_device

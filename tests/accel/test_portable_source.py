@@ -15,7 +15,7 @@ from fusionspec.accel.backend import single_op_partitions
 from fusionspec.accel.devices import DeviceInfo
 from fusionspec.accel.errors import UnsupportedPartitionError
 from fusionspec.accel.families import BuildContext, family_for
-from fusionspec.conformance.instances import instance_cases
+from fusionspec.conformance.generate.instances import instance_cases
 from fusionspec.reference.partitioner import partition
 from fusionspec.spec.catalog import CATALOG
 

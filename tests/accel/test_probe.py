@@ -46,7 +46,7 @@ def test_the_first_device_passes_its_probe_and_the_verdict_is_kept() -> None:
 
 @pytest.mark.parametrize("fault", sorted(FAULTS))
 def test_list_reports_a_broken_compiler_and_goes_on(tmp_path: Path, fault: str) -> None:
-    done = _run(["-m", "fusionspec.conformance.cli", "conform", "--list", "--json"],
+    done = _run(["-m", "fusionspec.cli", "conform", "--list", "--json"],
                 _planted(tmp_path, fault))
     assert done.returncode == 0, f"--list exits 0 with a broken compiler: {done.stderr[-800:]}"
     assert "Traceback" not in done.stderr, f"no traceback: {done.stderr[-800:]}"
@@ -62,7 +62,7 @@ def test_the_suite_reports_a_broken_compiler_as_unavailable(tmp_path: Path, faul
                                                             ) -> None:
     out = tmp_path / "out"
     env = _planted(tmp_path, fault)
-    done = _run(["-m", "fusionspec.conformance.cli", "conform", "--backend", "accel",
+    done = _run(["-m", "fusionspec.cli", "conform", "--backend", "accel",
                  "--patterns", "fp.bn_relu", "--kinds", "valid", "--out", str(out)], env)
     assert done.returncode == 3, f"exit 3 (unavailable), got {done.returncode}: " \
                                  f"{done.stdout[-800:]}{done.stderr[-800:]}"
@@ -71,7 +71,7 @@ def test_the_suite_reports_a_broken_compiler_as_unavailable(tmp_path: Path, faul
     assert FAULTS[fault] in document["unavailable"], \
         f"the results document says why: {document['unavailable']!r}"
     page = tmp_path / "report.html"
-    shown = _run(["-m", "fusionspec.conformance.cli", "report", str(out / "results.json"),
+    shown = _run(["-m", "fusionspec.cli", "report", str(out / "results.json"),
                   "-o", str(page)], env)
     assert shown.returncode == 0, f"the report renders: {shown.stderr[-800:]}"
     html = page.read_text()

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from fusionspec.conformance.cli import main
+from fusionspec.cli.main import main
 from fusionspec.spec.catalog import CATALOG
 
 

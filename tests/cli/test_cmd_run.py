@@ -13,7 +13,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from fusionspec.conformance.cli import main
+from fusionspec.cli.main import main
 from fusionspec.reference import execute, fill_inputs
 from fusionspec.spec.dtypes import DataType as D
 from fusionspec.spec.graph import Graph, LogicalTensor, Op

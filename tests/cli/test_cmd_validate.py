@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from fusionspec.conformance.cli import main
+from fusionspec.cli.main import main
 from fusionspec.spec import DataType, Graph, LogicalTensor, Op
 from fusionspec.spec import onednn_json as oj
 
@@ -141,7 +141,7 @@ def test_no_file_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_command_line_entry_point() -> None:
-    proc = subprocess.run([sys.executable, "-m", "fusionspec.conformance.cli", "validate",
+    proc = subprocess.run([sys.executable, "-m", "fusionspec.cli", "validate",
                            str(EXAMPLES / "matmul_gelu_add.json")],
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0 and "ok: 3 ops, 7 tensors" in proc.stdout, (

@@ -13,9 +13,9 @@ from typing import Any
 
 import numpy as np
 
-from fusionspec.conformance.backend import CompiledPartition, Device
-from fusionspec.conformance.reference_backend import ReferenceBackend
+from fusionspec.backend import CompiledPartition, Device
 from fusionspec.reference import execute
+from fusionspec.reference.backend import ReferenceBackend
 from fusionspec.reference.execute import single_op_partitions
 from fusionspec.reference.partitioner import external_tensors, partition
 from fusionspec.reference.registry import REGISTRY, OpImpl

@@ -14,11 +14,11 @@ from typing import Any
 
 import numpy as np
 
-from fusionspec.conformance.backend import CompiledPartition, Device, Limitation
+from fusionspec.backend import CompiledPartition, Device, Limitation
 from fusionspec.conformance.cases import Case, CaseKind
-from fusionspec.conformance.instances import build_instance, instance_plans
-from fusionspec.conformance.reference_backend import NUMPY_DEVICE, ReferenceBackend
+from fusionspec.conformance.generate.instances import build_instance, instance_plans
 from fusionspec.reference import execute, single_op_partitions
+from fusionspec.reference.backend import NUMPY_DEVICE, ReferenceBackend
 from fusionspec.reference.partitioner import external_tensors
 from fusionspec.spec.catalog import entry as catalog_entry
 from fusionspec.spec.dtypes import DataType

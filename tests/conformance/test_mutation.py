@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from fusionspec.conformance.cases import STRUCTURAL_RULES, CaseKind, Status
-from fusionspec.conformance.results import ResultsCollector
-from fusionspec.conformance.strategy_ill_formed import ILL_FORMED_RULES
+from fusionspec.conformance.generate.ill_formed import ILL_FORMED_RULES
+from fusionspec.conformance.grade.results import ResultsCollector
 from fusionspec.conformance.suite import run_suite
 from fusionspec.spec.catalog import pattern_ids
 from fusionspec.spec.rules import RULES

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from _toy_backends import ill_formed_case, near_miss_case
 
-from fusionspec.conformance.backend import (
+from fusionspec.backend import (
     ENTRY_POINT_GROUP,
     Backend,
     BackendError,
@@ -18,17 +18,17 @@ from fusionspec.conformance.backend import (
     load_backend,
 )
 from fusionspec.conformance.cases import Case, CaseKind, Status
-from fusionspec.conformance.instances import build_instance, instance_plans
-from fusionspec.conformance.reference_backend import NUMPY_DEVICE, ReferenceBackend
-from fusionspec.conformance.verdicts import judge
+from fusionspec.conformance.generate.instances import build_instance, instance_plans
+from fusionspec.conformance.grade.verdicts import judge
 from fusionspec.reference import execute, fill_inputs
+from fusionspec.reference.backend import NUMPY_DEVICE, ReferenceBackend
 from fusionspec.spec.catalog import CATALOG, PatternEntry
 from fusionspec.spec.errors import GraphError
 
 
 def test_registered_as_an_entry_point() -> None:
     names = {ep.name: ep.value for ep in entry_points(group=ENTRY_POINT_GROUP)}
-    assert names.get("reference") == "fusionspec.conformance.reference_backend:ReferenceBackend", \
+    assert names.get("reference") == "fusionspec.reference.backend:ReferenceBackend", \
         f"pyproject registers the reference backend; found {names}"
     assert available_backends()[0] == "reference", "reference is listed first"
     assert isinstance(load_backend("reference"), ReferenceBackend), \

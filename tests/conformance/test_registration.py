@@ -17,13 +17,13 @@ from pathlib import Path
 
 import pytest
 
-from fusionspec.conformance.backend import available_backends, load_backend
+from fusionspec.backend import available_backends, load_backend
 from fusionspec.conformance.cases import CaseKind
 from fusionspec.conformance.suite import run_suite
 
 TOY_MODULE = '''
 """A toy third-party backend: the reference partitioner and executor under another name."""
-from fusionspec.conformance.backend import Device
+from fusionspec.backend import Device
 from fusionspec.reference import execute
 from fusionspec.reference.partitioner import partition
 
@@ -96,7 +96,7 @@ def test_cli_reports_failures_with_replay_commands(tmp_path: Path) -> None:
     mutants = str(Path(__file__).parent)
     out = tmp_path / "out"
     proc = subprocess.run(
-        [sys.executable, "-m", "fusionspec.conformance.cli", "conform", "--backend",
+        [sys.executable, "-m", "fusionspec.cli", "conform", "--backend",
          "_mutants:NeverFuses", "--patterns", "fp.conv_post_ops", "--kinds", "valid",
          "--out", str(out)],
         capture_output=True, text=True, env=_env(Path(mutants)), timeout=600)
@@ -106,13 +106,13 @@ def test_cli_reports_failures_with_replay_commands(tmp_path: Path) -> None:
     folders = sorted((out / "failures").iterdir())
     assert folders and (folders[0] / "graph.json").exists(), "each failure gets a folder"
     replay = subprocess.run(
-        [sys.executable, "-m", "fusionspec.conformance.cli", "conform", "--backend",
+        [sys.executable, "-m", "fusionspec.cli", "conform", "--backend",
          "_mutants:NeverFuses", "--replay", str(folders[0])],
         capture_output=True, text=True, env=_env(Path(mutants)), timeout=600)
     assert replay.returncode == 1 and "fusion-mismatch" in replay.stdout, \
         f"replaying the saved failure reproduces it: {replay.stdout} {replay.stderr}"
     fixed = subprocess.run(
-        [sys.executable, "-m", "fusionspec.conformance.cli", "conform", "--backend",
+        [sys.executable, "-m", "fusionspec.cli", "conform", "--backend",
          "reference", "--replay", str(folders[0])],
         capture_output=True, text=True, timeout=600)
     assert fixed.returncode == 0, f"the reference passes the replayed case: {fixed.stdout}"
@@ -120,7 +120,7 @@ def test_cli_reports_failures_with_replay_commands(tmp_path: Path) -> None:
 
 def test_unknown_backend_is_a_clear_error() -> None:
     proc = subprocess.run(
-        [sys.executable, "-m", "fusionspec.conformance.cli", "conform", "--backend", "nope"],
+        [sys.executable, "-m", "fusionspec.cli", "conform", "--backend", "nope"],
         capture_output=True, text=True, timeout=120)
     assert proc.returncode == 1 and "no backend 'nope'" in proc.stderr, \
         f"exit {proc.returncode}, stderr: {proc.stderr}"
@@ -138,7 +138,7 @@ def test_worked_example_in_docs_is_the_toy_backend() -> None:
 @pytest.mark.parametrize("jobs", ["0", "-2", "many"])
 def test_a_bad_jobs_count_is_a_usage_error(jobs: str) -> None:
     proc = subprocess.run(
-        [sys.executable, "-m", "fusionspec.conformance.cli", "conform", "--jobs", jobs],
+        [sys.executable, "-m", "fusionspec.cli", "conform", "--jobs", jobs],
         capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2 and "--jobs" in proc.stderr, \
         f"--jobs {jobs}: exit {proc.returncode}, stderr: {proc.stderr}"

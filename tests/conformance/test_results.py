@@ -10,11 +10,9 @@ import _toy_backends as toy
 import numpy as np
 import pytest
 
-from fusionspec.conformance.backend import Backend
+from fusionspec.backend import Backend
 from fusionspec.conformance.cases import Case, CaseKind, Status, Verdict
-from fusionspec.conformance.cmd_run import read_npz
-from fusionspec.conformance.reference_backend import NUMPY_DEVICE, ReferenceBackend
-from fusionspec.conformance.results import (
+from fusionspec.conformance.grade.results import (
     SCHEMA_VERSION,
     SPEC_VERSION,
     ResultsCollector,
@@ -24,8 +22,10 @@ from fusionspec.conformance.results import (
     load_results,
     write_failure,
 )
-from fusionspec.conformance.verdicts import judge
+from fusionspec.conformance.grade.verdicts import judge
 from fusionspec.reference import fill_inputs
+from fusionspec.reference.arrays import read_npz
+from fusionspec.reference.backend import NUMPY_DEVICE, ReferenceBackend
 from fusionspec.spec.dtypes import DataType
 from fusionspec.spec.graph import Graph, LogicalTensor, Op
 

@@ -9,9 +9,14 @@ from pathlib import Path
 import _toy_backends as toy
 import pytest
 
-from fusionspec.conformance.backend import BackendError, BackendUnavailableError
+from fusionspec.backend import (
+    BackendError,
+    BackendUnavailableError,
+    load_backend,
+    select_device,
+)
 from fusionspec.conformance.cases import CaseKind, Status
-from fusionspec.conformance.runner import Runner, RunnerPool, resolve_backend, select_device
+from fusionspec.conformance.runner import Runner, RunnerPool
 from fusionspec.conformance.suite import PROFILES, draw_cases
 from fusionspec.spec.catalog import entry
 
@@ -86,11 +91,11 @@ def test_unknown_backend_and_device_are_typed_errors() -> None:
     with pytest.raises(BackendError, match="no devices"):
         runner("_toy_backends:NoDevices")
     with pytest.raises(BackendError, match="ModuleNotFoundError"):
-        resolve_backend("no_such_module_anywhere:Backend")
+        load_backend("no_such_module_anywhere:Backend")
 
 
 def test_select_device_defaults_to_the_first() -> None:
-    backend = resolve_backend("reference")
+    backend = load_backend("reference")
     assert select_device(backend, None).id == "numpy", "the first device is the default"
 
 

@@ -18,7 +18,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from fusionspec.conformance.cases import STRUCTURAL_RULES, Case, CaseKind
-from fusionspec.conformance.strategies import (
+from fusionspec.conformance.generate.coverage import case_items, coverage_items
+from fusionspec.conformance.generate.dtypes import headline_dtype, required_rows
+from fusionspec.conformance.generate.ill_formed import ILL_FORMED_RULES, ill_formed
+from fusionspec.conformance.generate.near_miss import near_miss_rules, near_misses
+from fusionspec.conformance.generate.plan import feature_keys, post_op_repeats
+from fusionspec.conformance.generate.strategies import (
     accepted_patterns,
     case_id,
     ill_formed_cases,
@@ -27,11 +32,6 @@ from fusionspec.conformance.strategies import (
     valid_case,
     valid_cases,
 )
-from fusionspec.conformance.strategy_coverage import case_items, coverage_items
-from fusionspec.conformance.strategy_dtypes import headline_dtype, required_rows
-from fusionspec.conformance.strategy_ill_formed import ILL_FORMED_RULES, ill_formed
-from fusionspec.conformance.strategy_near_miss import near_miss_rules, near_misses
-from fusionspec.conformance.strategy_plan import feature_keys, post_op_repeats
 from fusionspec.reference import execute, explain, fill_inputs, numpy_dtype, partition
 from fusionspec.spec.catalog import CATALOG, PatternEntry
 from fusionspec.spec.dtypes import DataType

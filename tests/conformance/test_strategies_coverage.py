@@ -15,9 +15,9 @@ from __future__ import annotations
 import pytest
 from hypothesis import HealthCheck, given, seed, settings
 
-from fusionspec.conformance.strategies import valid_builds
-from fusionspec.conformance.strategy_coverage import Item, case_items, coverage_items
-from fusionspec.conformance.strategy_dtypes import has_table, int8_row, required_rows
+from fusionspec.conformance.generate.coverage import Item, case_items, coverage_items
+from fusionspec.conformance.generate.dtypes import has_table, int8_row, required_rows
+from fusionspec.conformance.generate.strategies import valid_builds
 from fusionspec.spec.catalog import CATALOG, PatternEntry
 from fusionspec.spec.rules import CONVTRANSPOSE_INT8_DTYPES
 

@@ -7,7 +7,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from fusionspec.conformance.tolerances import (
+from fusionspec.conformance.grade.tolerances import (
     EPS,
     FAMILIES,
     WORST_COUNT,

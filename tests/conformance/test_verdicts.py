@@ -8,10 +8,10 @@ import json
 import _toy_backends as toy
 import pytest
 
-from fusionspec.conformance.backend import Limitation
+from fusionspec.backend import Limitation
 from fusionspec.conformance.cases import FAILING, Case, CaseKind, Status, Verdict
-from fusionspec.conformance.reference_backend import NUMPY_DEVICE, ReferenceBackend
-from fusionspec.conformance.verdicts import apply_limitation, judge, rule_statement
+from fusionspec.conformance.grade.verdicts import apply_limitation, judge, rule_statement
+from fusionspec.reference.backend import NUMPY_DEVICE, ReferenceBackend
 
 VALID = toy.valid_case("fp.matmul_post_ops", 3)
 NEAR_MISS = toy.near_miss_case()
@@ -218,7 +218,7 @@ def test_an_op_in_no_partition_is_a_fusion_mismatch() -> None:
 
 
 def test_limitation_on_a_tensor_dtype_covers_any_case_holding_one() -> None:
-    from fusionspec.conformance.backend import Limitation
+    from fusionspec.backend import Limitation
 
     limit = Limitation("no f8 here", tensor_dtypes=("f8_e4m3",))
     common = {"pattern": "p", "dtype": "int8", "device_kind": "cpu", "case_kind": "valid"}

@@ -8,8 +8,8 @@ import re
 import numpy as np
 import pytest
 
-from fusionspec.conformance.backend import Backend, load_backend
-from fusionspec.conformance.verdicts import rejection_types
+from fusionspec.backend import Backend, load_backend
+from fusionspec.conformance.grade.verdicts import rejection_types
 from fusionspec.onednn import OnednnBackend, OnednnRejection, OnednnUnsupportedError
 from fusionspec.onednn.structs import supported_dtypes
 from fusionspec.reference import execute, fill_inputs

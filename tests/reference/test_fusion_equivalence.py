@@ -2,8 +2,8 @@
 gives exactly what running its ops one by one gives, when every intermediate tensor is f32 (the
 fused semantics keeps f32 between ops, so with f32 intermediates there is nothing to differ).
 
-The instances are the catalog's (`fusionspec.conformance.instances`): every category member and
-repetition count, in f32 or int8 (whose intermediates after Dequantize are f32 too; a Quantize
+The instances are the catalog's (`fusionspec.conformance.generate.instances`): every category member
+and repetition count, in f32 or int8 (whose intermediates after Dequantize are f32 too; a Quantize
 or TypeCast inside a partition rounds in both semantics).
 """
 
@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from fusionspec.conformance.instances import build_instance, instance_plans
+from fusionspec.conformance.generate.instances import build_instance, instance_plans
 from fusionspec.reference import execute, fill_inputs, single_op_partitions
 from fusionspec.reference.partitioner import partition
 from fusionspec.spec.catalog import CATALOG, PatternEntry

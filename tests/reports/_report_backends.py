@@ -8,8 +8,8 @@
 
 from __future__ import annotations
 
-from fusionspec.conformance.backend import CompiledPartition, Device, Limitation
-from fusionspec.conformance.reference_backend import ReferenceBackend
+from fusionspec.backend import CompiledPartition, Device, Limitation
+from fusionspec.reference.backend import ReferenceBackend
 from fusionspec.reference.execute import single_op_partitions
 from fusionspec.spec.graph import Graph, Partition
 

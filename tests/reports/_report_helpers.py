@@ -10,8 +10,8 @@ from typing import Any
 
 from _html import Node, parse
 
+from fusionspec.cli.main import main
 from fusionspec.conformance.cases import FAILING
-from fusionspec.conformance.cli import main
 
 #: The patterns the tests' runs cover: a float inference pair and the Softmax chain (two
 #: families, small graphs and long chains).

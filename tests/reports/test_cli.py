@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from _report_helpers import load, save
 
-from fusionspec.conformance.cli import main
+from fusionspec.cli.main import main
 
 
 def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
@@ -88,11 +88,11 @@ def test_bad_baseline_and_options(tmp_path: Path, capsys: pytest.CaptureFixture[
 
 def test_console_entry_point(tmp_path: Path, gelu_results: Path) -> None:
     out = tmp_path / "index.html"
-    proc = subprocess.run([sys.executable, "-m", "fusionspec.conformance.cli", "report",
+    proc = subprocess.run([sys.executable, "-m", "fusionspec.cli", "report",
                            str(gelu_results), "-o", str(out)], capture_output=True, text=True,
                           timeout=300, check=False)
     assert proc.returncode == 0 and out.is_file(), \
-        f"python -m fusionspec.conformance.cli report works: {proc.stderr}"
-    listed = subprocess.run([sys.executable, "-m", "fusionspec.conformance.cli", "--help"],
+        f"python -m fusionspec.cli report works: {proc.stderr}"
+    listed = subprocess.run([sys.executable, "-m", "fusionspec.cli", "--help"],
                             capture_output=True, text=True, timeout=120, check=False)
     assert "report" in listed.stdout, f"the command is listed in --help: {listed.stdout}"

@@ -8,7 +8,7 @@ from typing import Any
 
 from _report_helpers import failing_count, load, render, save
 
-from fusionspec.conformance.results import load_results
+from fusionspec.conformance.grade.results import load_results
 from fusionspec.reports.diff import diff_runs, pair_baselines
 from fusionspec.reports.document import Doc
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 from _report_helpers import load
 
-from fusionspec.conformance.cli import main
-from fusionspec.conformance.results import load_failure
+from fusionspec.cli.main import main
+from fusionspec.conformance.grade.results import load_failure
 from fusionspec.reports.findings import group_findings, signature
 
 

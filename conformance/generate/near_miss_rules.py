@@ -2,7 +2,7 @@
 
 `Draft` is what a near-miss maker returns; the helpers edit an instance shape (`Skeleton`)
 before it is built, or the graph after. The makers here break one catalog rule each (see the
-table in `fusionspec.conformance.strategy_near_miss`): the quantized ConvTranspose dtype table,
+table in `fusionspec.conformance.generate.near_miss`): the quantized ConvTranspose dtype table,
 its Q2F and GPU rules, and the Softmax order and dtype rules.
 """
 
@@ -20,10 +20,10 @@ from fusionspec.spec.graph import Graph, LogicalTensor, Op
 from fusionspec.spec.match import Role
 from fusionspec.spec.pattern_tree import Path, Repeat, node_at, op_kinds, walk
 
-from .strategy_attrs import draw_qparams
-from .strategy_build import Built, build
-from .strategy_dtypes import DtypePlan, draw_dtype_plan
-from .strategy_plan import Skeleton, Step, draw_skeleton, main_part, optional_path, post_op_repeats
+from .attrs import draw_qparams
+from .build import Built, build
+from .dtypes import DtypePlan, draw_dtype_plan
+from .plan import Skeleton, Step, draw_skeleton, main_part, optional_path, post_op_repeats
 
 __all__ = ["Draft", "Maker", "CATALOG_MAKERS", "role_index", "post_indices", "repeat_high",
            "insert_step", "set_step", "fresh_ids", "with_op", "built_with", "short_prefix"]

@@ -11,20 +11,18 @@ from __future__ import annotations
 
 import platform
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 import ml_dtypes
 import numpy as np
 
-from fusionspec.reference import execute
-from fusionspec.reference.partitioner import partition
+from fusionspec.backend import BackendError, Device
 from fusionspec.spec.graph import Graph, Partition
+from fusionspec.spec.types import Array
 
-from .backend import BackendError, Device
+from .execute import execute
+from .partitioner import partition
 
 __all__ = ["ReferenceBackend", "ReferenceCompiledPartition", "NUMPY_DEVICE"]
-
-Array = np.ndarray[Any, np.dtype[Any]]
 
 #: The reference's only device: NumPy on the host CPU.
 NUMPY_DEVICE = Device(

@@ -7,7 +7,7 @@ import argparse
 from fusionspec.reference.explain import explain
 from fusionspec.spec.onednn_json import load
 
-from .cli import emit
+from .output import emit
 
 HELP = "say, for each op not fused with its neighbour, which pattern came closest and why not"
 

@@ -24,10 +24,10 @@ and checks its schema version). Its top-level keys:
   start because the backend had no usable device; it has no cases.
 
 With an output folder, each failing case also gets ``failures/<case id>/`` (an extension
-``extensions/<case id>/``) holding
-``graph.json`` (oneDNN graph JSON), ``inputs.npz`` (the filled inputs, keyed by tensor id, in
-`cmd_run`'s encoding), ``case.json`` (the case and verdict) and ``replay.txt`` (the commands
-that replay it); `load_failure` turns such a folder back into the case and its seed.
+``extensions/<case id>/``) holding ``graph.json`` (oneDNN graph JSON), ``inputs.npz`` (the filled
+inputs, keyed by tensor id, in `fusionspec.reference.arrays`' encoding), ``case.json`` (the case and
+verdict) and ``replay.txt`` (the commands that replay it); `load_failure` turns such a folder back
+into the case and its seed.
 """
 
 from __future__ import annotations
@@ -44,15 +44,15 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
+from fusionspec.backend import Device
+from fusionspec.reference.arrays import write_npz
 from fusionspec.reference.filling import fill_inputs
 from fusionspec.spec.errors import FusionspecError
 from fusionspec.spec.graph import Graph
 from fusionspec.spec.onednn_json import dump, load
 from fusionspec.spec.pages import PAGES
 
-from .backend import Device
-from .cases import Case, CaseKind, Status, Verdict
-from .cmd_run import write_npz
+from ..cases import Case, CaseKind, Status, Verdict
 from .verdicts import rule_statement
 
 __all__ = ["SCHEMA_VERSION", "SPEC_VERSION", "ResultsFormatError", "ResultsCollector",

@@ -44,7 +44,7 @@ from fusionspec.spec.pattern_tree import (
     node_at,
 )
 
-from .cases import Case, CaseKind
+from ..cases import Case, CaseKind
 
 __all__ = ["Plan", "instance_plans", "build_instance", "instance_cases", "UNARY_ATTRS"]
 
@@ -330,7 +330,7 @@ def _grammar_features(entry: PatternEntry, graph: Graph) -> dict[str, str | int]
     counts, alternation options and category members taken), read off its match."""
     from fusionspec.reference.partitioner import partition
 
-    from .strategy_plan import feature_keys
+    from .plan import feature_keys
 
     parts = partition(graph.finalize())
     if len(parts) != 1:

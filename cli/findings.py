@@ -16,8 +16,9 @@ import argparse
 import os
 from pathlib import Path
 
-from .cli import emit
-from .results import load_results
+from fusionspec.conformance.grade.results import load_results
+
+from .output import emit
 
 HELP = "list where a backend departs from the spec (Markdown, from a results document)"
 

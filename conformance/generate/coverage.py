@@ -1,12 +1,12 @@
 """What the strategies must reach for a pattern, and what one case reached.
 
-A case's `features` (see `fusionspec.conformance.strategy_plan`) are read as (key, value)
+A case's `features` (see `fusionspec.conformance.generate.plan`) are read as (key, value)
 *items*: ``("[Unary | Binary]^{0-3}_{>out}", "2")``, ``("Unary", "ReLU")``,
 ``("dtype_row", "bf16>f32")``, ``("data_format", "NXC")``. For each pattern:
 
 - `grammar_items`: every count of every repetition, every option of every alternation and
   every member of every category in its tree;
-- `row_items`: every dtype row it can take (`fusionspec.conformance.strategy_dtypes`);
+- `row_items`: every dtype row it can take (`fusionspec.conformance.generate.dtypes`);
 - `variant_items`: the attribute variants of the op kinds its main chain has (data formats,
   weights formats, groups, padding modes, broadcasts, bias inputs ...).
 
@@ -24,9 +24,9 @@ from fusionspec.spec.match import Role
 from fusionspec.spec.notation import to_notation
 from fusionspec.spec.pattern_tree import Alternation, CategoryRef, Repeat, leaves, op_kinds, walk
 
-from .strategy_build import BROADCASTS, COMMUTATIVE
-from .strategy_dtypes import has_table, required_rows
-from .strategy_plan import feature_keys, main_part
+from .build import BROADCASTS, COMMUTATIVE
+from .dtypes import has_table, required_rows
+from .plan import feature_keys, main_part
 
 __all__ = ["Item", "grammar_items", "row_items", "variant_items", "coverage_items",
            "case_items"]

@@ -28,7 +28,7 @@ from fusionspec.spec.opschemas import SCHEMAS
 from fusionspec.spec.schema import Shape
 from fusionspec.spec.validate import validate_op
 
-from .strategy_attrs import (
+from .attrs import (
     ConvSpec,
     HeadSpec,
     InterpolateSpec,
@@ -45,8 +45,8 @@ from .strategy_attrs import (
     draw_unary_attrs,
     maybe_default,
 )
-from .strategy_dtypes import DtypePlan, int8_row
-from .strategy_plan import Side, Skeleton, Step
+from .dtypes import DtypePlan, int8_row
+from .plan import Side, Skeleton, Step
 
 __all__ = ["Built", "build", "BROADCASTS", "COMMUTATIVE"]
 

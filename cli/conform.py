@@ -21,18 +21,18 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-from fusionspec.spec.errors import FusionspecError
-
-from .backend import (
+from fusionspec.backend import (
     BackendUnavailableError,
     Device,
     available_backends,
     device_problems,
     load_backend,
 )
-from .cases import Case, CaseKind, Status, Verdict
-from .cli import emit
-from .results import ResultsCollector
+from fusionspec.conformance.cases import Case, CaseKind, Status, Verdict
+from fusionspec.conformance.grade.results import ResultsCollector
+from fusionspec.spec.errors import FusionspecError
+
+from .output import emit
 
 HELP = "run the conformance suite against a backend and write the results"
 #: The exit code of a run whose backend has no usable device.
@@ -79,7 +79,7 @@ def run(args: argparse.Namespace) -> int:
         return _list(args)
     if args.replay is not None:
         return _replay(args)
-    from .suite import PROFILES, run_suite
+    from fusionspec.conformance.suite import PROFILES, run_suite
 
     kinds = [CaseKind(k.strip()) for k in args.kinds.split(",") if k.strip()]
     patterns = [p.strip() for p in args.patterns.split(",")] if args.patterns else None
@@ -184,8 +184,8 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def _replay(args: argparse.Namespace) -> int:
-    from .results import load_failure
-    from .runner import Runner
+    from fusionspec.conformance.grade.results import load_failure
+    from fusionspec.conformance.runner import Runner
 
     case, seed = load_failure(args.replay)
     with Runner(args.backend, args.device, 120.0, isolate=not args.no_isolate,

@@ -1,4 +1,4 @@
-"""The protocol a backend implements to be graded, and the registry that finds backends.
+"""The protocol a backend implements to be graded.
 
 A backend follows oneDNN's programming model: it partitions a graph, compiles each partition
 for a device, and executes compiled partitions on NumPy arrays keyed by logical-tensor id::
@@ -12,34 +12,26 @@ for a device, and executes compiled partitions on NumPy arrays keyed by logical-
 A backend rejects an ill-formed graph by raising from `partition` (ideally a
 `fusionspec.spec.errors.GraphError` naming the rule). It may declare `limitations`: cases it
 knowingly does not support, which the suite then reports as ``unsupported`` with the reason
-instead of failing them. Two optional methods explain missing devices:
-``unavailable_reason() -> str`` (why `devices()` is empty) and
-``device_problems() -> Mapping[str, str]`` (device id -> why that device is left out, e.g. its
-compiler failed a probe); ``fusionspec conform --list`` and the report show them. An optional
-``counters() -> Mapping[str, int]`` reports what the backend did (the OpenCL backend: programs
-built, taken from its caches); the results document records it.
+instead of failing them. Optional methods, read through `device_problems` and `counters`:
 
-Backends are found through the entry-point group ``fusionspec.backends``: each entry point names
-a zero-argument callable (usually the class) returning a backend. ``reference`` is built in.
+- ``unavailable_reason() -> str``: why `devices()` is empty;
+- ``device_problems() -> Mapping[str, str]``: device id -> why that device is left out (its
+  compiler failed a probe, say); ``fusionspec conform --list`` and the report show them;
+- ``counters() -> Mapping[str, int]``: what the backend did (the OpenCL backend: programs built
+  and taken from its caches); the results document records it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from importlib.metadata import entry_points
 from typing import Protocol, runtime_checkable
 
-import numpy as np
-
-from fusionspec.spec.errors import FusionspecError
 from fusionspec.spec.graph import Graph, Partition
+from fusionspec.spec.types import Array
 
-__all__ = ["Device", "Limitation", "CompiledPartition", "Backend", "BackendError",
-           "BackendUnavailableError", "ENTRY_POINT_GROUP", "available_backends", "load_backend",
-           "device_problems", "counters"]
-
-ENTRY_POINT_GROUP = "fusionspec.backends"
+__all__ = ["Device", "Limitation", "CompiledPartition", "Backend", "device_problems",
+           "counters", "unavailable_reason"]
 
 
 @dataclass(frozen=True)
@@ -82,7 +74,7 @@ class Limitation:
 
 @runtime_checkable
 class CompiledPartition(Protocol):
-    def execute(self, inputs: Mapping[int, np.ndarray]) -> dict[int, np.ndarray]: ...
+    def execute(self, inputs: Mapping[int, Array]) -> dict[int, Array]: ...
 
 
 @runtime_checkable
@@ -94,53 +86,6 @@ class Backend(Protocol):
     def partition(self, graph: Graph) -> list[Partition]: ...
 
     def compile(self, partition: Partition, device: Device) -> CompiledPartition: ...
-
-
-class BackendError(FusionspecError):
-    """A backend cannot be found, loaded, or has no such device."""
-
-
-class BackendUnavailableError(BackendError):
-    """The backend loads but has no usable device (or the device asked for is unusable):
-    `reason` says why, e.g. its compiler failed a probe."""
-
-    def __init__(self, message: str, *, reason: str = "") -> None:
-        self.reason = reason or message
-        super().__init__(message)
-
-
-def _entry_points() -> dict[str, Callable[[], object]]:
-    found: dict[str, Callable[[], object]] = {}
-    for ep in entry_points(group=ENTRY_POINT_GROUP):
-        found.setdefault(ep.name, ep.load)
-    return found
-
-
-def available_backends() -> list[str]:
-    """Names of every registered backend (``reference`` first)."""
-    names = set(_entry_points()) | {"reference"}
-    return sorted(names, key=lambda n: (n != "reference", n))
-
-
-def load_backend(name: str) -> Backend:
-    """Instantiate the backend registered as `name`; BackendError names the known ones."""
-    if name == "reference":
-        from .reference_backend import ReferenceBackend
-
-        return ReferenceBackend()
-    loaders = _entry_points()
-    if name not in loaders:
-        raise BackendError(f"no backend {name!r}; registered: {', '.join(available_backends())}")
-    try:
-        factory = loaders[name]()
-        backend = factory() if callable(factory) else factory
-    except Exception as exc:  # a third-party plugin may fail in any way; report, don't crash
-        raise BackendError(f"backend {name!r} failed to load: {type(exc).__name__}: {exc}") \
-            from exc
-    if not isinstance(backend, Backend):
-        raise BackendError(f"backend {name!r} does not implement the Backend protocol "
-                           "(name, devices, partition, compile)")
-    return backend
 
 
 def device_problems(backend: object) -> dict[str, str]:
@@ -155,3 +100,9 @@ def counters(backend: object) -> dict[str, int]:
     report = getattr(backend, "counters", None)
     found = report() if callable(report) else {}
     return {str(k): int(v) for k, v in found.items()} if isinstance(found, Mapping) else {}
+
+
+def unavailable_reason(backend: object) -> str:
+    """The backend's optional ``unavailable_reason()``, or ''."""
+    explain = getattr(backend, "unavailable_reason", None)
+    return str(explain()) if callable(explain) else ""

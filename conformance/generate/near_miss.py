@@ -1,8 +1,8 @@
 """Near misses: well-formed graphs that break exactly one rule of a pattern.
 
-Each is a valid instance (drawn as `fusionspec.conformance.strategies.valid_cases` draws them)
-with one change, labelled with the rule it breaks (`Case.rule`): a catalog rule id where the
-catalog states the rule, else one of `fusionspec.conformance.cases.STRUCTURAL_RULES`.
+Each is a valid instance (drawn as `fusionspec.conformance.generate.strategies.valid_cases`
+draws them) with one change, labelled with the rule it breaks (`Case.rule`): a catalog rule id
+where the catalog states the rule, else one of `fusionspec.conformance.cases.STRUCTURAL_RULES`.
 
 =================================  ===============================================================
 label                              the change
@@ -55,11 +55,10 @@ from fusionspec.spec.graph import Graph, LogicalTensor, Op
 from fusionspec.spec.match import Role
 from fusionspec.spec.pattern_tree import CategoryRef, Chain, Path, first_kinds, min_ops, walk
 
-from .cases import Case, CaseKind
-from .strategies import case_id, report_events
-from .strategy_build import Built
-from .strategy_dtypes import headline_dtype
-from .strategy_near_miss_rules import (
+from ..cases import Case, CaseKind
+from .build import Built
+from .dtypes import headline_dtype
+from .near_miss_rules import (
     CATALOG_MAKERS,
     Draft,
     Maker,
@@ -74,7 +73,8 @@ from .strategy_near_miss_rules import (
     short_prefix,
     with_op,
 )
-from .strategy_plan import Step, draw_skeleton, feature_keys, main_part, post_op_repeats
+from .plan import Step, draw_skeleton, feature_keys, main_part, post_op_repeats
+from .strategies import case_id, report_events
 
 __all__ = ["NearMiss", "near_misses", "near_miss_rules"]
 

@@ -14,7 +14,7 @@ the grammar `features` that were exercised. Feature keys are the notation of the
 (``"[Unary | Binary]^{0-3}_{>out}"``, ``"Unary"``); a key that appears twice in one tree gets
 ``" #2"`` appended. Values are the count drawn (an int, for a `Repeat`) or the options and
 members taken, comma-joined and sorted (``"Add,ReLU"``);
-`fusionspec.conformance.strategy_coverage` compares them with what the grammar allows.
+`fusionspec.conformance.generate.coverage` compares them with what the grammar allows.
 
 Within one instance, a repeated alternation draws its options from a subset it draws first
 (swarm testing), so that chains of a single option are as likely as mixed ones. `bounds`

@@ -41,11 +41,11 @@ from fusionspec.spec.dtypes import DataType
 from fusionspec.spec.graph import AttrValue, Graph, LogicalTensor, Op
 from fusionspec.spec.opschemas import SCHEMAS
 
-from .cases import Case, CaseKind
+from ..cases import Case, CaseKind
+from .build import Built, build
+from .dtypes import draw_dtype_plan, headline_dtype
+from .plan import draw_skeleton, feature_keys
 from .strategies import case_id, report_events
-from .strategy_build import Built, build
-from .strategy_dtypes import draw_dtype_plan, headline_dtype
-from .strategy_plan import draw_skeleton, feature_keys
 
 __all__ = ["Defect", "Edit", "ILL_FORMED_RULES", "ill_formed", "edits"]
 

@@ -21,10 +21,10 @@ import argparse
 import sys
 from pathlib import Path
 
+from fusionspec.conformance.grade.results import load_results
 from fusionspec.spec.catalog import CATALOG
 
-from .cli import emit
-from .results import load_results
+from .output import emit
 
 HELP = "render the HTML compliance report from results documents"
 
@@ -75,7 +75,7 @@ def run(args: argparse.Namespace) -> int:
 def _required() -> dict[str, tuple[tuple[str, str], ...]] | None:
     """Per pattern, the (feature, value) items its cases must reach; None without hypothesis."""
     try:
-        from .strategy_coverage import coverage_items
+        from fusionspec.conformance.generate.coverage import coverage_items
     except ModuleNotFoundError as exc:
         if exc.name != "hypothesis":
             raise

@@ -42,7 +42,7 @@ from fusionspec.spec.match import Role
 from fusionspec.spec.pattern_tree import Path, first_kinds, op_kinds
 from fusionspec.spec.rules import SOFTMAX_MAX_POST_OPS
 
-from .strategy_plan import Step, main_part, optional_path, post_op_repeats
+from .plan import Step, main_part, optional_path, post_op_repeats
 
 __all__ = ["MIXABLE", "DtypePlan", "feasible_rows", "draw_dtype_plan", "row_bounds",
            "plan_for_row", "required_rows", "int8_row", "headline_dtype", "CT_TABLE_RULE",

@@ -29,6 +29,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from fusionspec.backend import Backend, Device, Limitation
 from fusionspec.reference import execute, fill_inputs
 from fusionspec.reference.dtypes import numpy_dtype
 from fusionspec.reference.partitioner import external_tensors, partition
@@ -36,8 +37,7 @@ from fusionspec.spec.errors import GraphError
 from fusionspec.spec.graph import Graph, LogicalTensor, Op, Partition
 from fusionspec.spec.rules import UnknownRuleError, rule
 
-from .backend import Backend, Device, Limitation
-from .cases import STRUCTURAL_RULES, Case, CaseKind, Status, Verdict
+from ..cases import STRUCTURAL_RULES, Case, CaseKind, Status, Verdict
 from .tolerances import compare, dtype_name, dtype_reason, tolerance_for
 
 __all__ = ["judge", "matching_limitation", "apply_limitation", "rejection_types",

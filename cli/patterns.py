@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import argparse
 
-from fusionspec.conformance.cli import emit
 from fusionspec.spec.catalog import Family, PatternEntry, entries, entry
+
+from .output import emit
 
 __all__ = ["HELP", "add_arguments", "run", "describe"]
 

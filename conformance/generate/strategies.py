@@ -1,28 +1,28 @@
 """Hypothesis strategies for conformance cases, derived from the pattern catalog.
 
 There is no generator written per pattern: every strategy walks the catalog entry's pattern
-tree (`fusionspec.conformance.strategy_plan`), draws a dtype row
-(`fusionspec.conformance.strategy_dtypes`) and wires a graph with random but valid shapes and
-attributes (`fusionspec.conformance.strategy_build`, `fusionspec.conformance.strategy_attrs`).
+tree (`fusionspec.conformance.generate.plan`), draws a dtype row
+(`fusionspec.conformance.generate.dtypes`) and wires a graph with random but valid shapes and
+attributes (`fusionspec.conformance.generate.build`, `fusionspec.conformance.generate.attrs`).
 
 - `valid_cases(entry)`: instances of the pattern. Every alternative, repetition count, optional
   branch, category member and dtype row is reachable. The reference partitioner puts all ops of
   such a graph in one partition of the pattern (or of an earlier catalog row the same ops also
   instantiate, which wins the tie by catalog order).
 - `near_miss_cases(entry)`: well-formed graphs breaking exactly one rule of the pattern
-  (`fusionspec.conformance.strategy_near_miss`); `Case.rule` names it.
+  (`fusionspec.conformance.generate.near_miss`); `Case.rule` names it.
 - `ill_formed_cases(entry=None)`: a valid instance with one defect that `Graph.finalize()`
-  rejects (`fusionspec.conformance.strategy_ill_formed`); `Case.rule` is the rule id it raises.
+  rejects (`fusionspec.conformance.generate.ill_formed`); `Case.rule` is the rule id it raises.
 
-Case ids are ``<pattern>/<kind>/<hash>`` for valid cases and ``<pattern>/<kind>/<rule>/<hash>``
-for the others, the hash being the first 8 hex digits of the SHA-256 of the graph's compact
-oneDNN JSON: the same graph always gets the same id. `Case.dtype` is the report matrix's
-column (see `fusionspec.conformance.strategy_dtypes.headline_dtype`: ``int8`` when any tensor is
-u8/s8, else ``bf16``, ``f16``, ``f8``, ``f32``). `Case.features` holds the grammar features (see
-`strategy_plan`), the attribute features and the ``dtype_row``; each is also reported with
-`hypothesis.event` while a test runs, so hypothesis' statistics show the coverage, and
+Case ids are ``<pattern>/<kind>/<hash>`` for valid cases and ``<pattern>/<kind>/<rule>/<hash>`` for
+the others, the hash being the first 8 hex digits of the SHA-256 of the graph's compact oneDNN JSON:
+the same graph always gets the same id. `Case.dtype` is the report matrix's column (see
+`fusionspec.conformance.generate.dtypes.headline_dtype`: ``int8`` when any tensor is u8/s8, else
+``bf16``, ``f16``, ``f8``, ``f32``). `Case.features` holds the grammar features (see
+`fusionspec.conformance.generate.plan`), the attribute features and the ``dtype_row``; each is also
+reported with `hypothesis.event` while a test runs, so hypothesis' statistics show the coverage, and
 `coverage_items(entry)` lists what the valid cases of a pattern must reach between them
-(`strategy_coverage`).
+(`fusionspec.conformance.generate.coverage`).
 
 Graphs are returned as built, not finalized: a backend under test receives what a user would
 give it.
@@ -43,11 +43,11 @@ from fusionspec.spec.graph import Graph, Op
 from fusionspec.spec.match import MatchError
 from fusionspec.spec.onednn_json import dumps
 
-from .cases import Case, CaseKind
-from .strategy_build import Built, build
-from .strategy_coverage import case_items, coverage_items
-from .strategy_dtypes import headline_dtype, plan_for_row, required_rows, row_bounds
-from .strategy_plan import draw_skeleton
+from ..cases import Case, CaseKind
+from .build import Built, build
+from .coverage import case_items, coverage_items
+from .dtypes import headline_dtype, plan_for_row, required_rows, row_bounds
+from .plan import draw_skeleton
 
 __all__ = ["valid_cases", "valid_builds", "valid_case", "near_miss_cases", "ill_formed_cases",
            "case_id", "accepted_patterns", "coverage_items", "case_items", "headline_dtype",
@@ -132,7 +132,7 @@ def valid_cases(entry: PatternEntry | str) -> st.SearchStrategy[Case]:
 
 def near_miss_cases(entry: PatternEntry | str) -> st.SearchStrategy[Case]:
     """Well-formed graphs that break exactly one rule of `entry`."""
-    from .strategy_near_miss import near_misses
+    from .near_miss import near_misses
 
     return near_misses(_entry(entry)).map(lambda miss: miss.case)
 
@@ -140,7 +140,7 @@ def near_miss_cases(entry: PatternEntry | str) -> st.SearchStrategy[Case]:
 def ill_formed_cases(entry: PatternEntry | str | None = None) -> st.SearchStrategy[Case]:
     """Instances of `entry` (any catalog pattern when None) with one defect that
     `Graph.finalize()` rejects; `Case.rule` is the rule id it raises."""
-    from .strategy_ill_formed import ill_formed
+    from .ill_formed import ill_formed
 
     if entry is None:
         return st.sampled_from(CATALOG).flatmap(lambda e: ill_formed(e)).map(

@@ -8,7 +8,7 @@ from fusionspec.reference.partitioner import partition
 from fusionspec.spec.graph import Partition
 from fusionspec.spec.onednn_json import load
 
-from .cli import emit
+from .output import emit
 
 HELP = "print the reference partitions of a graph (pattern id, ops, inputs, outputs)"
 

@@ -21,7 +21,7 @@ from typing import Any
 from fusionspec.spec import OPAQUE_KINDS, onednn_json
 from fusionspec.spec.errors import FusionspecError, GraphError, JsonFormatError
 
-from .cli import emit
+from .output import emit
 
 __all__ = ["HELP", "add_arguments", "run", "validate_file"]
 

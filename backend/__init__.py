@@ -1,0 +1,39 @@
+"""fusionspec.backend: the interface between the suite and any backend it grades.
+
+It sits on the bottom floor beside `fusionspec.spec`, so backends (the reference, the OpenCL
+backend, the oneDNN adapter, a user's own) implement it without importing the suite:
+
+- `Backend`, `CompiledPartition`, `Device`, `Limitation` and the optional-method readers
+  (`fusionspec.backend.protocol`);
+- `BackendError`, `BackendUnavailableError` (`fusionspec.backend.errors`);
+- `load_backend`, `available_backends`, `select_device` and the entry-point group
+  (`fusionspec.backend.registry`).
+"""
+
+from .errors import BackendError, BackendUnavailableError
+from .protocol import (
+    Backend,
+    CompiledPartition,
+    Device,
+    Limitation,
+    counters,
+    device_problems,
+    unavailable_reason,
+)
+from .registry import ENTRY_POINT_GROUP, available_backends, load_backend, select_device
+
+__all__ = [
+    "Backend",
+    "CompiledPartition",
+    "Device",
+    "Limitation",
+    "BackendError",
+    "BackendUnavailableError",
+    "ENTRY_POINT_GROUP",
+    "available_backends",
+    "load_backend",
+    "select_device",
+    "counters",
+    "device_problems",
+    "unavailable_reason",
+]

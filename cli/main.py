@@ -1,0 +1,72 @@
+"""The ``fusionspec`` command line: the parser and the dispatch to one module per command.
+
+Each command lives in its own module of `fusionspec.cli` exposing ``HELP: str``,
+``add_arguments(parser)`` and ``run(args) -> int``; `COMMANDS` lists them. This module only
+dispatches, and turns every `FusionspecError` into a one-paragraph message on stderr with exit
+code 1 (a user mistake never ends in a traceback). Exit code 0 means success; 2 is a usage error.
+
+Every command that prints results takes ``--json`` for machine-readable output
+(`fusionspec.cli.output.emit`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from types import ModuleType
+
+from fusionspec.spec.errors import FusionspecError
+
+from . import conform, explain, findings, partition, patterns, report, run, validate
+from .output import emit
+
+__all__ = ["main", "COMMANDS", "build_parser"]
+
+#: Subcommand name -> its module, in the order `fusionspec --help` lists them.
+COMMANDS: dict[str, ModuleType] = {
+    "validate": validate,
+    "patterns": patterns,
+    "partition": partition,
+    "explain": explain,
+    "run": run,
+    "conform": conform,
+    "report": report,
+    "findings": findings,
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="fusionspec",
+        description="Conformance suite and reference for the oneDNN Graph fusion patterns.")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for command, module in COMMANDS.items():
+        help_text: str = module.HELP
+        cmd_parser = sub.add_parser(command, help=help_text, description=help_text)
+        module.add_arguments(cmd_parser)
+        cmd_parser.set_defaults(_module=module)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    module: ModuleType = args._module
+    try:
+        code: int = module.run(args)
+    except FusionspecError as exc:
+        if getattr(args, "json", False):
+            emit(args, "", {"ok": False, "error": type(exc).__name__, "message": str(exc)})
+        else:
+            print(f"fusionspec {args.command}: {exc}", file=sys.stderr)
+        return 1
+    except OSError as exc:
+        print(f"fusionspec {args.command}: {exc.strerror or exc}: {exc.filename or ''}",
+              file=sys.stderr)
+        return 1
+    return code
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
