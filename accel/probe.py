@@ -5,8 +5,8 @@ stops the whole process with "LLVM ERROR: Do not know how to scalarize this oper
 on 16-wide vector code on an AVX-512 CPU it does not know. The conformance suite's workers
 survive that, but a test session, a benchmark or ``fusionspec conform --list`` build in their own
 process. So before the backend offers a device, `health(info)` runs
-``python -m fusionspec.accel.probe DEVICE-ID`` in a subprocess, which compiles and runs one
-small partition of every kernel family and the shared dtype conversions
+``python -m fusionspec.accel.probe_worker DEVICE-ID`` in a subprocess, which compiles and runs
+one small partition of every kernel family and the shared dtype conversions
 (`fusionspec.accel.probe_graphs`). A probe that crashes, hangs, fails to build or runs without
 kernels marks the device unavailable, with the reason: the backend leaves it out of
 ``devices()`` and says why in ``device_problems()``.
@@ -111,7 +111,7 @@ def _write(path: Path, found: Health) -> None:
 def _run_probe(info: DeviceInfo) -> Health:
     start = time.monotonic()
     try:
-        done = subprocess.run([sys.executable, "-m", "fusionspec.accel.probe", info.id],
+        done = subprocess.run([sys.executable, "-m", "fusionspec.accel.probe_worker", info.id],
                               capture_output=True, text=True, timeout=PROBE_TIMEOUT_S,
                               stdin=subprocess.DEVNULL, check=False)
     except subprocess.TimeoutExpired:
@@ -138,59 +138,3 @@ def _exit_text(code: int) -> str:
         except ValueError:
             pass
     return f"exit code {code}"
-
-
-# -- the probe process ------------------------------------------------------------------------
-
-def _probe(device_id: str) -> str:
-    """Build and run every probe partition on `device_id`; '' when all went well, else what
-    failed. Runs in the probe's own process."""
-    import numpy as np
-
-    from fusionspec.reference.filling import fill_inputs
-    from fusionspec.reference.partitioner import partition
-
-    from .backend import AccelBackend
-    from .devices import select_device
-    from .errors import AccelError
-    from .probe_graphs import FEATURE_KERNELS, FEATURES_SOURCE, PROBE_GRAPHS
-    from .runtime import runtime_for
-
-    info = select_device(device_id)
-    device = info.as_device()
-    backend = AccelBackend(device_id)
-    for name, make in PROBE_GRAPHS.items():
-        graph = make().finalize()
-        try:
-            for part in partition(graph):
-                got = backend.compile(part, device).execute(fill_inputs(part, seed=0))
-                bad = [t.id for t in part.outputs
-                       if t.id not in got or np.shape(got[t.id]) != t.shape]
-                if bad:
-                    return f"{name}: the kernels ran but returned no output for tensor(s) {bad}"
-        except AccelError as exc:
-            return f"{name}: {_one_line(exc)}"
-    try:
-        runtime_for(info).program(FEATURES_SOURCE, kernels=FEATURE_KERNELS)
-    except AccelError as exc:
-        return f"vector loads and stores: {_one_line(exc)}"
-    return ""
-
-
-def _one_line(exc: Exception) -> str:
-    summary = getattr(exc, "summary", None)
-    return summary if isinstance(summary, str) else str(exc).splitlines()[0]
-
-
-def main(argv: list[str] | None = None) -> int:
-    args = sys.argv[1:] if argv is None else argv
-    if len(args) != 1:
-        print("usage: python -m fusionspec.accel.probe DEVICE-ID", file=sys.stderr)
-        return 2
-    problem = _probe(args[0])
-    print(json.dumps({"ok": not problem, "reason": problem}))
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

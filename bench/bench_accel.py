@@ -54,11 +54,10 @@ from fusionspec.reference import execute
 from fusionspec.reference.partitioner import partition as reference_partition
 from fusionspec.spec.dtypes import DataType
 from fusionspec.spec.graph import Graph, LogicalTensor, Op, Partition
+from fusionspec.spec.types import Array
 
 if TYPE_CHECKING:  # the conformance package is not needed to run the benchmark
     from fusionspec.backend import Device
-
-Array = np.ndarray[Any, np.dtype[Any]]
 
 #: The chain's ops, cycled: one unary op then three binaries, each binary taking a fresh input.
 CHAIN_KINDS = ("ReLU", "Add", "Multiply", "Maximum")

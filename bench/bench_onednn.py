@@ -40,8 +40,8 @@ from fusionspec.reference import execute, fill_inputs
 from fusionspec.reference.partitioner import partition as reference_partition
 from fusionspec.spec.dtypes import DataType
 from fusionspec.spec.graph import Graph, LogicalTensor, Op
+from fusionspec.spec.types import Array
 
-Array = np.ndarray[Any, np.dtype[Any]]
 F32 = DataType.f32
 
 

@@ -86,7 +86,7 @@ def measure(device_id: str, sample: int) -> dict[str, Any]:
                "POCL_CACHE_DIR": os.path.join(scratch, "pocl"),
                "FUSIONSPEC_ACCEL_PROBE": "off"}
         start = time.perf_counter()
-        probe = subprocess.run([sys.executable, "-m", "fusionspec.accel.probe", device_id],
+        probe = subprocess.run([sys.executable, "-m", "fusionspec.accel.probe_worker", device_id],
                                env=env, capture_output=True, text=True, timeout=600,
                                check=False)
         probe_s = time.perf_counter() - start

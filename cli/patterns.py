@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import argparse
 
-from fusionspec.spec.catalog import Family, PatternEntry, entries, entry
+from fusionspec.spec.catalog import PatternEntry, PatternFamily, entries, entry
 
 from .output import emit
 
@@ -22,7 +22,7 @@ HELP = "list the fusion patterns of the spec with their rules and recorded decis
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("ids", nargs="*", metavar="ID",
                         help="only these pattern ids (default: all)")
-    parser.add_argument("--family", choices=[f.value for f in Family],
+    parser.add_argument("--family", choices=[f.value for f in PatternFamily],
                         help="only the patterns of one family")
     parser.add_argument("--json", action="store_true", help="print a JSON list of objects")
 

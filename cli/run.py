@@ -22,14 +22,13 @@ from fusionspec.reference.execute import default_partitioner, execute, single_op
 from fusionspec.reference.filling import fill_inputs
 from fusionspec.spec.graph import Graph, LogicalTensor, Partition
 from fusionspec.spec.onednn_json import load
+from fusionspec.spec.types import Array
 
 from .output import emit
 
 __all__ = ["HELP", "add_arguments", "run", "summarise"]
 
 HELP = "execute a graph JSON file with the reference and summarise its outputs"
-
-Array = np.ndarray[Any, np.dtype[Any]]
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("file", help="oneDNN graph JSON file")

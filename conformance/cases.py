@@ -21,7 +21,8 @@ from enum import StrEnum
 
 from fusionspec.spec.graph import Graph
 
-__all__ = ["CaseKind", "Case", "Status", "FAILING", "Verdict", "STRUCTURAL_RULES"]
+__all__ = ["CaseKind", "Case", "Status", "FAILING", "Verdict", "StructuralRule",
+           "STRUCTURAL_RULES"]
 
 
 class CaseKind(StrEnum):
@@ -30,13 +31,24 @@ class CaseKind(StrEnum):
     ill_formed = "ill-formed"
 
 
-#: Near-miss labels for rules the notation itself states (catalog rules have their own ids).
+class StructuralRule(StrEnum):
+    """Near-miss labels for rules the notation itself states (catalog rules have their own
+    ids)."""
+
+    bound = "structure.bound"
+    bias_first = "structure.bias_first"
+    fan_out = "structure.fan_out"
+    port = "structure.port"
+    kind = "structure.kind"
+
+
+#: What each structural rule says.
 STRUCTURAL_RULES: Mapping[str, str] = {
-    "structure.bound": "one more post-op than the repetition bound allows",
-    "structure.bias_first": "BiasAdd not first in the epilogue, or twice",
-    "structure.fan_out": "an intermediate tensor of the chain has a second consumer",
-    "structure.port": "the chain enters Subtract or Divide on src_1",
-    "structure.kind": "an op the pattern does not allow at that place",
+    StructuralRule.bound: "one more post-op than the repetition bound allows",
+    StructuralRule.bias_first: "BiasAdd not first in the epilogue, or twice",
+    StructuralRule.fan_out: "an intermediate tensor of the chain has a second consumer",
+    StructuralRule.port: "the chain enters Subtract or Divide on src_1",
+    StructuralRule.kind: "an op the pattern does not allow at that place",
 }
 
 

@@ -12,13 +12,13 @@ from __future__ import annotations
 import contextlib
 import ctypes
 from collections.abc import Mapping
-from typing import Any
 
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from fusionspec.reference.dtypes import numpy_dtype
 from fusionspec.spec.graph import Partition
+from fusionspec.spec.types import Array
 
 from .errors import OnednnCallError
 from .library import Library
@@ -26,8 +26,6 @@ from .native_graph import NativePartition
 from .structs import NativeLogicalTensor, dtype_of, native_dims
 
 __all__ = ["CpuEngine", "OnednnCompiledPartition"]
-
-Array = np.ndarray[Any, np.dtype[Any]]
 
 
 class CpuEngine:

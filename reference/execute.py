@@ -22,7 +22,6 @@ several partitions.
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeAlias
 
@@ -30,16 +29,17 @@ import numpy as np
 
 from fusionspec.spec.graph import Graph, LogicalTensor, Op, Partition
 from fusionspec.spec.opschemas import OPAQUE_KINDS, SCHEMAS
+from fusionspec.spec.types import Array
 from fusionspec.spec.validate import validate_op
 
 from .dtypes import cast_to, is_float_dtype, numpy_dtype, widen
 from .errors import ExecutionError, InputMismatchError, OpInputError, UnsupportedOpError
+from .partitioner import partition
 from .registry import implementation
 
 __all__ = ["execute", "execute_partition", "execute_graph", "single_op_partitions",
            "read_input", "default_partitioner", "Partitioner"]
 
-Array: TypeAlias = np.ndarray[Any, np.dtype[Any]]
 #: A function that splits a finalized graph into partitions covering every op once.
 Partitioner: TypeAlias = Callable[[Graph], Sequence[Partition]]
 
@@ -219,16 +219,8 @@ def single_op_partitions(graph: Graph) -> list[Partition]:
 
 
 def default_partitioner(graph: Graph) -> list[Partition]:
-    """The reference partitioner (`fusionspec.reference.partitioner.partition`) when that
-    module exists, else `single_op_partitions`."""
-    try:
-        module = importlib.import_module(f"{__package__}.partitioner")
-    except ModuleNotFoundError as exc:
-        if exc.name != f"{__package__}.partitioner":
-            raise
-        return single_op_partitions(graph)
-    found: list[Partition] = list(module.partition(graph))
-    return found
+    """The reference partitioner (`fusionspec.reference.partitioner.partition`)."""
+    return partition(graph)
 
 
 def execute_graph(graph: Graph, inputs: Mapping[int, Array], *,

@@ -20,9 +20,10 @@ from dataclasses import dataclass
 
 from fusionspec.spec.catalog import CATALOG
 from fusionspec.spec.graph import Graph, Op
+from fusionspec.spec.opschemas import COMMUTATIVE_KINDS
 from fusionspec.spec.pattern_tree import Node, Repeat, op_kinds, walk
 
-from .matcher import COMMUTATIVE, Candidate
+from .matcher import Candidate
 from .partitioner import PartitionPlan, plan_partitions
 
 __all__ = ["Explanation", "explain"]
@@ -73,7 +74,7 @@ def _edge(plan: PartitionPlan, i: int, producer: Op, consumer: Op, port: int) ->
         return Explanation(consumer.id, producer.id, pattern, "fan-out",
                            f"{_label(producer)}'s output feeds {len(users)} ops, so a chain "
                            f"ends at it; {_label(consumer)} starts another partition")
-    if port == 1 and consumer.kind not in COMMUTATIVE:
+    if port == 1 and consumer.kind not in COMMUTATIVE_KINDS:
         return Explanation(consumer.id, producer.id, pattern, "port",
                            f"the chain would enter {_label(consumer)} on src_1; {consumer.kind}"
                            " is not commutative, so only src_0 continues a chain")

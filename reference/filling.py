@@ -25,20 +25,18 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from enum import IntEnum
-from typing import Any
 
 import numpy as np
 
 from fusionspec.spec.dtypes import DataType
 from fusionspec.spec.graph import Graph, LogicalTensor, Op, Partition
 from fusionspec.spec.shapes import spatial_dims
+from fusionspec.spec.types import Array
 
 from .dtypes import cast_to, is_float_dtype, numpy_dtype
 from .errors import ExecutionError
 
 __all__ = ["fill_inputs", "fill_tensor"]
-
-Array = np.ndarray[Any, np.dtype[Any]]
 
 
 class Need(IntEnum):

@@ -31,6 +31,7 @@ from fusionspec.spec.catalog import PatternEntry
 from fusionspec.spec.catalog import entry as catalog_entry
 from fusionspec.spec.graph import Graph, Op
 from fusionspec.spec.match import Match, MatchedOp
+from fusionspec.spec.opschemas import COMMUTATIVE_KINDS
 from fusionspec.spec.pattern_tree import (
     Alternation,
     CategoryRef,
@@ -49,18 +50,16 @@ from fusionspec.spec.pattern_tree import (
 )
 from fusionspec.spec.rules import rules_for
 
-__all__ = ["COMMUTATIVE", "Candidate", "Matcher", "graph_depths", "chain_ports_ok"]
+__all__ = ["Candidate", "Matcher", "graph_depths", "chain_ports_ok"]
 
 #: Binaries that take the chain on either operand; Subtract and Divide take it on src_0 only.
-COMMUTATIVE = frozenset({"Add", "Multiply", "Maximum", "Minimum"})
-
 #: (op, input port the chain enters it through)
 Next = tuple[tuple[Op, int], ...]
 
 
 def chain_ports_ok(op: Op, port: int) -> bool:
     """Whether a chain may enter `op` through input `port`."""
-    return port == 0 or (port == 1 and op.kind in COMMUTATIVE)
+    return port == 0 or (port == 1 and op.kind in COMMUTATIVE_KINDS)
 
 
 def graph_depths(graph: Graph, order: Sequence[Op]) -> dict[int, int]:
@@ -325,7 +324,7 @@ class Matcher:
         return False  # side subgraphs of the pages are chains of single ops
 
     def _producers(self, op: Op) -> tuple[tuple[Op, int], ...]:
-        ports = (0, 1) if op.kind in COMMUTATIVE else (0,)
+        ports = (0, 1) if op.kind in COMMUTATIVE_KINDS else (0,)
         found: list[tuple[Op, int]] = []
         for port in ports:
             if port >= len(op.inputs):

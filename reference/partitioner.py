@@ -83,7 +83,7 @@ def plan_partitions(graph: Graph) -> PartitionPlan:
     """Match and select; the groups of ops that become partitions, before numbering."""
     if not graph.finalized:
         graph = graph.finalize()
-    order = topological_order(graph)
+    order = topological_order(graph.ops)
     depth = graph_depths(graph, order)
     matcher = Matcher(graph, order, depth)
     heap: list[tuple[tuple[int, int, int, tuple[int, ...]], int, int, int]] = []

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from fusionspec.spec.catalog import Family
+from fusionspec.spec.catalog import PatternFamily
 
 __all__ = ["StatusInfo", "STATUSES", "status_info", "status_order", "METRICS", "FAMILY_TITLES",
            "family_title"]
@@ -105,11 +105,11 @@ METRICS: tuple[tuple[str, str], ...] = (
 )
 
 FAMILY_TITLES: Mapping[str, str] = {
-    Family.float_inference.value: "Float inference",
-    Family.quantized.value: "Quantized inference",
-    Family.training.value: "Training",
-    Family.quantized_convtranspose.value: "Quantized ConvTranspose",
-    Family.softmax.value: "Softmax",
+    PatternFamily.float_inference.value: "Float inference",
+    PatternFamily.quantized.value: "Quantized inference",
+    PatternFamily.training.value: "Training",
+    PatternFamily.quantized_convtranspose.value: "Quantized ConvTranspose",
+    PatternFamily.softmax.value: "Softmax",
 }
 
 

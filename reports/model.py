@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from fusionspec.spec.catalog import CATALOG, Family
+from fusionspec.spec.catalog import CATALOG, PatternFamily
 from fusionspec.spec.pages import PAGES
 
 from .coverage import Required
@@ -158,7 +158,7 @@ def build_report(runs: Sequence[RunInput], *, baselines: Sequence[RunInput] = ()
                              max_drilldowns=max_drilldowns, statements=statements)
                 for p in order]
     families = []
-    for family in [f.value for f in Family] + [""]:
+    for family in [f.value for f in PatternFamily] + [""]:
         members = tuple(p for p in patterns if p.family == family)
         if members:
             families.append(FamilyGroup(family_title(family), members))

@@ -42,7 +42,7 @@ __all__ = [
 ]
 
 # -- the pattern notation, the catalog and its rules ----------------------------------------
-from .catalog import CATALOG, Family, PatternEntry, UnknownPatternError, entries, entry
+from .catalog import CATALOG, PatternEntry, PatternFamily, UnknownPatternError, entries, entry
 from .categories import CATEGORIES
 from .decisions import Decision
 from .match import Match, MatchedOp, MatchError, Role, bind, leaf_roles, match_kinds
@@ -66,7 +66,8 @@ from .rules import RULES, DTypeTable, Rule, RuleKind, UnknownRuleError, check_ma
 
 __all__ += [
     "Alternation", "CATALOG", "CATEGORIES", "CategoryRef", "Chain", "DTypeTable", "Decision",
-    "Family", "Group", "Leaf", "MatchError", "Marks", "Match", "MatchedOp", "NO_MARKS", "Node",
+    "PatternFamily", "Group", "Leaf", "MatchError", "Marks", "Match", "MatchedOp", "NO_MARKS",
+    "Node",
     "OpRef", "Page", "PatternEntry", "PatternTreeError", "RULES", "Repeat", "Role", "Rule",
     "RuleKind", "Subgraphs", "UnknownPatternError", "UnknownRuleError", "bind", "check_match",
     "entries", "entry", "leaf_roles", "match_kinds", "parse", "rst_to_plain", "rules_for",

@@ -51,11 +51,11 @@ from .rules import (
     rules_for,
 )
 
-__all__ = ["Family", "PatternEntry", "CATALOG", "UnknownPatternError", "entry", "entries",
+__all__ = ["PatternFamily", "PatternEntry", "CATALOG", "UnknownPatternError", "entry", "entries",
            "pattern_ids"]
 
 
-class Family(StrEnum):
+class PatternFamily(StrEnum):
     float_inference = "float-inference"
     quantized = "quantized"
     training = "training"
@@ -67,7 +67,7 @@ class UnknownPatternError(FusionspecError):
     """A pattern id that the catalog does not have."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class PatternEntry:
     """One pattern of the pages.
 
@@ -79,7 +79,7 @@ class PatternEntry:
 
     id: str
     notation: str
-    family: Family
+    family: PatternFamily
     page: Page
     section: str
     description: str
@@ -157,10 +157,12 @@ def _shared_decisions(tree: Node) -> tuple[Decision, ...]:
     return tuple(found)
 
 
-def _entry(id: str, notation: str, family: Family, page: Page, section: str, description: str,
-           rst: str | None, *own: Decision) -> PatternEntry:
-    made = PatternEntry(id, notation, family, page, section, description, rst)
-    return replace(made, decisions=_shared_decisions(made.tree) + own)
+def _entry(*, id: str, notation: str, family: PatternFamily, page: Page, section: str,
+           description: str, rst: str | None, decisions: tuple[Decision, ...] = ()
+           ) -> PatternEntry:
+    made = PatternEntry(id=id, notation=notation, family=family, page=page, section=section,
+                        description=description, rst=rst)
+    return replace(made, decisions=_shared_decisions(made.tree) + decisions)
 
 
 _FP = "Inference / Floating Point Patterns"
@@ -173,107 +175,224 @@ _INT8_TAIL = (" :math:`_{<t1}` + BiasAdd :math:`^?` + [Unary | Binary :math:`_{<
               ":math:`^{0-3}` + Quantize :math:`^?` :math:`_{>out}`")
 
 
-def _fp(id: str, notation: str, rst: str, description: str, *own: Decision) -> PatternEntry:
-    return _entry(id, notation, Family.float_inference, FUSION_PATTERNS, _FP, description, rst,
-                  *own)
+def _fp(*, id: str, notation: str, rst: str, description: str,
+        decisions: tuple[Decision, ...] = ()) -> PatternEntry:
+    """A float inference row of page 001."""
+    return _entry(id=id, notation=notation, family=PatternFamily.float_inference,
+                  page=FUSION_PATTERNS, section=_FP, description=description, rst=rst,
+                  decisions=decisions)
 
 
-def _int8(id: str, base: str, *own: Decision) -> PatternEntry:
+def _int8(*, id: str, base: str, decisions: tuple[Decision, ...] = ()) -> PatternEntry:
+    """One of page 001's three quantized rows built around a base op (`base`)."""
     notation = ("Quantize^? + Dequantize_{>t1}, Dequantize_{>t2}^{0-3}, Dequantize + " + base
                 + "_{<t1} + BiasAdd^? + [Unary | Binary_{<t2}]^{0-3} + Quantize^?_{>out}")
-    return _entry(id, notation, Family.quantized, FUSION_PATTERNS, _Q, "N/A",
-                  _INT8_HEAD + base + _INT8_TAIL, dec.BOUND_0_3, dec.INT8_TYPES,
-                  dec.INT8_WEIGHTS_T1, dec.INT8_BINARY_T2, *own)
+    return _entry(id=id, notation=notation, family=PatternFamily.quantized, page=FUSION_PATTERNS,
+                  section=_Q, description="N/A", rst=_INT8_HEAD + base + _INT8_TAIL,
+                  decisions=(dec.BOUND_0_3, dec.INT8_TYPES, dec.INT8_WEIGHTS_T1,
+                             dec.INT8_BINARY_T2, *decisions))
 
 
-def _q(id: str, notation: str, rst: str, *own: Decision) -> PatternEntry:
-    return _entry(id, notation, Family.quantized, FUSION_PATTERNS, _Q, "N/A", rst,
-                  dec.INT8_TYPES, *own)
+def _q(*, id: str, notation: str, rst: str, decisions: tuple[Decision, ...] = ()
+       ) -> PatternEntry:
+    """Another quantized row of page 001."""
+    return _entry(id=id, notation=notation, family=PatternFamily.quantized, page=FUSION_PATTERNS,
+                  section=_Q, description="N/A", rst=rst,
+                  decisions=(dec.INT8_TYPES, *decisions))
 
 
 def _build() -> tuple[PatternEntry, ...]:
     bound = dec.BOUND_0_3
     zero = dec.ZERO_POST_OPS
     return (
-        _fp("fp.conv_post_ops",
-            "Convolution + BiasAdd^? + BatchNormInference^? + [Unary | Binary]^{0-3}_{>out}",
-            "Convolution + BiasAdd :math:`^?` + BatchNormInference :math:`^?` + " + _UB,
-            "This pattern is widely used in Convolution Neural Networks, for example ResNet, "
-            "ResNext, SSD, etc.", bound),
-        _fp("fp.convtranspose_post_ops",
-            "ConvTranspose + BiasAdd^? + [Unary | Binary]^{0-3}_{>out}",
-            "ConvTranspose + BiasAdd :math:`^?` + " + _UB,
-            "This pattern is widely used in Generative Adversarial Networks.", bound),
-        _fp("fp.interpolate_post_ops", "Interpolate + [Unary | Binary]^{0-3}_{>out}",
-            "Interpolate + " + _UB, "This pattern is widely used for image processing.",
-            bound, zero),
-        _fp("fp.matmul_post_ops", "MatMul + BiasAdd^? + [Unary | Binary]^{0-3}_{>out}",
-            "MatMul + BiasAdd :math:`^?` + " + _UB,
-            "This pattern is widely used in language models and recommendation models, for "
-            "example BERT, DLRM, etc.", bound),
-        _fp("fp.reduction_post_ops", "Reduction + [Unary | Binary]^{0-3}_{>out}",
-            "Reduction + " + _UB,
-            "This pattern is widely used for data processing, for example loss reduction.",
-            bound),
-        _fp("fp.unary_binary", "Unary + Binary^{0-3}_{>out}",
-            "Unary + Binary :math:`^{0-3}` :math:`_{>out}`",
-            "This pattern is widely used in Convolution Neural Networks.", bound, zero,
-            dec.UNARY_BINARY_ONLY),
-        _fp("fp.binary_post_ops", "Binary + [Unary | Binary]^{0-3}_{>out}",
-            "Binary + " + _UB,
-            "This pattern is widely used in Generative Adversarial Networks, for example "
-            "ParallelWaveGAN.", bound, zero),
-        _fp("fp.pool_binary", "[AvgPool | MaxPool] + Binary^{0-3}_{>out}",
-            "[AvgPool | MaxPool] + Binary :math:`^{0-3}` :math:`_{>out}`",
-            "This pattern is widely used in Convolution Neural Networks.", bound, zero,
-            dec.POOL_BINARY_ONLY),
-        _fp("fp.bn_relu", "BatchNormInference + ReLU_{>out}",
-            "BatchNormInference + ReLU :math:`_{>out}`",
-            "This pattern is widely used in Convolution Neural Networks, for example "
-            "DenseNet.", dec.BN_RELU),
-        _fp("fp.reciprocal_multiply", "Reciprocal + Multiply_{>out}",
-            "Reciprocal + Multiply :math:`_{>out}`", "N/A"),
-        _fp("fp.reorder_add", "Reorder + Add_{>out}", "Reorder + Add :math:`_{>out}`", "N/A",
-            dec.ADD_BROADCAST),
-        _int8("int8.conv_post_ops", "Convolution"),
-        _int8("int8.convtranspose_post_ops", "ConvTranspose", dec.CT_RULES_ON_001),
-        _int8("int8.matmul_post_ops", "MatMul"),
-        _q("int8.pool", "Dequantize + [AvgPool | MaxPool] + Quantize_{>out}",
-           "Dequantize + [AvgPool | MaxPool] + Quantize :math:`_{>out}`"),
-        _q("int8.pool_add", "Dequantize_{>t1}, Dequantize + [AvgPool | MaxPool] + Add_{<t1} + "
-           "Quantize_{>out}",
-           "Dequantize :math:`_{>t1}` , Dequantize + [AvgPool | MaxPool] + Add :math:`_{<t1}` "
-           "+ Quantize :math:`_{>out}`", dec.ADD_T1),
-        _q("int8.reorder", "Dequantize + Reorder + Quantize_{>out}",
-           "Dequantize + Reorder + Quantize :math:`_{>out}`"),
-        _q("int8.reorder_add", "Dequantize_{>t1}, Dequantize + Reorder + Add_{<t1} + "
-           "Quantize_{>out}",
-           "Dequantize :math:`_{>t1}` , Dequantize + Reorder + Add :math:`_{<t1}` + Quantize "
-           ":math:`_{>out}`", dec.ADD_T1, dec.ADD_BROADCAST),
-        _entry("train.conv_bwd_weights_bias_bwd",
-               "ConvolutionBackwardWeights + BiasAddBackward_{>out}", Family.training,
-               FUSION_PATTERNS, _T, "N/A",
-               "ConvolutionBackwardWeights + BiasAddBackward :math:`_{>out}`", dec.CBW_CHAIN),
-        _entry("train.relu_bwd_bn_bwd", "ReLUBackward + BatchNormTrainingBackward_{>out}",
-               Family.training, FUSION_PATTERNS, _T, "N/A",
-               "ReLUBackward + BatchNormTrainingBackward :math:`_{>out}`", dec.RELU_BWD_BN_BWD),
-        _entry("convtranspose.int8",
-               "Quantize^? + Dequantize_{>t1}, Dequantize + ConvTranspose_{<t1} + BiasAdd^? + "
-               f"[Unary | Binary]^{{0-{CONVTRANSPOSE_INT8_MAX_POST_OPS}}} + Quantize^?_{{>out}}",
-               Family.quantized_convtranspose, QUANTIZED_CONVTRANSPOSE, "Pattern Structure",
-               "Quantized ConvTranspose: Q2F conversion of src and weights, ConvTranspose, an "
-               "epilogue of an optional BiasAdd and 0 to 4 unary/binary ops, optional F2Q "
-               "conversion.", None,
-               dec.WRITTEN_BY_FUSIONSPEC, dec.CT_Q2F, dec.CT_F2Q_OPTIONAL, dec.CT_BOUND,
-               dec.CT_PLAIN_BINARY, dec.CT_UNREACHABLE, dec.CT_BIAS, dec.CT_GPU),
-        _entry("softmax.post_ops",
-               f"SoftMax + [Unary | Binary]^{{0-{SOFTMAX_MAX_POST_OPS}}} + TypeCast^? + "
-               "Quantize^?_{>out}",
-               Family.softmax, SOFTMAX, "Pattern Structure",
-               "SoftMax, an epilogue of 0 to 20 unary/binary ops, optional F2F conversion "
-               "(TypeCast), optional F2Q conversion (Quantize).", None,
-               dec.WRITTEN_BY_FUSIONSPEC, dec.SM_BOUND, dec.SM_F2F_AND_F2Q, dec.SM_F32,
-               dec.SM_INT8, dec.SM_INPLACE),
+        _fp(
+            id="fp.conv_post_ops",
+            notation=(
+                "Convolution + BiasAdd^? + BatchNormInference^? + [Unary | Binary]^{0-3}_{>out}"
+            ),
+            rst="Convolution + BiasAdd :math:`^?` + BatchNormInference :math:`^?` + " + _UB,
+            description=(
+                "This pattern is widely used in Convolution Neural Networks, for example ResNet, "
+                "ResNext, SSD, etc."
+            ),
+            decisions=(bound,),
+        ),
+        _fp(
+            id="fp.convtranspose_post_ops",
+            notation="ConvTranspose + BiasAdd^? + [Unary | Binary]^{0-3}_{>out}",
+            rst="ConvTranspose + BiasAdd :math:`^?` + " + _UB,
+            description="This pattern is widely used in Generative Adversarial Networks.",
+            decisions=(bound,),
+        ),
+        _fp(
+            id="fp.interpolate_post_ops",
+            notation="Interpolate + [Unary | Binary]^{0-3}_{>out}",
+            rst="Interpolate + " + _UB,
+            description="This pattern is widely used for image processing.",
+            decisions=(bound, zero),
+        ),
+        _fp(
+            id="fp.matmul_post_ops",
+            notation="MatMul + BiasAdd^? + [Unary | Binary]^{0-3}_{>out}",
+            rst="MatMul + BiasAdd :math:`^?` + " + _UB,
+            description=(
+                "This pattern is widely used in language models and recommendation models, for "
+                "example BERT, DLRM, etc."
+            ),
+            decisions=(bound,),
+        ),
+        _fp(
+            id="fp.reduction_post_ops",
+            notation="Reduction + [Unary | Binary]^{0-3}_{>out}",
+            rst="Reduction + " + _UB,
+            description=(
+                "This pattern is widely used for data processing, for example loss reduction."
+            ),
+            decisions=(bound,),
+        ),
+        _fp(
+            id="fp.unary_binary",
+            notation="Unary + Binary^{0-3}_{>out}",
+            rst="Unary + Binary :math:`^{0-3}` :math:`_{>out}`",
+            description="This pattern is widely used in Convolution Neural Networks.",
+            decisions=(bound, zero, dec.UNARY_BINARY_ONLY),
+        ),
+        _fp(
+            id="fp.binary_post_ops",
+            notation="Binary + [Unary | Binary]^{0-3}_{>out}",
+            rst="Binary + " + _UB,
+            description=(
+                "This pattern is widely used in Generative Adversarial Networks, for example "
+                "ParallelWaveGAN."
+            ),
+            decisions=(bound, zero),
+        ),
+        _fp(
+            id="fp.pool_binary",
+            notation="[AvgPool | MaxPool] + Binary^{0-3}_{>out}",
+            rst="[AvgPool | MaxPool] + Binary :math:`^{0-3}` :math:`_{>out}`",
+            description="This pattern is widely used in Convolution Neural Networks.",
+            decisions=(bound, zero, dec.POOL_BINARY_ONLY),
+        ),
+        _fp(
+            id="fp.bn_relu",
+            notation="BatchNormInference + ReLU_{>out}",
+            rst="BatchNormInference + ReLU :math:`_{>out}`",
+            description=(
+                "This pattern is widely used in Convolution Neural Networks, for example "
+                "DenseNet."
+            ),
+            decisions=(dec.BN_RELU,),
+        ),
+        _fp(
+            id="fp.reciprocal_multiply",
+            notation="Reciprocal + Multiply_{>out}",
+            rst="Reciprocal + Multiply :math:`_{>out}`",
+            description="N/A",
+        ),
+        _fp(
+            id="fp.reorder_add",
+            notation="Reorder + Add_{>out}",
+            rst="Reorder + Add :math:`_{>out}`",
+            description="N/A",
+            decisions=(dec.ADD_BROADCAST,),
+        ),
+        _int8(id="int8.conv_post_ops", base="Convolution"),
+        _int8(
+            id="int8.convtranspose_post_ops",
+            base="ConvTranspose",
+            decisions=(dec.CT_RULES_ON_001,),
+        ),
+        _int8(id="int8.matmul_post_ops", base="MatMul"),
+        _q(
+            id="int8.pool",
+            notation="Dequantize + [AvgPool | MaxPool] + Quantize_{>out}",
+            rst="Dequantize + [AvgPool | MaxPool] + Quantize :math:`_{>out}`",
+        ),
+        _q(
+            id="int8.pool_add",
+            notation=(
+                "Dequantize_{>t1}, Dequantize + [AvgPool | MaxPool] + Add_{<t1} + "
+                "Quantize_{>out}"
+            ),
+            rst=(
+                "Dequantize :math:`_{>t1}` , Dequantize + [AvgPool | MaxPool] + Add :math:`_{<t1}` "
+                "+ Quantize :math:`_{>out}`"
+            ),
+            decisions=(dec.ADD_T1,),
+        ),
+        _q(
+            id="int8.reorder",
+            notation="Dequantize + Reorder + Quantize_{>out}",
+            rst="Dequantize + Reorder + Quantize :math:`_{>out}`",
+        ),
+        _q(
+            id="int8.reorder_add",
+            notation=(
+                "Dequantize_{>t1}, Dequantize + Reorder + Add_{<t1} + "
+                "Quantize_{>out}"
+            ),
+            rst=(
+                "Dequantize :math:`_{>t1}` , Dequantize + Reorder + Add :math:`_{<t1}` + Quantize "
+                ":math:`_{>out}`"
+            ),
+            decisions=(dec.ADD_T1, dec.ADD_BROADCAST),
+        ),
+        _entry(
+            id="train.conv_bwd_weights_bias_bwd",
+            notation="ConvolutionBackwardWeights + BiasAddBackward_{>out}",
+            family=PatternFamily.training,
+            page=FUSION_PATTERNS,
+            section=_T,
+            description="N/A",
+            rst="ConvolutionBackwardWeights + BiasAddBackward :math:`_{>out}`",
+            decisions=(dec.CBW_CHAIN,),
+        ),
+        _entry(
+            id="train.relu_bwd_bn_bwd",
+            notation="ReLUBackward + BatchNormTrainingBackward_{>out}",
+            family=PatternFamily.training,
+            page=FUSION_PATTERNS,
+            section=_T,
+            description="N/A",
+            rst="ReLUBackward + BatchNormTrainingBackward :math:`_{>out}`",
+            decisions=(dec.RELU_BWD_BN_BWD,),
+        ),
+        _entry(
+            id="convtranspose.int8",
+            notation=(
+                "Quantize^? + Dequantize_{>t1}, Dequantize + ConvTranspose_{<t1} + BiasAdd^? + "
+                f"[Unary | Binary]^{{0-{CONVTRANSPOSE_INT8_MAX_POST_OPS}}} + Quantize^?_{{>out}}"
+            ),
+            family=PatternFamily.quantized_convtranspose,
+            page=QUANTIZED_CONVTRANSPOSE,
+            section="Pattern Structure",
+            description=(
+                "Quantized ConvTranspose: Q2F conversion of src and weights, ConvTranspose, an "
+                "epilogue of an optional BiasAdd and 0 to 4 unary/binary ops, optional F2Q "
+                "conversion."
+            ),
+            rst=None,
+            decisions=(dec.WRITTEN_BY_FUSIONSPEC, dec.CT_Q2F, dec.CT_F2Q_OPTIONAL, dec.CT_BOUND,
+                       dec.CT_PLAIN_BINARY, dec.CT_UNREACHABLE, dec.CT_BIAS, dec.CT_GPU),
+        ),
+        _entry(
+            id="softmax.post_ops",
+            notation=(
+                f"SoftMax + [Unary | Binary]^{{0-{SOFTMAX_MAX_POST_OPS}}} + TypeCast^? + "
+                "Quantize^?_{>out}"
+            ),
+            family=PatternFamily.softmax,
+            page=SOFTMAX,
+            section="Pattern Structure",
+            description=(
+                "SoftMax, an epilogue of 0 to 20 unary/binary ops, optional F2F conversion "
+                "(TypeCast), optional F2Q conversion (Quantize)."
+            ),
+            rst=None,
+            decisions=(dec.WRITTEN_BY_FUSIONSPEC, dec.SM_BOUND, dec.SM_F2F_AND_F2Q, dec.SM_F32,
+                       dec.SM_INT8, dec.SM_INPLACE),
+        ),
     )
 
 
@@ -297,13 +416,13 @@ def entry(pattern_id: str) -> PatternEntry:
                                   f"{', '.join(_BY_ID)}") from None
 
 
-def entries(family: Family | str | None = None) -> tuple[PatternEntry, ...]:
+def entries(family: PatternFamily | str | None = None) -> tuple[PatternEntry, ...]:
     """The catalog's entries, all or those of one family, in catalog order."""
     if family is None:
         return CATALOG
     try:
-        wanted = Family(family)
+        wanted = PatternFamily(family)
     except ValueError:
-        known = ", ".join(f.value for f in Family)
+        known = ", ".join(f.value for f in PatternFamily)
         raise UnknownPatternError(f"no pattern family {family!r}; known: {known}") from None
     return tuple(e for e in CATALOG if e.family is wanted)

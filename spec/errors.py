@@ -8,7 +8,10 @@ can check that the *right* rule fired, not just that something failed.
 
 from __future__ import annotations
 
+from enum import StrEnum
+
 __all__ = [
+    "GraphRule",
     "FusionspecError",
     "GraphError",
     "UnknownOpError",
@@ -20,6 +23,31 @@ __all__ = [
     "JsonFormatError",
     "NotationError",
 ]
+
+
+class GraphRule(StrEnum):
+    """The ids of the rules a well-formed graph keeps (what `Graph.finalize()` checks, in
+    `fusionspec.spec.validate`); a schema's own constraints carry their ids with them
+    (`fusionspec.spec.schema.Constraint`)."""
+
+    engine_kind = "graph.engine_kind"  #: engine_kind is cpu or gpu
+    fpmath_mode = "graph.fpmath_mode"  #: fpmath_mode is one oneDNN defines
+    op_id_unique = "graph.op_id.unique"  #: no two ops share an id
+    one_producer = "graph.tensor.one_producer"  #: a tensor has at most one producer
+    tensor_consistent = "graph.tensor.consistent"  #: one dtype and shape per tensor id
+    acyclic = "graph.acyclic"  #: no op depends on its own output
+    kind = "schema.kind"  #: an op kind oneDNN defines
+    arity_inputs = "schema.arity.inputs"  #: as many inputs as the schema allows
+    arity_outputs = "schema.arity.outputs"  #: as many outputs as the schema allows
+    attr_unknown = "schema.attr.unknown"  #: no attribute the schema does not name
+    attr_type = "schema.attr.type"  #: each attribute of its schema type
+    attr_value = "schema.attr.value"  #: each attribute value among the allowed ones
+    attr_required = "schema.attr.required"  #: every required attribute given
+    dtype_port = "schema.dtype.port"  #: each port's dtype allowed for that port
+    dtype_unify = "schema.dtype.unify"  #: ports sharing a type symbol share the dtype
+    dtype_row = "schema.dtype.row"  #: the ports' dtypes form a row of the op's table
+    shape_infer = "schema.shape.infer"  #: input shapes the op can compute with
+    shape_output = "schema.shape.output"  #: declared output shapes equal the inferred ones
 
 
 class FusionspecError(Exception):

@@ -23,7 +23,7 @@ from enum import StrEnum
 from types import MappingProxyType
 
 from .errors import FusionspecError
-from .graph import Op
+from .ir import Op
 from .pattern_tree import (
     Alternation,
     CategoryRef,

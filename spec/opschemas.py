@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from .categories import BINARY, REDUCTION, UNARY
 from .dtypes import FLOAT_TYPES, DataType
-from .graph import Op
+from .ir import Op
 from .schema import AttrKind, AttrSpec, Constraint, OpSchema, PortSpec
 from .shapes import (
     filled_default,
@@ -31,8 +32,7 @@ from .shapes import (
     infer_softmax,
 )
 
-__all__ = ["SCHEMAS", "OPAQUE_KINDS", "UNARY_KINDS", "BINARY_KINDS", "REDUCTION_KINDS",
-           "schema_for"]
+__all__ = ["SCHEMAS", "OPAQUE_KINDS", "COMMUTATIVE_KINDS", "schema_for"]
 
 D = DataType
 F = FLOAT_TYPES
@@ -54,7 +54,7 @@ def _req(name: str, kind: AttrKind) -> AttrSpec:
 
 
 def _ports(*names: str, symbol: str = "T", optional: tuple[str, ...] = ()) -> tuple[PortSpec, ...]:
-    return tuple(PortSpec(n, symbol, n in optional) for n in names)
+    return tuple(PortSpec(n, symbol, optional=n in optional) for n in names)
 
 
 def _non_negative_pads(op: Op) -> str | None:
@@ -75,26 +75,16 @@ def _row(**ports: frozenset[DataType]) -> Mapping[str, frozenset[DataType]]:
 
 # -- unary (the pages' Unary category, plus Reciprocal) ------------------------------------
 
+#: The attributes of the Unary members that have any (the members are `categories.UNARY`).
 _UNARY_ATTRS: dict[str, tuple[AttrSpec, ...]] = {
-    "Abs": (),
     "Clamp": (_req("min", AttrKind.f32), _req("max", AttrKind.f32)),
     "Elu": (_req("alpha", AttrKind.f32),),
-    "Exp": (),
     "GELU": (AttrSpec("mode", AttrKind.string, default="gelu_erf",
                       allowed=("gelu_erf", "gelu_tanh")),),
-    "HardSwish": (),
     "LeakyReLU": (_req("alpha", AttrKind.f32),),
-    "Log": (),
-    "Sigmoid": (),
     "SoftPlus": (AttrSpec("beta", AttrKind.f32, default=1.0),),
     "Pow": (_req("beta", AttrKind.f32),),
-    "ReLU": (),
-    "Round": (),
-    "Sqrt": (),
-    "Square": (),
-    "Tanh": (),
 }
-UNARY_KINDS: tuple[str, ...] = tuple(_UNARY_ATTRS)
 
 
 def _clamp_order(op: Op) -> str | None:
@@ -109,8 +99,16 @@ def _unary(kind: str, attrs: tuple[AttrSpec, ...], summary: str) -> OpSchema:
     if kind == "Clamp":
         constraints = (Constraint("schema.attr.clamp_order", "Clamp needs min <= max",
                                   _clamp_order),)
-    return OpSchema(kind, _ports("src"), _ports("dst"), {"T": F}, attrs, infer_identity,
-                    constraints, summary=summary)
+    return OpSchema(
+        kind=kind,
+        inputs=_ports("src"),
+        outputs=_ports("dst"),
+        types={"T": F},
+        attrs=attrs,
+        infer=infer_identity,
+        constraints=constraints,
+        summary=summary,
+    )
 
 
 _UNARY_SUMMARY = {
@@ -122,9 +120,7 @@ _UNARY_SUMMARY = {
     "Square": "x*x", "Tanh": "tanh x",
 }
 
-# -- binary --------------------------------------------------------------------------------
-
-BINARY_KINDS: tuple[str, ...] = ("Add", "Divide", "Maximum", "Minimum", "Multiply", "Subtract")
+# -- binary (the pages' Binary category) ---------------------------------------------------
 
 _MIXED_ROWS = (
     _row(src_0=F32, src_1=F32, dst=F32),
@@ -140,31 +136,46 @@ def _binary(kind: str) -> OpSchema:
     commutative = kind in ("Add", "Multiply", "Maximum", "Minimum")
     if kind in ("Maximum", "Minimum"):
         # One symbol T: inputs and output share a type.
-        return OpSchema(kind, _ports("src_0", "src_1"), _ports("dst"), {"T": F},
-                        (AUTO_BROADCAST,), infer_elementwise, commutative_inputs=(0, 1),
-                        summary=f"elementwise {kind.lower()} with numpy broadcasting")
+        return OpSchema(
+            kind=kind,
+            inputs=_ports("src_0", "src_1"),
+            outputs=_ports("dst"),
+            types={"T": F},
+            attrs=(AUTO_BROADCAST,),
+            infer=infer_elementwise,
+            commutative_inputs=(0, 1),
+            summary=f"elementwise {kind.lower()} with numpy broadcasting",
+        )
     ints = kind in ("Add", "Subtract")
     types = F | S32 if ints else F
     rows = _MIXED_ROWS + (_S32_ROW if ints else ())
-    return OpSchema(kind, (PortSpec("src_0", "T1"), PortSpec("src_1", "T2")),
-                    (PortSpec("dst", "T3"),), {"T1": types, "T2": types, "T3": types},
-                    (AUTO_BROADCAST,), infer_elementwise, dtype_rows=rows,
-                    commutative_inputs=(0, 1) if commutative else (),
-                    summary=f"elementwise {kind.lower()} with numpy broadcasting")
+    return OpSchema(
+        kind=kind,
+        inputs=(PortSpec("src_0", "T1"), PortSpec("src_1", "T2")),
+        outputs=(PortSpec("dst", "T3"),),
+        types={"T1": types, "T2": types, "T3": types},
+        attrs=(AUTO_BROADCAST,),
+        infer=infer_elementwise,
+        dtype_rows=rows,
+        commutative_inputs=(0, 1) if commutative else (),
+        summary=f"elementwise {kind.lower()} with numpy broadcasting",
+    )
 
 
-# -- reductions ----------------------------------------------------------------------------
-
-REDUCTION_KINDS: tuple[str, ...] = ("ReduceL1", "ReduceL2", "ReduceMax", "ReduceMean",
-                                    "ReduceMin", "ReduceProd", "ReduceSum")
+# -- reductions (the pages' Reduction category) --------------------------------------------
 
 
 def _reduction(kind: str) -> OpSchema:
-    return OpSchema(kind, (PortSpec("src", "T1"), PortSpec("axes", "T2", optional=True)),
-                    (PortSpec("dst", "T1"),), {"T1": F, "T2": S32},
-                    (AttrSpec("axes", AttrKind.s64_list, default=()),
-                     AttrSpec("keep_dims", AttrKind.boolean, default=False)),
-                    infer_reduce, summary=f"{kind[6:]} over `axes`")
+    return OpSchema(
+        kind=kind,
+        inputs=(PortSpec("src", "T1"), PortSpec("axes", "T2", optional=True)),
+        outputs=(PortSpec("dst", "T1"),),
+        types={"T1": F, "T2": S32},
+        attrs=(AttrSpec("axes", AttrKind.s64_list, default=()),
+            AttrSpec("keep_dims", AttrKind.boolean, default=False)),
+        infer=infer_reduce,
+        summary=f"{kind[6:]} over `axes`",
+    )
 
 
 # -- convolutions, matmul, pooling ---------------------------------------------------------
@@ -265,110 +276,210 @@ def _bn_bwd_outputs(op: Op) -> str | None:
 
 
 def _build() -> dict[str, OpSchema]:
-    schemas: list[OpSchema] = [_unary(k, a, _UNARY_SUMMARY[k]) for k, a in _UNARY_ATTRS.items()]
-    schemas += [_binary(k) for k in BINARY_KINDS]
-    schemas += [_reduction(k) for k in REDUCTION_KINDS]
+    schemas = [_unary(k, _UNARY_ATTRS.get(k, ()), _UNARY_SUMMARY[k]) for k in UNARY]
+    schemas += [_binary(k) for k in BINARY]
+    schemas += [_reduction(k) for k in REDUCTION]
     schemas += [
-        OpSchema("Convolution", _ports("src", "weights", "bias", optional=("bias",)),
-                 _ports("dst"), {"T": F}, _conv_attrs(("XIO", "OIX")), infer_conv,
-                 (PADS_RULE,), summary="N-d cross-correlation with groups and dilations"),
-        OpSchema("ConvTranspose", _ports("src", "weights", "bias", optional=("bias",)),
-                 _ports("dst"), {"T": F},
-                 (*_conv_attrs(("XOI", "IOX")),
-                  AttrSpec("output_padding", AttrKind.s64_list, default=())),
-                 infer_conv_transpose, (PADS_RULE,),
-                 summary="transposed convolution (gradient of Convolution w.r.t. src)"),
-        OpSchema("MatMul", (PortSpec("src", "T"), PortSpec("weights", "T"),
-                            PortSpec("bias", "T", optional=True)), (PortSpec("dst", "T1"),),
-                 {"T": F, "T1": F},
-                 (AttrSpec("transpose_a", AttrKind.boolean, default=False),
-                  AttrSpec("transpose_b", AttrKind.boolean, default=False),
-                  AttrSpec("accumulation_mode", AttrKind.string, default="strict",
-                           allowed=("strict", "relaxed", "any", "f32", "s32", "f16"))),
-                 infer_matmul,
-                 (Constraint("schema.dtype.matmul_dst", "MatMul dst is the src type or f32",
-                             _matmul_dst),),
-                 summary="batched matrix product with numpy batch broadcasting"),
-        OpSchema("Interpolate", (PortSpec("src", "T1"), PortSpec("sizes", "T2", True)),
-                 (PortSpec("dst", "T1"),), {"T1": F, "T2": S32},
-                 (AttrSpec("mode", AttrKind.string, required=True,
-                           allowed=("nearest", "linear", "bilinear", "trilinear")),
-                  AttrSpec("sizes", AttrKind.s64_list), AttrSpec("scales", AttrKind.f32_list),
-                  AttrSpec("coordinate_transformation_mode", AttrKind.string,
-                           default="half_pixel", allowed=("half_pixel", "align_corners")),
-                  DATA_FORMAT), infer_interpolate,
-                 (Constraint("schema.attr.interpolate_sizes_scales", "exactly one of sizes "
-                             "and scales", _interp_sizes_scales),),
-                 summary="resize the spatial dims (nearest or linear)"),
-        OpSchema("BiasAdd", _ports("src", "bias"), _ports("dst"), {"T": F}, (DATA_FORMAT,),
-                 infer_bias_add, summary="add a 1-D bias along the channel axis"),
-        OpSchema("BatchNormInference",
-                 (PortSpec("src", "T1"), *_ports("gamma", "beta", "mean", "variance",
-                                                 symbol="T2")),
-                 (PortSpec("dst", "T1"),), {"T1": F, "T2": frozenset({D.f32, D.bf16})},
-                 (_req("epsilon", AttrKind.f32), DATA_FORMAT), infer_identity, (_bn_aux(1),),
-                 summary="gamma*(x - mean)/sqrt(variance + epsilon) + beta per channel"),
-        OpSchema("AvgPool", _ports("src"), _ports("dst"), {"T": F},
-                 (*_pool_common(), _req("exclude_pad", AttrKind.boolean)), infer_pool,
-                 (PADS_RULE,), summary="average over a sliding window"),
-        OpSchema("MaxPool", _ports("src"), _ports("dst"), {"T": F},
-                 (*_pool_common(), AttrSpec("dilations", AttrKind.s64_list, default=())),
-                 infer_pool,
-                 (PADS_RULE, Constraint("schema.attr.maxpool_dilations", "MaxPool dilations "
-                                        "has one value per kernel dim", _maxpool_dilations)),
-                 summary="maximum over a sliding window; padding never wins"),
-        OpSchema("Reciprocal", _ports("src"), _ports("dst"), {"T": F}, (), infer_identity,
-                 summary="1/x"),
-        OpSchema("Reorder", _ports("src"), _ports("dst"), {"T": F}, (), infer_identity,
-                 summary="copy into another memory layout (strides); values unchanged"),
-        OpSchema("Quantize", (PortSpec("src", "T1"),), (PortSpec("dst", "T2"),),
-                 {"T1": F32, "T2": QUANT}, _quant_attrs(), infer_identity,
-                 (Constraint("schema.attr.quant_scales_zps", "scales/zps lengths fit qtype",
-                             _quant_scales_zps),),
-                 summary="saturate(round_half_even(x/scale + zp))"),
-        OpSchema("Dequantize", (PortSpec("src", "T1"),), (PortSpec("dst", "T2"),),
-                 {"T1": QUANT, "T2": F32}, _quant_attrs(), infer_identity,
-                 (Constraint("schema.attr.quant_scales_zps", "scales/zps lengths fit qtype",
-                             _quant_scales_zps),),
-                 summary="(x - zp)*scale in f32, no rounding"),
-        OpSchema("TypeCast", (PortSpec("src", "T1"),), (PortSpec("dst", "T2"),),
-                 {"T1": F, "T2": F}, (), infer_identity,
-                 (Constraint("schema.dtype.typecast", "TypeCast changes the type, never "
-                             "bf16<->f16", _typecast_types),),
-                 summary="convert between f32 and bf16/f16, round to nearest even"),
-        OpSchema("SoftMax", (PortSpec("src", "T1"),),
-                 (PortSpec("dst", "T2"), PortSpec("stats", "T3", optional=True)),
-                 {"T1": F, "T2": F, "T3": F32},
-                 (AttrSpec("axis", AttrKind.s64, default=1),
-                  AttrSpec("mode", AttrKind.string, default="none",
-                           allowed=("none", "inf_as_zero"))), infer_softmax,
-                 (Constraint("schema.dtype.softmax", "SoftMax src/dst differ only via f32",
-                             _softmax_types),),
-                 summary="exp(x - max)/sum(exp(x - max)) along axis"),
-        OpSchema("ConvolutionBackwardWeights",
-                 (PortSpec("src", "T1"), PortSpec("diff_dst", "T1"),
-                  PortSpec("weights_shape", "T2", optional=True)),
-                 (PortSpec("diff_weights", "T1"),), {"T1": F, "T2": S32},
-                 (*_conv_attrs(("XIO", "OIX")),
-                  AttrSpec("weights_shape", AttrKind.s64_list, default=())),
-                 infer_conv_backward_weights, (PADS_RULE,),
-                 summary="gradient of Convolution w.r.t. weights"),
-        OpSchema("BiasAddBackward", (PortSpec("diff_dst", "T"),), (PortSpec("diff_bias", "T"),),
-                 {"T": F}, (DATA_FORMAT,), infer_bias_add_backward,
-                 summary="sum diff_dst over all axes but the channel axis"),
-        OpSchema("ReLUBackward", (PortSpec("src", "T"), PortSpec("diff_dst", "T")),
-                 (PortSpec("diff_src", "T"),), {"T": F},
-                 (AttrSpec("use_dst", AttrKind.boolean, default=True),), infer_identity,
-                 summary="diff_dst where (dst or src) > 0, else 0"),
-        OpSchema("BatchNormTrainingBackward",
-                 (PortSpec("src", "T1"), PortSpec("diff_dst", "T1"), PortSpec("mean", "T2"),
-                  PortSpec("variance", "T2"), PortSpec("gamma", "T2", optional=True)),
-                 (PortSpec("diff_src", "T1"), PortSpec("diff_gamma", "T2", optional=True),
-                  PortSpec("diff_beta", "T2", optional=True)),
-                 {"T1": F, "T2": frozenset({D.f32, D.bf16})},
-                 (_req("epsilon", AttrKind.f32), DATA_FORMAT), infer_batchnorm_backward,
-                 (_bn_aux(2),), output_counts=frozenset({1, 3}),
-                 summary="gradient of batch normalization (1 or 3 outputs)"),
+        OpSchema(
+            kind="Convolution",
+            inputs=_ports("src", "weights", "bias", optional=("bias",)),
+            outputs=_ports("dst"),
+            types={"T": F},
+            attrs=_conv_attrs(("XIO", "OIX")),
+            infer=infer_conv,
+            constraints=(PADS_RULE,),
+            summary="N-d cross-correlation with groups and dilations",
+        ),
+        OpSchema(
+            kind="ConvTranspose",
+            inputs=_ports("src", "weights", "bias", optional=("bias",)),
+            outputs=_ports("dst"),
+            types={"T": F},
+            attrs=(*_conv_attrs(("XOI", "IOX")),
+                AttrSpec("output_padding", AttrKind.s64_list, default=())),
+            infer=infer_conv_transpose,
+            constraints=(PADS_RULE,),
+            summary="transposed convolution (gradient of Convolution w.r.t. src)",
+        ),
+        OpSchema(
+            kind="MatMul",
+            inputs=(PortSpec("src", "T"), PortSpec("weights", "T"),
+                PortSpec("bias", "T", optional=True)),
+            outputs=(PortSpec("dst", "T1"),),
+            types={"T": F, "T1": F},
+            attrs=(AttrSpec("transpose_a", AttrKind.boolean, default=False),
+                AttrSpec("transpose_b", AttrKind.boolean, default=False),
+                AttrSpec("accumulation_mode", AttrKind.string, default="strict",
+                allowed=("strict", "relaxed", "any", "f32", "s32", "f16"))),
+            infer=infer_matmul,
+            constraints=(Constraint("schema.dtype.matmul_dst", "MatMul dst is the src type or f32",
+                _matmul_dst),),
+            summary="batched matrix product with numpy batch broadcasting",
+        ),
+        OpSchema(
+            kind="Interpolate",
+            inputs=(PortSpec("src", "T1"), PortSpec("sizes", "T2", optional=True)),
+            outputs=(PortSpec("dst", "T1"),),
+            types={"T1": F, "T2": S32},
+            attrs=(AttrSpec("mode", AttrKind.string, required=True,
+                allowed=("nearest", "linear", "bilinear", "trilinear")),
+                AttrSpec("sizes", AttrKind.s64_list), AttrSpec("scales", AttrKind.f32_list),
+                AttrSpec("coordinate_transformation_mode", AttrKind.string,
+                default="half_pixel", allowed=("half_pixel", "align_corners")),
+                DATA_FORMAT),
+            infer=infer_interpolate,
+            constraints=(Constraint("schema.attr.interpolate_sizes_scales", "exactly one of sizes "
+                "and scales", _interp_sizes_scales),),
+            summary="resize the spatial dims (nearest or linear)",
+        ),
+        OpSchema(
+            kind="BiasAdd",
+            inputs=_ports("src", "bias"),
+            outputs=_ports("dst"),
+            types={"T": F},
+            attrs=(DATA_FORMAT,),
+            infer=infer_bias_add,
+            summary="add a 1-D bias along the channel axis",
+        ),
+        OpSchema(
+            kind="BatchNormInference",
+            inputs=(PortSpec("src", "T1"), *_ports("gamma", "beta", "mean", "variance",
+                symbol="T2")),
+            outputs=(PortSpec("dst", "T1"),),
+            types={"T1": F, "T2": frozenset({D.f32, D.bf16})},
+            attrs=(_req("epsilon", AttrKind.f32), DATA_FORMAT),
+            infer=infer_identity,
+            constraints=(_bn_aux(1),),
+            summary="gamma*(x - mean)/sqrt(variance + epsilon) + beta per channel",
+        ),
+        OpSchema(
+            kind="AvgPool",
+            inputs=_ports("src"),
+            outputs=_ports("dst"),
+            types={"T": F},
+            attrs=(*_pool_common(), _req("exclude_pad", AttrKind.boolean)),
+            infer=infer_pool,
+            constraints=(PADS_RULE,),
+            summary="average over a sliding window",
+        ),
+        OpSchema(
+            kind="MaxPool",
+            inputs=_ports("src"),
+            outputs=_ports("dst"),
+            types={"T": F},
+            attrs=(*_pool_common(), AttrSpec("dilations", AttrKind.s64_list, default=())),
+            infer=infer_pool,
+            constraints=(PADS_RULE, Constraint("schema.attr.maxpool_dilations", "MaxPool dilations "
+                "has one value per kernel dim", _maxpool_dilations)),
+            summary="maximum over a sliding window; padding never wins",
+        ),
+        OpSchema(
+            kind="Reciprocal",
+            inputs=_ports("src"),
+            outputs=_ports("dst"),
+            types={"T": F},
+            attrs=(),
+            infer=infer_identity,
+            summary="1/x",
+        ),
+        OpSchema(
+            kind="Reorder",
+            inputs=_ports("src"),
+            outputs=_ports("dst"),
+            types={"T": F},
+            attrs=(),
+            infer=infer_identity,
+            summary="copy into another memory layout (strides); values unchanged",
+        ),
+        OpSchema(
+            kind="Quantize",
+            inputs=(PortSpec("src", "T1"),),
+            outputs=(PortSpec("dst", "T2"),),
+            types={"T1": F32, "T2": QUANT},
+            attrs=_quant_attrs(),
+            infer=infer_identity,
+            constraints=(Constraint("schema.attr.quant_scales_zps", "scales/zps lengths fit qtype",
+                _quant_scales_zps),),
+            summary="saturate(round_half_even(x/scale + zp))",
+        ),
+        OpSchema(
+            kind="Dequantize",
+            inputs=(PortSpec("src", "T1"),),
+            outputs=(PortSpec("dst", "T2"),),
+            types={"T1": QUANT, "T2": F32},
+            attrs=_quant_attrs(),
+            infer=infer_identity,
+            constraints=(Constraint("schema.attr.quant_scales_zps", "scales/zps lengths fit qtype",
+                _quant_scales_zps),),
+            summary="(x - zp)*scale in f32, no rounding",
+        ),
+        OpSchema(
+            kind="TypeCast",
+            inputs=(PortSpec("src", "T1"),),
+            outputs=(PortSpec("dst", "T2"),),
+            types={"T1": F, "T2": F},
+            attrs=(),
+            infer=infer_identity,
+            constraints=(Constraint("schema.dtype.typecast", "TypeCast changes the type, never "
+                "bf16<->f16", _typecast_types),),
+            summary="convert between f32 and bf16/f16, round to nearest even",
+        ),
+        OpSchema(
+            kind="SoftMax",
+            inputs=(PortSpec("src", "T1"),),
+            outputs=(PortSpec("dst", "T2"), PortSpec("stats", "T3", optional=True)),
+            types={"T1": F, "T2": F, "T3": F32},
+            attrs=(AttrSpec("axis", AttrKind.s64, default=1),
+                AttrSpec("mode", AttrKind.string, default="none",
+                allowed=("none", "inf_as_zero"))),
+            infer=infer_softmax,
+            constraints=(Constraint("schema.dtype.softmax", "SoftMax src/dst differ only via f32",
+                _softmax_types),),
+            summary="exp(x - max)/sum(exp(x - max)) along axis",
+        ),
+        OpSchema(
+            kind="ConvolutionBackwardWeights",
+            inputs=(PortSpec("src", "T1"), PortSpec("diff_dst", "T1"),
+                PortSpec("weights_shape", "T2", optional=True)),
+            outputs=(PortSpec("diff_weights", "T1"),),
+            types={"T1": F, "T2": S32},
+            attrs=(*_conv_attrs(("XIO", "OIX")),
+                AttrSpec("weights_shape", AttrKind.s64_list, default=())),
+            infer=infer_conv_backward_weights,
+            constraints=(PADS_RULE,),
+            summary="gradient of Convolution w.r.t. weights",
+        ),
+        OpSchema(
+            kind="BiasAddBackward",
+            inputs=(PortSpec("diff_dst", "T"),),
+            outputs=(PortSpec("diff_bias", "T"),),
+            types={"T": F},
+            attrs=(DATA_FORMAT,),
+            infer=infer_bias_add_backward,
+            summary="sum diff_dst over all axes but the channel axis",
+        ),
+        OpSchema(
+            kind="ReLUBackward",
+            inputs=(PortSpec("src", "T"), PortSpec("diff_dst", "T")),
+            outputs=(PortSpec("diff_src", "T"),),
+            types={"T": F},
+            attrs=(AttrSpec("use_dst", AttrKind.boolean, default=True),),
+            infer=infer_identity,
+            summary="diff_dst where (dst or src) > 0, else 0",
+        ),
+        OpSchema(
+            kind="BatchNormTrainingBackward",
+            inputs=(PortSpec("src", "T1"), PortSpec("diff_dst", "T1"), PortSpec("mean", "T2"),
+                PortSpec("variance", "T2"), PortSpec("gamma", "T2", optional=True)),
+            outputs=(PortSpec("diff_src", "T1"), PortSpec("diff_gamma", "T2", optional=True),
+                PortSpec("diff_beta", "T2", optional=True)),
+            types={"T1": F, "T2": frozenset({D.f32, D.bf16})},
+            attrs=(_req("epsilon", AttrKind.f32), DATA_FORMAT),
+            infer=infer_batchnorm_backward,
+            constraints=(_bn_aux(2),),
+            output_counts=frozenset({1, 3}),
+            summary="gradient of batch normalization (1 or 3 outputs)",
+        ),
     ]
     return {s.kind: s for s in schemas}
 
@@ -382,6 +493,10 @@ def _quant_attrs() -> tuple[AttrSpec, ...]:
 
 #: The 47 op kinds of the pages, by kind.
 SCHEMAS: Mapping[str, OpSchema] = _build()
+
+#: The binary ops whose two inputs may swap (a chain may enter them on either operand); the one
+#: statement of it is each schema's `commutative_inputs`.
+COMMUTATIVE_KINDS: frozenset[str] = frozenset(k for k, s in SCHEMAS.items() if s.commutative_inputs)
 
 #: Op kinds oneDNN defines that the pages do not name: accepted, never fused, never executed.
 OPAQUE_KINDS: frozenset[str] = frozenset({

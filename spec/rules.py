@@ -22,7 +22,7 @@ from typing import Any, TypeAlias
 
 from .dtypes import DataType
 from .errors import FusionspecError
-from .graph import Op
+from .ir import Op
 from .match import Match, Role
 from .pages import QUANTIZED_CONVTRANSPOSE, SOFTMAX, Page
 

@@ -21,7 +21,7 @@ from enum import StrEnum
 from typing import TypeAlias
 
 from .dtypes import DataType
-from .graph import AttrValue, Op
+from .ir import AttrValue, Op
 
 __all__ = [
     "AttrKind",
@@ -109,7 +109,7 @@ class InferenceFailure(ValueError):
         self.where = where
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class OpSchema:
     """Everything the spec says about one op kind. `page` is oneDNN's op doc for the kind."""
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import struct
 from collections.abc import Sequence
 
-from .graph import UNKNOWN_DIM, Op
+from .ir import UNKNOWN_DIM, Op
 from .schema import InferenceFailure, Shape
 
 __all__ = [

@@ -1,6 +1,6 @@
 """Graph validation: one generic checker that applies the op schemas to a graph.
 
-`finalize_graph` is what `Graph.finalize()` runs. It checks, in this order, and stops at the
+`finalize_ops` is what `Graph.finalize()` runs. It checks, in this order, and stops at the
 first broken rule with a `GraphError` subclass naming the op, the port or attribute and the
 rule id:
 
@@ -24,16 +24,17 @@ from .errors import (
     AttributeRuleError,
     DTypeRuleError,
     GraphError,
+    GraphRule,
     ShapeRuleError,
     TopologyError,
     UnknownOpError,
 )
-from .graph import AttrValue, Graph, LogicalTensor, Op
+from .ir import AttrValue, LogicalTensor, Op
 from .opschemas import OPAQUE_KINDS, SCHEMAS
 from .schema import InferenceFailure, OpSchema, Shape
 
-__all__ = ["finalize_graph", "validate_op", "OutsideSpecWarning", "ENGINE_KINDS",
-           "FPMATH_MODES", "topological_order", "merge_shapes"]
+__all__ = ["finalize_ops", "validate_op", "OutsideSpecWarning", "ENGINE_KINDS", "FPMATH_MODES",
+           "topological_order", "merge_shapes"]
 
 ENGINE_KINDS = ("cpu", "gpu")
 FPMATH_MODES = ("strict", "bf16", "f16", "tf32", "any")
@@ -43,36 +44,37 @@ class OutsideSpecWarning(UserWarning):
     """An op kind oneDNN defines but the spec pages do not name."""
 
 
-def finalize_graph(graph: Graph) -> Graph:
-    if graph.engine_kind not in ENGINE_KINDS:
-        raise GraphError(f"engine_kind {graph.engine_kind!r} is not one of {ENGINE_KINDS}",
-                         rule="graph.engine_kind", where="graph")
-    if graph.fpmath_mode not in FPMATH_MODES:
-        raise GraphError(f"fpmath_mode {graph.fpmath_mode!r} is not one of {FPMATH_MODES}",
-                         rule="graph.fpmath_mode", where="graph")
-    _check_structure(graph)
-    order = topological_order(graph)
-    ops = [validate_op(op) for op in graph.ops]
-    by_id = {op.id: op for op in ops}
-    shapes = _infer_shapes([by_id[op.id] for op in order], graph)
-    refined = [_with_shapes(op, shapes) for op in ops]
-    return graph.replace_ops(refined, finalized=True)
+def finalize_ops(ops: Sequence[Op], *, engine_kind: str, fpmath_mode: str) -> list[Op]:
+    """The ops of a graph, validated, with schema defaults filled in and shapes inferred
+    (what `Graph.finalize()` runs; see the module docstring)."""
+    if engine_kind not in ENGINE_KINDS:
+        raise GraphError(f"engine_kind {engine_kind!r} is not one of {ENGINE_KINDS}",
+                         rule=GraphRule.engine_kind, where="graph")
+    if fpmath_mode not in FPMATH_MODES:
+        raise GraphError(f"fpmath_mode {fpmath_mode!r} is not one of {FPMATH_MODES}",
+                         rule=GraphRule.fpmath_mode, where="graph")
+    _check_structure(ops)
+    order = topological_order(ops)
+    checked = [validate_op(op) for op in ops]
+    by_id = {op.id: op for op in checked}
+    shapes = _infer_shapes([by_id[op.id] for op in order], ops)
+    return [_with_shapes(op, shapes) for op in checked]
 
 
-def _check_structure(graph: Graph) -> None:
+def _check_structure(ops: Sequence[Op]) -> None:
     seen_ops: set[int] = set()
     producer: dict[int, int] = {}
     dtype_of: dict[int, tuple[LogicalTensor, int]] = {}
-    for op in graph.ops:
+    for op in ops:
         if op.id in seen_ops:
-            raise TopologyError(f"op id {op.id} is used by two ops", rule="graph.op_id.unique",
+            raise TopologyError(f"op id {op.id} is used by two ops", rule=GraphRule.op_id_unique,
                                 op_id=op.id, op_kind=op.kind)
         seen_ops.add(op.id)
         for port, t in enumerate(op.outputs):
             if t.id in producer:
                 raise TopologyError(
                     f"tensor {t.id} is produced by op {producer[t.id]} and again here",
-                    rule="graph.tensor.one_producer", op_id=op.id, op_kind=op.kind,
+                    rule=GraphRule.one_producer, op_id=op.id, op_kind=op.kind,
                     where=f"output {port}")
             producer[t.id] = op.id
         for t in (*op.inputs, *op.outputs):
@@ -81,34 +83,43 @@ def _check_structure(graph: Graph) -> None:
                 if first.dtype != t.dtype:
                     raise TopologyError(
                         f"tensor {t.id} is {t.dtype} here but {first.dtype} at op {first_op}",
-                        rule="graph.tensor.consistent", op_id=op.id, op_kind=op.kind)
+                        rule=GraphRule.tensor_consistent, op_id=op.id, op_kind=op.kind)
                 try:
                     merge_shapes(first.shape, t.shape)
                 except InferenceFailure:
                     raise TopologyError(
                         f"tensor {t.id} has shape {_fmt(t.shape)} here but {_fmt(first.shape)}"
-                        f" at op {first_op}", rule="graph.tensor.consistent", op_id=op.id,
+                        f" at op {first_op}", rule=GraphRule.tensor_consistent, op_id=op.id,
                         op_kind=op.kind) from None
             else:
                 dtype_of[t.id] = (t, op.id)
 
 
-def topological_order(graph: Graph) -> list[Op]:
+def topological_order(ops: Sequence[Op]) -> list[Op]:
     """Ops with producers before consumers (ties broken by position); raises on a cycle."""
-    indegree = {op.id: len(graph.predecessors(op)) for op in graph.ops}
-    ready = deque(op for op in graph.ops if indegree[op.id] == 0)
+    producer = {t.id: op.id for op in ops for t in op.outputs}
+    consumers: dict[int, list[Op]] = {}
+    for op in ops:
+        for t in op.inputs:
+            consumers.setdefault(t.id, []).append(op)
+    indegree = {op.id: len({producer[t.id] for t in op.inputs if t.id in producer})
+                for op in ops}
+    ready = deque(op for op in ops if indegree[op.id] == 0)
     order: list[Op] = []
     while ready:
         op = ready.popleft()
         order.append(op)
-        for succ in graph.successors(op):
+        # Successors by output port, then in op order, each once.
+        successors = {c.id: c for t in op.outputs for c in consumers.get(t.id, ())}
+        for succ in successors.values():
             indegree[succ.id] -= 1
             if indegree[succ.id] == 0:
                 ready.append(succ)
-    if len(order) != len(graph.ops):
+    if len(order) != len(ops):
         stuck = sorted(op_id for op_id, d in indegree.items() if d > 0)
-        raise TopologyError(f"the graph has a cycle through ops {stuck}", rule="graph.acyclic",
-                            op_id=stuck[0], op_kind=graph.op_by_id[stuck[0]].kind)
+        kind = next(op.kind for op in ops if op.id == stuck[0])
+        raise TopologyError(f"the graph has a cycle through ops {stuck}", rule=GraphRule.acyclic,
+                            op_id=stuck[0], op_kind=kind)
     return order
 
 
@@ -121,7 +132,7 @@ def validate_op(op: Op) -> Op:
                 f"op {op.id} ({op.kind}) is outside the spec: never fused, not executed by "
                 "the reference"), stacklevel=3)
             return op
-        raise UnknownOpError(f"{op.kind!r} is not a oneDNN op kind", rule="schema.kind",
+        raise UnknownOpError(f"{op.kind!r} is not a oneDNN op kind", rule=GraphRule.kind,
                              op_id=op.id, op_kind=op.kind)
     _check_arity(op, schema)
     attrs = _check_attrs(op, schema)
@@ -137,12 +148,13 @@ def validate_op(op: Op) -> Op:
 
 
 def _check_arity(op: Op, schema: OpSchema) -> None:
-    for side, got, allowed in (("inputs", len(op.inputs), schema.input_counts),
-                               ("outputs", len(op.outputs), schema.allowed_output_counts)):
+    for side, rule, got, allowed in (
+            ("inputs", GraphRule.arity_inputs, len(op.inputs), schema.input_counts),
+            ("outputs", GraphRule.arity_outputs, len(op.outputs), schema.allowed_output_counts)):
         if got not in allowed:
             counts = " or ".join(str(n) for n in sorted(allowed))
             raise ArityError(f"{op.kind} takes {counts} {side}, got {got}",
-                             rule=f"schema.arity.{side}", op_id=op.id, op_kind=op.kind)
+                             rule=rule, op_id=op.id, op_kind=op.kind)
 
 
 def _check_attrs(op: Op, schema: OpSchema) -> dict[str, AttrValue]:
@@ -153,16 +165,16 @@ def _check_attrs(op: Op, schema: OpSchema) -> dict[str, AttrValue]:
         if spec is None:
             known = ", ".join(a.name for a in schema.attrs) or "none"
             raise AttributeRuleError(f"{op.kind} has no attribute {name!r} (it has: {known})",
-                                     rule="schema.attr.unknown", op_id=op.id, op_kind=op.kind,
+                                     rule=GraphRule.attr_unknown, op_id=op.id, op_kind=op.kind,
                                      where=where)
         if not spec.kind.accepts(value):
             raise AttributeRuleError(f"expected {spec.kind.value}, got {value!r}",
-                                     rule="schema.attr.type", op_id=op.id, op_kind=op.kind,
+                                     rule=GraphRule.attr_type, op_id=op.id, op_kind=op.kind,
                                      where=where)
         if spec.allowed is not None and value not in spec.allowed:
             allowed = ", ".join(repr(a) for a in spec.allowed)
             raise AttributeRuleError(f"{value!r} is not one of {allowed}",
-                                     rule="schema.attr.value", op_id=op.id, op_kind=op.kind,
+                                     rule=GraphRule.attr_value, op_id=op.id, op_kind=op.kind,
                                      where=where)
         attrs[name] = spec.kind.normalize(value)
     for spec in schema.attrs:
@@ -170,7 +182,7 @@ def _check_attrs(op: Op, schema: OpSchema) -> dict[str, AttrValue]:
             continue
         if spec.required:
             raise AttributeRuleError(f"required attribute {spec.name!r} is missing",
-                                     rule="schema.attr.required", op_id=op.id,
+                                     rule=GraphRule.attr_required, op_id=op.id,
                                      op_kind=op.kind, where=f"attribute {spec.name}")
         if spec.default is not None:
             attrs[spec.name] = spec.default
@@ -187,13 +199,13 @@ def _check_dtypes(op: Op, schema: OpSchema) -> None:
         if tensor.dtype not in allowed:
             names = ", ".join(sorted(d.value for d in allowed))
             raise DTypeRuleError(f"dtype {tensor.dtype} is not allowed (allowed: {names})",
-                                 rule="schema.dtype.port", op_id=op.id, op_kind=op.kind,
+                                 rule=GraphRule.dtype_port, op_id=op.id, op_kind=op.kind,
                                  where=where)
         if port.symbol in bound and bound[port.symbol][0] != tensor.dtype:
             other_dtype, other_where = bound[port.symbol]
             raise DTypeRuleError(
                 f"dtype {tensor.dtype} differs from {other_dtype} at {other_where}; both are "
-                f"type {port.symbol}", rule="schema.dtype.unify", op_id=op.id,
+                f"type {port.symbol}", rule=GraphRule.dtype_unify, op_id=op.id,
                 op_kind=op.kind, where=where)
         bound.setdefault(port.symbol, (tensor.dtype, where))
     if schema.dtype_rows:
@@ -202,7 +214,7 @@ def _check_dtypes(op: Op, schema: OpSchema) -> None:
                    for row in schema.dtype_rows):
             combo = ", ".join(f"{n}={d}" for n, d in present.items())
             raise DTypeRuleError(f"the combination {combo} is not a row of {op.kind}'s "
-                                 "supported data types", rule="schema.dtype.row",
+                                 "supported data types", rule=GraphRule.dtype_row,
                                  op_id=op.id, op_kind=op.kind)
 
 
@@ -223,9 +235,9 @@ def _fmt(shape: Shape) -> str:
     return "[" + ", ".join(str(d) if d >= 0 else "?" for d in shape) + "]"
 
 
-def _infer_shapes(order: Sequence[Op], graph: Graph) -> dict[int, Shape]:
+def _infer_shapes(order: Sequence[Op], ops: Sequence[Op]) -> dict[int, Shape]:
     shapes: dict[int, Shape] = {}
-    for op in graph.ops:
+    for op in ops:
         for t in (*op.inputs, *op.outputs):
             shapes[t.id] = merge_shapes(shapes.get(t.id), t.shape)
     for op in order:
@@ -236,7 +248,7 @@ def _infer_shapes(order: Sequence[Op], graph: Graph) -> dict[int, Shape]:
         try:
             inferred = schema.infer(op, ins)
         except InferenceFailure as exc:
-            raise ShapeRuleError(str(exc), rule="schema.shape.infer", op_id=op.id,
+            raise ShapeRuleError(str(exc), rule=GraphRule.shape_infer, op_id=op.id,
                                  op_kind=op.kind, where=exc.where) from None
         for port, (t, shape) in enumerate(zip(op.outputs, inferred)):
             try:
@@ -244,7 +256,7 @@ def _infer_shapes(order: Sequence[Op], graph: Graph) -> dict[int, Shape]:
             except InferenceFailure:
                 raise ShapeRuleError(
                     f"declared shape {_fmt(t.shape)} contradicts the inferred {_fmt(shape)}",
-                    rule="schema.shape.output", op_id=op.id, op_kind=op.kind,
+                    rule=GraphRule.shape_output, op_id=op.id, op_kind=op.kind,
                     where=f"output {port}") from None
     return shapes
 

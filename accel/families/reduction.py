@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import math
 
+from fusionspec.spec.categories import REDUCTION
 from fusionspec.spec.graph import Partition
-from fusionspec.spec.opschemas import REDUCTION_KINDS
 
 from ..codegen.access import Domain, buffer_name, known_shape, read_param
 from ..codegen.epilogue import Value, emit_epilogue, supported_kinds
@@ -58,7 +58,7 @@ _KINDS: dict[str, tuple[str, str, str, str]] = {
 def is_reduction(partition: Partition) -> bool:
     """One reduction followed by element-wise ops only."""
     kinds = supported_kinds()
-    mains = [op for op in partition.ops if op.kind in REDUCTION_KINDS]
+    mains = [op for op in partition.ops if op.kind in REDUCTION]
     return len(mains) == 1 and all(op.kind in kinds for op in partition.ops
                                    if op is not mains[0])
 
@@ -66,7 +66,7 @@ def is_reduction(partition: Partition) -> bool:
 def build_reduction(partition: Partition, ctx: BuildContext) -> KernelPlan:
     """One kernel: a work group per dst element, tree reduction, then the epilogue."""
     kinds = [op.kind for op in partition.ops]
-    main = next(op for op in partition.ops if op.kind in REDUCTION_KINDS)
+    main = next(op for op in partition.ops if op.kind in REDUCTION)
     post = [op for op in partition.ops if op is not main]
 
     def fail(message: str) -> UnsupportedPartitionError:

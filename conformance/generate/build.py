@@ -24,7 +24,7 @@ from fusionspec.spec.catalog import PatternEntry
 from fusionspec.spec.categories import BINARY, UNARY
 from fusionspec.spec.dtypes import DataType
 from fusionspec.spec.graph import AttrValue, Graph, LogicalTensor, Op
-from fusionspec.spec.opschemas import SCHEMAS
+from fusionspec.spec.opschemas import COMMUTATIVE_KINDS, SCHEMAS
 from fusionspec.spec.schema import Shape
 from fusionspec.spec.validate import validate_op
 
@@ -48,11 +48,10 @@ from .attrs import (
 from .dtypes import DtypePlan, int8_row
 from .plan import Side, Skeleton, Step
 
-__all__ = ["Built", "build", "BROADCASTS", "COMMUTATIVE"]
+__all__ = ["Built", "build", "BROADCASTS"]
 
 D = DataType
 F32, BF16 = D.f32, D.bf16
-COMMUTATIVE = frozenset({"Add", "Multiply", "Maximum", "Minimum"})
 BROADCASTS = ("full", "per-channel", "per-tensor")
 _WEIGHTED = frozenset({"Convolution", "ConvTranspose", "MatMul"})
 
@@ -304,7 +303,7 @@ class _Builder:
         port = step.chain_port
         if port is None:
             port = draw(st.sampled_from((0, 1)), label="chain port") if (
-                step.kind in COMMUTATIVE and not head) else 0
+                step.kind in COMMUTATIVE_KINDS and not head) else 0
         attrs: dict[str, AttrValue] = {}
         mode = draw(st.sampled_from(("numpy", "none")), label="auto_broadcast") if (
             how == "full") else "numpy"

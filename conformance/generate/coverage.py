@@ -22,9 +22,10 @@ from fusionspec.spec.catalog import PatternEntry
 from fusionspec.spec.categories import BINARY, REDUCTION
 from fusionspec.spec.match import Role
 from fusionspec.spec.notation import to_notation
+from fusionspec.spec.opschemas import COMMUTATIVE_KINDS
 from fusionspec.spec.pattern_tree import Alternation, CategoryRef, Repeat, leaves, op_kinds, walk
 
-from .build import BROADCASTS, COMMUTATIVE
+from .build import BROADCASTS
 from .dtypes import has_table, required_rows
 from .plan import feature_keys, main_part
 
@@ -57,7 +58,7 @@ def row_items(entry: PatternEntry) -> tuple[Item, ...]:
 
 
 def _post_op_commutative(entry: PatternEntry) -> bool:
-    return any(entry.roles[path] is Role.post_op and op_kinds(leaf) & COMMUTATIVE
+    return any(entry.roles[path] is Role.post_op and op_kinds(leaf) & COMMUTATIVE_KINDS
                for path, leaf in leaves(entry.tree))
 
 

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 
 from hypothesis import strategies as st
 
-from fusionspec.spec.catalog import Family, PatternEntry
+from fusionspec.spec.catalog import PatternEntry, PatternFamily
 from fusionspec.spec.dtypes import DataType
 from fusionspec.spec.graph import Graph
 from fusionspec.spec.match import Role
@@ -102,7 +102,7 @@ def feasible_rows(entry: PatternEntry, steps: Sequence[Step]) -> list[str]:
     draw their types in `draw_dtype_plan`)."""
     kinds = [s.kind for s in steps]
     mixable = bool(_mixable(steps))
-    if entry.family is Family.softmax:
+    if entry.family is PatternFamily.softmax:
         if "Quantize" in kinds:
             return ["f32>u8", "f32>s8"]
         if "TypeCast" in kinds:
@@ -114,7 +114,7 @@ def feasible_rows(entry: PatternEntry, steps: Sequence[Step]) -> list[str]:
 
 
 def _quantized(entry: PatternEntry) -> bool:
-    return entry.family in (Family.quantized, Family.quantized_convtranspose)
+    return entry.family in (PatternFamily.quantized, PatternFamily.quantized_convtranspose)
 
 
 def draw_dtype_plan(draw: st.DrawFn, entry: PatternEntry, steps: Sequence[Step]) -> DtypePlan:
@@ -153,7 +153,7 @@ def row_bounds(draw: st.DrawFn, entry: PatternEntry, row: str,
                 set_count("BiasAdd", Role.bias, 1)
             else:
                 bias_input = True
-    elif entry.family is Family.softmax:
+    elif entry.family is PatternFamily.softmax:
         low_out = row in ("f32>bf16", "f32>f16")
         cast = low_out and draw(st.booleans(), label="F2F TypeCast")
         set_count("TypeCast", Role.f2f, int(cast))
@@ -190,7 +190,7 @@ def _float_plan(draw: st.DrawFn, entry: PatternEntry, steps: Sequence[Step], row
         low = D(row.split(">")[0])
         heads = [0] if steps[0].kind in ("MatMul", "SoftMax") else []
         # After a SoftMax every post-op is f32 (rule softmax.f32_dst): switch at the SoftMax.
-        places = heads if entry.family is Family.softmax else heads + _mixable(steps)
+        places = heads if entry.family is PatternFamily.softmax else heads + _mixable(steps)
         where = draw(st.sampled_from(places), label="switch to f32 at")
         if where in heads:
             return DtypePlan(row, start=low, head_dst=F32)
@@ -220,7 +220,7 @@ def _has_role(entry: PatternEntry, role: Role) -> bool:
 
 def int8_row(entry: PatternEntry, columns: dict[str, str]) -> str:
     """The row label of a quantized instance from its column values (see the module doc)."""
-    if entry.family is Family.softmax:
+    if entry.family is PatternFamily.softmax:
         return f"f32>{columns['dst']}"
     names = ["src"]
     if _has_role(entry, Role.weights_q2f):
@@ -233,10 +233,10 @@ def int8_row(entry: PatternEntry, columns: dict[str, str]) -> str:
 
 def required_rows(entry: PatternEntry) -> tuple[str, ...]:
     """Every row the strategies must be able to give an instance of `entry`."""
-    if entry.family is Family.softmax:
+    if entry.family is PatternFamily.softmax:
         return ("f32", "bf16", "f16", "bf16>f32", "f16>f32", "f32+bf16", "f32+f16",
                 "f32>bf16", "f32>f16", "f32>u8", "f32>s8")
-    if entry.family in (Family.quantized, Family.quantized_convtranspose):
+    if entry.family in (PatternFamily.quantized, PatternFamily.quantized_convtranspose):
         ints = ("u8", "s8")
         columns: dict[str, tuple[str, ...]] = {"src": ints}
         if _has_role(entry, Role.weights_q2f):

@@ -37,23 +37,25 @@ from hypothesis import strategies as st
 
 from fusionspec.spec.catalog import PatternEntry
 from fusionspec.spec.catalog import entry as catalog_entry
+from fusionspec.spec.categories import BINARY
 from fusionspec.spec.dtypes import DataType
+from fusionspec.spec.errors import GraphRule
 from fusionspec.spec.graph import AttrValue, Graph, LogicalTensor, Op
 from fusionspec.spec.opschemas import SCHEMAS
 
 from ..cases import Case, CaseKind
 from .build import Built, build
 from .dtypes import draw_dtype_plan, headline_dtype
+from .ids import case_id, report_events
 from .plan import draw_skeleton, feature_keys
-from .strategies import case_id, report_events
 
 __all__ = ["Defect", "Edit", "ILL_FORMED_RULES", "ill_formed", "edits"]
 
 D = DataType
-ILL_FORMED_RULES = ("schema.dtype.port", "schema.dtype.unify", "schema.shape.output",
-                    "schema.shape.infer", "schema.attr.required", "schema.attr.value",
-                    "schema.attr.unknown", "schema.arity.inputs", "graph.acyclic",
-                    "graph.tensor.one_producer")
+ILL_FORMED_RULES = (GraphRule.dtype_port, GraphRule.dtype_unify, GraphRule.shape_output,
+                    GraphRule.shape_infer, GraphRule.attr_required, GraphRule.attr_value,
+                    GraphRule.attr_unknown, GraphRule.arity_inputs, GraphRule.acyclic,
+                    GraphRule.one_producer)
 
 #: Values a user might plausibly write that the schemas do not allow (by attribute, or by
 #: op kind and attribute).
@@ -136,13 +138,13 @@ def _dtype_edits(graph: Graph) -> list[Edit]:
         allowed = schema.types[symbol]
         name = schema.inputs[port].name
         bad = next(d for d in (D.u8, D.f32, D.s32, D.boolean) if d not in allowed)
-        found.append(Edit("schema.dtype.port", f"{op.kind} {op.id} {name} is {bad}",
+        found.append(Edit(GraphRule.dtype_port, f"{op.kind} {op.id} {name} is {bad}",
                           _apply(_set_input(op, port, _retyped(t, bad)))))
         shared = [p for p in (*schema.inputs[:len(op.inputs)], *schema.outputs[:len(op.outputs)])
                   if p.symbol == symbol and p.name != name]
         other = next((d for d in (D.bf16, D.f32, D.f16) if d in allowed and d != t.dtype), None)
         if shared and other is not None:
-            found.append(Edit("schema.dtype.unify",
+            found.append(Edit(GraphRule.dtype_unify,
                               f"{op.kind} {op.id} {name} is {other}, {shared[0].name} "
                               f"{t.dtype}", _apply(_set_input(op, port, _retyped(t, other)))))
     for op in graph.ops:
@@ -152,12 +154,12 @@ def _dtype_edits(graph: Graph) -> list[Edit]:
             continue
         allowed = schema.types[schema.outputs[0].symbol]
         bad = next(d for d in (D.s32, D.u8, D.f32) if d not in allowed)
-        found.append(Edit("schema.dtype.port", f"{op.kind} {op.id} dst is {bad}", _apply(
+        found.append(Edit(GraphRule.dtype_port, f"{op.kind} {op.id} dst is {bad}", _apply(
             _rebuilt(op, outputs=(_retyped(out, bad), *op.outputs[1:])))))
         shape = out.shape or ()
         if shape:
             wrong = (shape[0] + 1, *shape[1:])
-            found.append(Edit("schema.shape.output",
+            found.append(Edit(GraphRule.shape_output,
                               f"{op.kind} {op.id} dst declared {list(wrong)}", _apply(
                                   _rebuilt(op, outputs=(_retyped(out, shape=wrong),
                                                         *op.outputs[1:])))))
@@ -170,7 +172,7 @@ def _infer_edits(graph: Graph) -> list[Edit]:
         t, chain = op.inputs[port], op.inputs[1 - port] if len(op.inputs) == 2 else None
         shape = list(t.shape or ())
         axis: int | None = None
-        if op.kind in ("Add", "Subtract", "Multiply", "Divide", "Maximum", "Minimum"):
+        if op.kind in BINARY:
             dims = list(chain.shape or ()) if chain is not None else []
             axis = next((a for a, d in enumerate(dims) if d >= 2 and a < len(shape)), None)
             if axis is not None:
@@ -185,7 +187,7 @@ def _infer_edits(graph: Graph) -> list[Edit]:
             axis = -1 if op.attrs.get("transpose_b") else -2
             shape[axis] += 1
         if axis is not None:
-            found.append(Edit("schema.shape.infer", f"{op.kind} {op.id} input {port} shape "
+            found.append(Edit(GraphRule.shape_infer, f"{op.kind} {op.id} input {port} shape "
                               f"{shape}", _apply(_set_input(op, port,
                                                             _retyped(t, shape=tuple(shape))))))
     for op in graph.ops:
@@ -203,7 +205,7 @@ def _infer_edits(graph: Graph) -> list[Edit]:
             words = "one size too many"
         else:
             continue
-        found.append(Edit("schema.shape.infer", f"{op.kind} {op.id}: {words}",
+        found.append(Edit(GraphRule.shape_infer, f"{op.kind} {op.id}: {words}",
                           _apply(_rebuilt(op, attrs=attrs))))
     return found
 
@@ -215,15 +217,15 @@ def _attr_edits(graph: Graph) -> list[Edit]:
         for spec in schema.attrs:
             if spec.required and spec.name in op.attrs:
                 attrs = {k: v for k, v in op.attrs.items() if k != spec.name}
-                found.append(Edit("schema.attr.required", f"{op.kind} {op.id} without "
+                found.append(Edit(GraphRule.attr_required, f"{op.kind} {op.id} without "
                                   f"{spec.name}", _apply(_rebuilt(op, attrs=attrs))))
             if spec.allowed is not None:
                 bad = _BAD_VALUES.get(f"{op.kind}.{spec.name}") or _BAD_VALUES[spec.name]
-                found.append(Edit("schema.attr.value", f"{op.kind} {op.id} {spec.name}="
+                found.append(Edit(GraphRule.attr_value, f"{op.kind} {op.id} {spec.name}="
                                   f"{bad!r}", _apply(_rebuilt(op, attrs={**op.attrs,
                                                                           spec.name: bad}))))
         stray = next(n for n in _STRAY if schema.attr_spec(n) is None)
-        found.append(Edit("schema.attr.unknown", f"{op.kind} {op.id} with attribute {stray}",
+        found.append(Edit(GraphRule.attr_unknown, f"{op.kind} {op.id} with attribute {stray}",
                           _apply(_rebuilt(op, attrs={**op.attrs, stray: _STRAY[stray]}))))
     return found
 
@@ -233,12 +235,12 @@ def _structure_edits(graph: Graph, chain: tuple[int, ...], fresh: int) -> list[E
     for op in graph.ops:
         counts = SCHEMAS[op.kind].input_counts
         extra = LogicalTensor(fresh, op.inputs[0].dtype, op.inputs[0].shape)
-        found.append(Edit("schema.arity.inputs", f"{op.kind} {op.id} with "
+        found.append(Edit(GraphRule.arity_inputs, f"{op.kind} {op.id} with "
                           f"{max(counts) + 1} inputs", _apply(_rebuilt(
                               op, inputs=(*op.inputs, *[extra] * (max(counts) + 1
                                                                  - len(op.inputs)))))))
         if min(counts) > 0:
-            found.append(Edit("schema.arity.inputs", f"{op.kind} {op.id} with "
+            found.append(Edit(GraphRule.arity_inputs, f"{op.kind} {op.id} with "
                               f"{min(counts) - 1} inputs",
                               _apply(_rebuilt(op, inputs=tuple(op.inputs[:min(counts) - 1])))))
     ops = [graph.op_by_id[i] for i in chain]
@@ -248,12 +250,12 @@ def _structure_edits(graph: Graph, chain: tuple[int, ...], fresh: int) -> list[E
             out = b.outputs[0]
             for port, t in enumerate(a.inputs):
                 if (a, port) in sole and t.dtype == out.dtype and t.shape == out.shape:
-                    found.append(Edit("graph.acyclic", f"{a.kind} {a.id} reads the output of "
+                    found.append(Edit(GraphRule.acyclic, f"{a.kind} {a.id} reads the output of "
                                       f"{b.kind} {b.id}", _apply(_set_input(a, port, out))))
         for b in ops[i + 1:]:
             twin = _retyped(b.outputs[0])
             twin = LogicalTensor(a.outputs[0].id, twin.dtype, twin.shape)
-            found.append(Edit("graph.tensor.one_producer", f"{b.kind} {b.id} writes tensor "
+            found.append(Edit(GraphRule.one_producer, f"{b.kind} {b.id} writes tensor "
                               f"{twin.id} of {a.kind} {a.id}", _apply(_rebuilt(
                                   b, outputs=(twin, *b.outputs[1:])))))
     return found

@@ -25,7 +25,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
 from fusionspec.spec.catalog import PatternEntry
-from fusionspec.spec.categories import CATEGORIES
+from fusionspec.spec.categories import BINARY, CATEGORIES, UNARY
 from fusionspec.spec.dtypes import DataType
 from fusionspec.spec.graph import AttrValue, Graph, LogicalTensor, Op
 from fusionspec.spec.match import MatchError
@@ -128,7 +128,7 @@ def instance_plans(entry: PatternEntry) -> list[Plan]:
                     unseen[tok[1:]].discard(kind)
             if _impossible(kinds):
                 continue
-            binaries = [i for i, k in enumerate(kinds) if k in _BINARY and i > 0]
+            binaries = [i for i, k in enumerate(kinds) if k in BINARY and i > 0]
             dq = frozenset(binaries[: n % (len(binaries) + 1)]) if has_t2 else frozenset()
             plans[Plan(kinds, dq, weights_q and n % 2 == 1)] = None
             n += 1
@@ -141,7 +141,6 @@ def _impossible(kinds: Sequence[str]) -> bool:
     return any(a == "TypeCast" and b == "Quantize" for a, b in itertools.pairwise(kinds))
 
 
-_BINARY = ("Add", "Divide", "Maximum", "Minimum", "Multiply", "Subtract")
 
 
 def _member_cycles() -> dict[str, Iterator[str]]:
@@ -187,7 +186,7 @@ def build_instance(entry: PatternEntry, plan: Plan, engine_kind: str = "cpu") ->
             continue
         if kind == t1_reader and sides:
             cur = _t1_op(b, kind, cur, plan)
-        elif kind in _BINARY:
+        elif kind in BINARY:
             other = (b.dequantize(cur.shape or ()) if i in plan.dequantized
                      else b.tensor(cur.shape or ()))
             cur = b.op(kind, [cur, other], [b.tensor(cur.shape or ())])
@@ -244,7 +243,7 @@ def _head(b: _Builder, kind: str, plan: Plan) -> LogicalTensor:
                     {**_CONV, "weights_format": "OIX", "weights_shape": (4, 4, 3, 3)})
     if kind == "ReLUBackward":
         return b.op(kind, [b.tensor(_ACT), b.tensor(_ACT)], [b.tensor(_ACT)])
-    if kind in _BINARY:
+    if kind in BINARY:
         return b.op(kind, [b.tensor(_ACT), b.tensor(_ACT)], [b.tensor(_ACT)])
     return _follower(b, kind, b.tensor(_ACT))
 
@@ -299,13 +298,14 @@ def _follower(b: _Builder, kind: str, cur: LogicalTensor) -> LogicalTensor:
         return b.op(kind, [cur, b.tensor(shape), *(b.tensor(_VEC) for _ in range(3))],
                     [out, b.tensor(_VEC), b.tensor(_VEC)],
                     {"epsilon": 1e-5, "data_format": "NCX"})
-    if kind == "Multiply" or kind in _BINARY:
+    if kind == "Multiply" or kind in BINARY:
         return b.op(kind, [cur, b.tensor(shape)], [out])
     raise ValueError(f"no instance builder for {kind} after another op")
 
 
-_UNARY_PLAIN = frozenset({"Abs", "Exp", "GELU", "HardSwish", "Log", "Sigmoid", "SoftPlus",
-                          "ReLU", "Round", "Sqrt", "Square", "Tanh", "Reciprocal"})
+#: Unary ops that need no attribute value of the instance's choosing (Reciprocal is not in the
+#: Unary category but takes the same place in the patterns that name it).
+_UNARY_PLAIN = frozenset(k for k in (*UNARY, "Reciprocal") if k not in UNARY_ATTRS)
 
 
 def instance_cases(entry: PatternEntry, engine_kind: str = "cpu") -> list[Case]:

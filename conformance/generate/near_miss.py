@@ -55,9 +55,10 @@ from fusionspec.spec.graph import Graph, LogicalTensor, Op
 from fusionspec.spec.match import Role
 from fusionspec.spec.pattern_tree import CategoryRef, Chain, Path, first_kinds, min_ops, walk
 
-from ..cases import Case, CaseKind
+from ..cases import Case, CaseKind, StructuralRule
 from .build import Built
 from .dtypes import headline_dtype
+from .ids import case_id, report_events
 from .near_miss_rules import (
     CATALOG_MAKERS,
     Draft,
@@ -74,7 +75,6 @@ from .near_miss_rules import (
     with_op,
 )
 from .plan import Step, draw_skeleton, feature_keys, main_part, post_op_repeats
-from .strategies import case_id, report_events
 
 __all__ = ["NearMiss", "near_misses", "near_miss_rules"]
 
@@ -221,14 +221,14 @@ def _makers(entry: PatternEntry) -> dict[str, Maker]:
     rule_ids = entry.rule_ids
     if post_op_repeats(entry.id):
         own = [r for r in rule_ids if r.endswith(".post_op_count")]
-        found[own[0] if own else "structure.bound"] = _bound
+        found[own[0] if own else StructuralRule.bound] = _bound
     if optional_of(entry, "BiasAdd") is not None:
         own = [r for r in rule_ids if r.endswith(".bias_first")]
-        found[own[0] if own else "structure.bias_first"] = _bias
-    found["structure.fan_out"] = _fan_out
+        found[own[0] if own else StructuralRule.bias_first] = _bias
+    found[StructuralRule.fan_out] = _fan_out
     if _binary_leaf(entry) is not None:
-        found["structure.port"] = _port
-    found["structure.kind"] = _kind
+        found[StructuralRule.port] = _port
+    found[StructuralRule.kind] = _kind
     found.update({r: CATALOG_MAKERS[r] for r in rule_ids if r in CATALOG_MAKERS})
     return found
 

@@ -30,23 +30,22 @@ give it.
 
 from __future__ import annotations
 
-import hashlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
-from hypothesis import event
 from hypothesis import strategies as st
-from hypothesis.control import currently_in_test_context
 
 from fusionspec.spec.catalog import CATALOG, PatternEntry
 from fusionspec.spec.catalog import entry as catalog_entry
-from fusionspec.spec.graph import Graph, Op
+from fusionspec.spec.graph import Op
 from fusionspec.spec.match import MatchError
-from fusionspec.spec.onednn_json import dumps
 
 from ..cases import Case, CaseKind
 from .build import Built, build
 from .coverage import case_items, coverage_items
 from .dtypes import headline_dtype, plan_for_row, required_rows, row_bounds
+from .ids import case_id, report_events
+from .ill_formed import ill_formed
+from .near_miss import near_misses
 from .plan import draw_skeleton
 
 __all__ = ["valid_cases", "valid_builds", "valid_case", "near_miss_cases", "ill_formed_cases",
@@ -74,23 +73,6 @@ def accepted_patterns(entry: PatternEntry | str, ops: Sequence[Op]) -> frozenset
             continue
         found.add(other.id)
     return frozenset(found)
-
-
-def case_id(pattern: str, kind: CaseKind, graph: Graph, rule: str | None = None) -> str:
-    """``<pattern>/<kind>[/<rule>]/<8 hex digits of the graph JSON's SHA-256>``."""
-    digest = hashlib.sha256(dumps(graph, indent=None).encode()).hexdigest()[:8]
-    middle = f"{kind.value}/{rule}" if rule else kind.value
-    return f"{pattern}/{middle}/{digest}"
-
-
-def report_events(pattern: str, kind: CaseKind, features: Mapping[str, str | int],
-                  rule: str | None = None) -> None:
-    """Report a drawn case's features to hypothesis' statistics (only inside a test)."""
-    if not currently_in_test_context():
-        return
-    event(f"{pattern} {kind.value}" + (f" [{rule}]" if rule else ""))
-    for key, value in case_items(features):
-        event(f"{pattern}: {key} = {value}")
 
 
 def draw_instance(draw: st.DrawFn, entry: PatternEntry) -> Built:
@@ -132,16 +114,12 @@ def valid_cases(entry: PatternEntry | str) -> st.SearchStrategy[Case]:
 
 def near_miss_cases(entry: PatternEntry | str) -> st.SearchStrategy[Case]:
     """Well-formed graphs that break exactly one rule of `entry`."""
-    from .near_miss import near_misses
-
     return near_misses(_entry(entry)).map(lambda miss: miss.case)
 
 
 def ill_formed_cases(entry: PatternEntry | str | None = None) -> st.SearchStrategy[Case]:
     """Instances of `entry` (any catalog pattern when None) with one defect that
     `Graph.finalize()` rejects; `Case.rule` is the rule id it raises."""
-    from .ill_formed import ill_formed
-
     if entry is None:
         return st.sampled_from(CATALOG).flatmap(lambda e: ill_formed(e)).map(
             lambda defect: defect.case)

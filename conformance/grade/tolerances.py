@@ -1,10 +1,10 @@
 """How close a backend's output must be to the reference's: one table, and the comparison.
 
-The starting point is benchdnn's graph driver, which compares each partition output with
-per-driver thresholds (eps(f32) = 2^-23, eps(bf16) = 2^-7, eps(f16) = 2^-10). `FAMILIES` keeps
-those thresholds per op family as data, each row with the benchdnn value it comes from and the
-reason where fusionspec departs from it. `tolerance_for(ops, dst_dtype)` turns the ops a value
-went through into one `Tolerance`:
+The starting point is benchdnn's graph driver, which compares each partition output with per-driver
+thresholds (eps(f32) = 2^-23, eps(bf16) = 2^-7, eps(f16) = 2^-10). `TOLERANCE_CLASSES` keeps those
+thresholds per op family as data, each row with the benchdnn value it comes from and the reason
+where fusionspec departs from it. `tolerance_for(ops, dst_dtype)` turns the ops a value went through
+into one `Tolerance`:
 
 1. **Chain budget (f32).** Every op contributes its family's f32 threshold; along a chain the
    contributions add (first-order error analysis: relative errors of successive well-conditioned
@@ -49,8 +49,9 @@ from fusionspec.spec.dtypes import DataType
 from fusionspec.spec.errors import FusionspecError
 from fusionspec.spec.graph import Op
 
-__all__ = ["EPS", "EXP_ARGUMENT_BOUND", "TIE_WINDOW", "Family", "FAMILIES", "Tolerance",
-           "ToleranceError", "Worst", "Comparison", "family_of", "tolerance_for", "compare",
+__all__ = ["EPS", "EXP_ARGUMENT_BOUND", "TIE_WINDOW", "ToleranceClass", "TOLERANCE_CLASSES",
+           "Tolerance", "ToleranceError", "Worst", "Comparison", "tolerance_class_of",
+           "tolerance_for", "compare",
            "tolerance_table", "WORST_COUNT", "dtype_reason",
            "dtype_name"]
 
@@ -78,8 +79,8 @@ class ToleranceError(FusionspecError):
     """No tolerance is defined for an op kind (it is outside the spec pages)."""
 
 
-@dataclass(frozen=True)
-class Family:
+@dataclass(frozen=True, kw_only=True)
+class ToleranceClass:
     """One row of the table: op kinds that share a threshold.
 
     `f32` is the relative error one op of the family may add in f32 compute; `benchdnn` is the
@@ -93,52 +94,121 @@ class Family:
     why: str = ""
 
 
-FAMILIES: tuple[Family, ...] = (
-    Family("binary", ("Add", "Subtract", "Multiply", "Divide", "Maximum", "Minimum", "BiasAdd"),
-           _EPS32, "binary driver: eps(dst)"),
-    Family("eltwise", ("Abs", "Clamp", "Exp", "HardSwish", "LeakyReLU", "Pow", "Reciprocal",
-                       "ReLU", "Round", "Sigmoid", "Sqrt", "Square", "ReLUBackward"),
-           4e-6, "eltwise driver: 4e-6 for f32, eps(dt) for bf16/f16"),
-    Family("eltwise-complex", ("Elu", "GELU", "Log", "SoftPlus", "Tanh"),
-           4e-5, "eltwise driver: 4e-5 for gelu_tanh, elu, tanh, soft_relu, log",
-           "GELU's erf form is included: it goes through erf, whose OpenCL builtin may be off "
-           "by 16 ulp"),
-    Family("conv", ("Convolution", "ConvTranspose", "ConvolutionBackwardWeights"),
-           _EPS32, "conv/deconv driver: 0 (exact by construction)",
-           "the fills keep every product and partial sum exact too; one f32 rounding is "
-           "allowed for a backend that contracts or reorders the accumulation differently"),
-    Family("matmul", ("MatMul",), _EPS32, "matmul driver: 0 plus relaxations",
-           "as for conv"),
-    Family("softmax", ("SoftMax",), 10 * _EPS32, "softmax driver: 10*eps(f32) for f32"),
-    Family("pool-max", ("MaxPool",), 0.0, "pool driver: 0 for max",
-           "max returns one of its inputs, so it adds no error"),
-    Family("pool-avg", ("AvgPool",), 10 * _EPS32, "pool driver: 10*eps(dt) for avg"),
-    Family("interpolate-nearest", ("Interpolate",), 0.0, "resampling driver: 0 for nearest",
-           "nearest copies an input element"),
-    Family("interpolate-linear", ("Interpolate",), 7 * _EPS32,
-           "resampling driver: 7*eps(dst) for linear"),
-    Family("reduction", ("ReduceMax", "ReduceMean", "ReduceMin", "ReduceProd", "ReduceSum",
-                         "BiasAddBackward"),
-           _EPS32, "reduction driver: eps(dst)"),
-    Family("reduction-norm", ("ReduceL1", "ReduceL2"), 5 * _EPS32,
-           "reduction driver: 5*eps(dst) for norm algorithms"),
-    Family("batchnorm", ("BatchNormInference",), 6e-7, "bnorm driver: 6e-7 for src/dst"),
-    Family("batchnorm-backward", ("BatchNormTrainingBackward",), 5e-6,
-           "bnorm driver, backward: 5e-6 for scale/shift"),
-    Family("reorder", ("Dequantize", "Quantize", "Reorder", "TypeCast"), _EPS32,
-           "reorder driver: 0 plus off-by-one at ties",
-           "one f32 rounding for the scale arithmetic, which a backend may do as a "
-           "multiplication by 1/scale (benchdnn's dst-scale allowance)"),
+TOLERANCE_CLASSES: tuple[ToleranceClass, ...] = (
+    ToleranceClass(
+        name="binary",
+        kinds=("Add", "Subtract", "Multiply", "Divide", "Maximum", "Minimum", "BiasAdd"),
+        f32=_EPS32,
+        benchdnn="binary driver: eps(dst)",
+    ),
+    ToleranceClass(
+        name="eltwise",
+        kinds=(
+            "Abs", "Clamp", "Exp", "HardSwish", "LeakyReLU", "Pow", "Reciprocal", "ReLU", "Round",
+            "Sigmoid", "Sqrt", "Square", "ReLUBackward",
+        ),
+        f32=4e-6,
+        benchdnn="eltwise driver: 4e-6 for f32, eps(dt) for bf16/f16",
+    ),
+    ToleranceClass(
+        name="eltwise-complex",
+        kinds=("Elu", "GELU", "Log", "SoftPlus", "Tanh"),
+        f32=4e-5,
+        benchdnn="eltwise driver: 4e-5 for gelu_tanh, elu, tanh, soft_relu, log",
+        why=("GELU's erf form is included: it goes through erf, whose OpenCL builtin may be off "
+            "by 16 ulp"),
+    ),
+    ToleranceClass(
+        name="conv",
+        kinds=("Convolution", "ConvTranspose", "ConvolutionBackwardWeights"),
+        f32=_EPS32,
+        benchdnn="conv/deconv driver: 0 (exact by construction)",
+        why=("the fills keep every product and partial sum exact too; one f32 rounding is "
+            "allowed for a backend that contracts or reorders the accumulation differently"),
+    ),
+    ToleranceClass(
+        name="matmul",
+        kinds=("MatMul",),
+        f32=_EPS32,
+        benchdnn="matmul driver: 0 plus relaxations",
+        why="as for conv",
+    ),
+    ToleranceClass(
+        name="softmax",
+        kinds=("SoftMax",),
+        f32=10 * _EPS32,
+        benchdnn="softmax driver: 10*eps(f32) for f32",
+    ),
+    ToleranceClass(
+        name="pool-max",
+        kinds=("MaxPool",),
+        f32=0.0,
+        benchdnn="pool driver: 0 for max",
+        why="max returns one of its inputs, so it adds no error",
+    ),
+    ToleranceClass(
+        name="pool-avg",
+        kinds=("AvgPool",),
+        f32=10 * _EPS32,
+        benchdnn="pool driver: 10*eps(dt) for avg",
+    ),
+    ToleranceClass(
+        name="interpolate-nearest",
+        kinds=("Interpolate",),
+        f32=0.0,
+        benchdnn="resampling driver: 0 for nearest",
+        why="nearest copies an input element",
+    ),
+    ToleranceClass(
+        name="interpolate-linear",
+        kinds=("Interpolate",),
+        f32=7 * _EPS32,
+        benchdnn="resampling driver: 7*eps(dst) for linear",
+    ),
+    ToleranceClass(
+        name="reduction",
+        kinds=(
+            "ReduceMax", "ReduceMean", "ReduceMin", "ReduceProd", "ReduceSum", "BiasAddBackward",
+        ),
+        f32=_EPS32,
+        benchdnn="reduction driver: eps(dst)",
+    ),
+    ToleranceClass(
+        name="reduction-norm",
+        kinds=("ReduceL1", "ReduceL2"),
+        f32=5 * _EPS32,
+        benchdnn="reduction driver: 5*eps(dst) for norm algorithms",
+    ),
+    ToleranceClass(
+        name="batchnorm",
+        kinds=("BatchNormInference",),
+        f32=6e-7,
+        benchdnn="bnorm driver: 6e-7 for src/dst",
+    ),
+    ToleranceClass(
+        name="batchnorm-backward",
+        kinds=("BatchNormTrainingBackward",),
+        f32=5e-6,
+        benchdnn="bnorm driver, backward: 5e-6 for scale/shift",
+    ),
+    ToleranceClass(
+        name="reorder",
+        kinds=("Dequantize", "Quantize", "Reorder", "TypeCast"),
+        f32=_EPS32,
+        benchdnn="reorder driver: 0 plus off-by-one at ties",
+        why=("one f32 rounding for the scale arithmetic, which a backend may do as a "
+            "multiplication by 1/scale (benchdnn's dst-scale allowance)"),
+    ),
 )
 
-_BY_NAME: dict[str, Family] = {f.name: f for f in FAMILIES}
-_BY_KIND: dict[str, Family] = {}
-for _family in FAMILIES:
+_BY_NAME: dict[str, ToleranceClass] = {f.name: f for f in TOLERANCE_CLASSES}
+_BY_KIND: dict[str, ToleranceClass] = {}
+for _family in TOLERANCE_CLASSES:
     for _kind in _family.kinds:
         _BY_KIND.setdefault(_kind, _family)
 
 
-def family_of(op: Op) -> Family:
+def tolerance_class_of(op: Op) -> ToleranceClass:
     """The table row for `op` (Interpolate's row depends on its mode)."""
     if op.kind == "Interpolate":
         mode = op.attrs.get("mode", "nearest")
@@ -206,7 +276,7 @@ def tolerance_for(ops: Sequence[Op], dst_dtype: DataType) -> Tolerance:
     budget = 0.0
     basis: list[str] = []
     for index, op in enumerate(ops):
-        family = family_of(op)
+        family = tolerance_class_of(op)
         amplify = _amplification(op)
         if amplify != 1.0 and budget:
             budget *= amplify
@@ -238,7 +308,7 @@ def tolerance_table() -> list[dict[str, Any]]:
     """The table as rows for the report: per family, the tolerance of one op of the family for
     each output type (its rtol; ``exact+-1 at ties`` for integer outputs), and its sources."""
     rows: list[dict[str, Any]] = []
-    for family in FAMILIES:
+    for family in TOLERANCE_CLASSES:
         kind = family.kinds[0]
         attrs = {"mode": "linear"} if family.name == "interpolate-linear" else {}
         columns: dict[str, float | str] = {}

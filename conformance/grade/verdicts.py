@@ -36,6 +36,7 @@ from fusionspec.reference.partitioner import external_tensors, partition
 from fusionspec.spec.errors import GraphError
 from fusionspec.spec.graph import Graph, LogicalTensor, Op, Partition
 from fusionspec.spec.rules import UnknownRuleError, rule
+from fusionspec.spec.types import Array
 
 from ..cases import STRUCTURAL_RULES, Case, CaseKind, Status, Verdict
 from .tolerances import compare, dtype_name, dtype_reason, tolerance_for
@@ -43,7 +44,6 @@ from .tolerances import compare, dtype_name, dtype_reason, tolerance_for
 __all__ = ["judge", "matching_limitation", "apply_limitation", "rejection_types",
            "rule_statement", "TRACEBACK_LINES", "ancestors"]
 
-Array = np.ndarray[Any, np.dtype[Any]]
 T = TypeVar("T")
 
 #: How many lines of a backend's traceback a verdict keeps.

@@ -1,13 +1,34 @@
 """Reference op implementations, one small function per op kind, grouped by op family.
 
-Every module of this package is imported here so that its ``@register`` functions land in
-`fusionspec.reference.registry.REGISTRY`.
+Each module lists its functions in ``OPS``; `IMPLEMENTATIONS` is the table of them all, by op
+kind (a function is named after the op it implements). Adding an op: write its function in the
+module of its family and add it to that module's ``OPS``.
 """
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
+from collections.abc import Callable
+from typing import Any
 
-for _info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
-    importlib.import_module(f"{__name__}.{_info.name}")
+from . import (
+    binary,
+    conv,
+    interpolate,
+    matmul,
+    normalization,
+    pool,
+    quantization,
+    reduction,
+    softmax,
+    training,
+    unary,
+)
+
+__all__ = ["IMPLEMENTATIONS"]
+
+_MODULES = (unary, binary, normalization, quantization, matmul, conv, pool, interpolate,
+            reduction, softmax, training)
+
+#: Op kind -> its reference function.
+IMPLEMENTATIONS: dict[str, Callable[..., Any]] = {
+    fn.__name__: fn for module in _MODULES for fn in module.OPS}

@@ -20,15 +20,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import Any
 
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
-from numpy.typing import NDArray
 
 from fusionspec.spec.graph import AttrValue, Op
 from fusionspec.spec.schema import InferenceFailure, Shape
 from fusionspec.spec.shapes import pads_for
+from fusionspec.spec.types import Array
 
 from ..errors import OpInputError
 
@@ -52,8 +51,6 @@ __all__ = [
     "deconv_weights_grouped",
     "chunks",
 ]
-
-Array = NDArray[Any]
 
 #: Dtype of sums across blocks, kernel taps and chunks.
 ACC = np.float64

@@ -11,16 +11,13 @@ s32 Add/Subtract is computed exactly in int64 and saturated to the s32 range.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 import numpy as np
 
 from fusionspec.spec.shapes import channel_axis
+from fusionspec.spec.types import Array
 
 from ..errors import OpInputError
-from ..registry import register
-
-Array = np.ndarray[Any, np.dtype[Any]]
 
 _S32_MIN, _S32_MAX = np.iinfo(np.int32).min, np.iinfo(np.int32).max
 
@@ -50,39 +47,32 @@ def _apply(kind: str, fn: Callable[[Array, Array], Array], a: Array, b: Array,
         return np.asarray(fn(a.astype(np.float32), b.astype(np.float32))).astype(np.float32)
 
 
-@register
-def Add(src_0: Array, src_1: Array, *, auto_broadcast: str = "numpy") -> Array:
+def Add(src_0: Array, src_1: Array, *, auto_broadcast: str) -> Array:
     return _apply("Add", np.add, src_0, src_1, auto_broadcast)
 
 
-@register
-def Subtract(src_0: Array, src_1: Array, *, auto_broadcast: str = "numpy") -> Array:
+def Subtract(src_0: Array, src_1: Array, *, auto_broadcast: str) -> Array:
     return _apply("Subtract", np.subtract, src_0, src_1, auto_broadcast)
 
 
-@register
-def Multiply(src_0: Array, src_1: Array, *, auto_broadcast: str = "numpy") -> Array:
+def Multiply(src_0: Array, src_1: Array, *, auto_broadcast: str) -> Array:
     return _apply("Multiply", np.multiply, src_0, src_1, auto_broadcast)
 
 
-@register
-def Divide(src_0: Array, src_1: Array, *, auto_broadcast: str = "numpy") -> Array:
+def Divide(src_0: Array, src_1: Array, *, auto_broadcast: str) -> Array:
     # IEEE division: x/0 is +-inf, 0/0 is NaN.
     return _apply("Divide", np.divide, src_0, src_1, auto_broadcast)
 
 
-@register
-def Maximum(src_0: Array, src_1: Array, *, auto_broadcast: str = "numpy") -> Array:
+def Maximum(src_0: Array, src_1: Array, *, auto_broadcast: str) -> Array:
     return _apply("Maximum", np.maximum, src_0, src_1, auto_broadcast)
 
 
-@register
-def Minimum(src_0: Array, src_1: Array, *, auto_broadcast: str = "numpy") -> Array:
+def Minimum(src_0: Array, src_1: Array, *, auto_broadcast: str) -> Array:
     return _apply("Minimum", np.minimum, src_0, src_1, auto_broadcast)
 
 
-@register
-def BiasAdd(src: Array, bias: Array, *, data_format: str = "NXC") -> Array:
+def BiasAdd(src: Array, bias: Array, *, data_format: str) -> Array:
     """src + bias, with the 1-D bias laid along the channel axis (last for NXC, 1 for NCX)."""
     src, bias = np.asarray(src), np.asarray(bias)
     if src.ndim < 2:
@@ -96,3 +86,7 @@ def BiasAdd(src: Array, bias: Array, *, data_format: str = "NXC") -> Array:
     shape = [1] * src.ndim
     shape[axis] = bias.shape[0]
     return (src.astype(np.float32) + bias.astype(np.float32).reshape(shape)).astype(np.float32)
+
+
+#: The op implementations of this module (listed in `fusionspec.reference.ops`).
+OPS = (Add, Subtract, Multiply, Divide, Maximum, Minimum, BiasAdd)

@@ -22,7 +22,6 @@ import numpy as np
 from fusionspec.spec.graph import AttrValue
 from fusionspec.spec.shapes import infer_conv, infer_conv_transpose, spatial_dims
 
-from ..registry import register
 from ._layout import (
     ACC,
     CHUNK_BYTES,
@@ -76,11 +75,10 @@ def _kernel(wshape: tuple[int, ...], weights_format: str) -> tuple[int, ...]:
     return wshape[2:] if weights_format == "OIX" else wshape[:-2]
 
 
-@register
 def Convolution(src: Array, weights: Array, bias: Array | None = None, /, *,
                 strides: tuple[int, ...], pads_begin: tuple[int, ...],
-                pads_end: tuple[int, ...], dilations: tuple[int, ...], auto_pad: str = "None",
-                groups: int = 1, data_format: str = "NXC", weights_format: str = "XIO",
+                pads_end: tuple[int, ...], dilations: tuple[int, ...], auto_pad: str,
+                groups: int, data_format: str, weights_format: str,
                 ) -> Array:
     """N-d grouped, dilated, strided cross-correlation plus optional bias."""
     attrs: dict[str, AttrValue] = dict(
@@ -118,12 +116,11 @@ def Convolution(src: Array, weights: Array, bias: Array | None = None, /, *,
     return out.reshape(dst_shape)
 
 
-@register
 def ConvTranspose(src: Array, weights: Array, bias: Array | None = None, /, *,
                   strides: tuple[int, ...], pads_begin: tuple[int, ...],
                   pads_end: tuple[int, ...], dilations: tuple[int, ...],
-                  auto_pad: str = "None", groups: int = 1, data_format: str = "NXC",
-                  weights_format: str = "XOI", output_padding: tuple[int, ...] = (),
+                  auto_pad: str, groups: int, data_format: str,
+                  weights_format: str, output_padding: tuple[int, ...],
                   ) -> Array:
     """Transposed convolution (the gradient of Convolution w.r.t. src), plus optional bias."""
     attrs: dict[str, AttrValue] = dict(
@@ -192,13 +189,12 @@ def _deconv_block(src: Array, wg: Array, kernel: tuple[int, ...], strides: tuple
     return np.ascontiguousarray(dst).reshape(shape)
 
 
-@register
 def ConvolutionBackwardWeights(src: Array, diff_dst: Array, shape_input: Array | None = None,
                                /, *, strides: tuple[int, ...], pads_begin: tuple[int, ...],
                                pads_end: tuple[int, ...], dilations: tuple[int, ...],
-                               auto_pad: str = "None", groups: int = 1,
-                               data_format: str = "NXC", weights_format: str = "XIO",
-                               weights_shape: tuple[int, ...] = ()) -> Array:
+                               auto_pad: str, groups: int,
+                               data_format: str, weights_format: str,
+                               weights_shape: tuple[int, ...]) -> Array:
     """diff_weights[oc, ic, k] = sum over n and o of diff_dst[n, oc, o] *
     src[n, g*ICg + ic, o*S + k*D - PL], in `weights_format`; the weights shape comes from the
     optional s32 input, else from the `weights_shape` attribute."""
@@ -240,3 +236,7 @@ def ConvolutionBackwardWeights(src: Array, diff_dst: Array, shape_input: Array |
     else:
         wg = grad.reshape(groups, kvol, icg, ocg)
     return conv_weights_ungrouped(wg, weights_format, kernel).astype(np.float32)
+
+
+#: The op implementations of this module (listed in `fusionspec.reference.ops`).
+OPS = (Convolution, ConvTranspose, ConvolutionBackwardWeights)

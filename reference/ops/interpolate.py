@@ -22,7 +22,6 @@ import numpy as np
 from fusionspec.spec.graph import AttrValue
 from fusionspec.spec.shapes import infer_interpolate, spatial_dims
 
-from ..registry import register
 from ._layout import ACC, Array, check, infer_shape, spatial_axes
 
 __all__ = ["Interpolate"]
@@ -72,11 +71,10 @@ def _out_sizes(src: Array, sizes_input: Array | None, attrs: dict[str, AttrValue
     return out
 
 
-@register
 def Interpolate(src: Array, sizes_input: Array | None = None, /, *, mode: str,
                 sizes: tuple[int, ...] = (), scales: tuple[float, ...] = (),
-                coordinate_transformation_mode: str = "half_pixel",
-                data_format: str = "NXC") -> Array:
+                coordinate_transformation_mode: str,
+                data_format: str) -> Array:
     """Resize the spatial dims by nearest or (multi)linear interpolation."""
     attrs: dict[str, AttrValue] = {"mode": mode, "sizes": sizes, "scales": scales,
                                    "coordinate_transformation_mode":
@@ -100,3 +98,7 @@ def Interpolate(src: Array, sizes_input: Array | None = None, /, *, mode: str,
         y = (np.take(y, left, axis=axis) * w_left.astype(ACC).reshape(shape)
              + np.take(y, right, axis=axis) * w_right.astype(ACC).reshape(shape))
     return y.astype(np.float32)
+
+
+#: The op implementations of this module (listed in `fusionspec.reference.ops`).
+OPS = (Interpolate,)

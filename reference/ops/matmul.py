@@ -15,16 +15,14 @@ import numpy as np
 from fusionspec.spec.graph import AttrValue
 from fusionspec.spec.shapes import infer_matmul
 
-from ..registry import register
 from ._layout import Array, dot, infer_shape
 
 __all__ = ["MatMul"]
 
 
-@register
 def MatMul(src: Array, weights: Array, bias: Array | None = None, /, *,
-           transpose_a: bool = False, transpose_b: bool = False,
-           accumulation_mode: str = "strict") -> Array:
+           transpose_a: bool, transpose_b: bool,
+           accumulation_mode: str) -> Array:
     """Batched matrix product with NumPy batch broadcasting, plus an optional bias."""
     attrs: dict[str, AttrValue] = dict(transpose_a=transpose_a, transpose_b=transpose_b,
                                        accumulation_mode=accumulation_mode)
@@ -46,3 +44,7 @@ def MatMul(src: Array, weights: Array, bias: Array | None = None, /, *,
         dst = dst + bias
     assert dst.shape == dst_shape, f"MatMul produced {dst.shape}, inference says {dst_shape}"
     return np.asarray(dst, dtype=np.float32)
+
+
+#: The op implementations of this module (listed in `fusionspec.reference.ops`).
+OPS = (MatMul,)

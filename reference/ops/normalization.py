@@ -7,16 +7,12 @@ rounded once to float32.
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
 from fusionspec.spec.shapes import channel_axis
+from fusionspec.spec.types import Array
 
 from ..errors import OpInputError
-from ..registry import register
-
-Array = np.ndarray[Any, np.dtype[Any]]
 
 
 def per_channel(kind: str, src: Array, data_format: str, **params: Array
@@ -43,9 +39,8 @@ def per_channel(kind: str, src: Array, data_format: str, **params: Array
     return axis, out
 
 
-@register
 def BatchNormInference(src: Array, gamma: Array, beta: Array, mean: Array, variance: Array,
-                       *, epsilon: float, data_format: str = "NXC") -> Array:
+                       *, epsilon: float, data_format: str) -> Array:
     x = np.asarray(src, dtype=np.float64)
     _, p = per_channel("BatchNormInference", x, data_format, gamma=gamma, beta=beta, mean=mean,
                        variance=variance)
@@ -53,3 +48,7 @@ def BatchNormInference(src: Array, gamma: Array, beta: Array, mean: Array, varia
         sigma = np.sqrt(p["variance"] + float(np.float32(epsilon)))  # epsilon is an f32 attribute
         y = p["gamma"] * (x - p["mean"]) / sigma + p["beta"]
     return y.astype(np.float32)
+
+
+#: The op implementations of this module (listed in `fusionspec.reference.ops`).
+OPS = (BatchNormInference,)

@@ -26,7 +26,6 @@ from fusionspec.spec.dtypes import DataType
 from fusionspec.spec.graph import AttrValue
 from fusionspec.spec.shapes import filled_default, infer_pool, spatial_dims
 
-from ..registry import register
 from ._layout import (
     ACC,
     Array,
@@ -81,11 +80,10 @@ def _in_bounds_count(in_sp: Sequence[int], out_sp: Sequence[int], kernel: Sequen
     return count
 
 
-@register
 def AvgPool(src: Array, /, *, strides: tuple[int, ...], pads_begin: tuple[int, ...],
             pads_end: tuple[int, ...], kernel: tuple[int, ...], exclude_pad: bool,
-            data_format: str = "NXC", rounding_type: str = "floor",
-            auto_pad: str = "None") -> Array:
+            data_format: str, rounding_type: str,
+            auto_pad: str) -> Array:
     """Window average; see the module docstring for the divisor rules."""
     attrs: dict[str, AttrValue] = dict(strides=strides, pads_begin=pads_begin, pads_end=pads_end,
                                     kernel=kernel, exclude_pad=exclude_pad,
@@ -107,11 +105,10 @@ def AvgPool(src: Array, /, *, strides: tuple[int, ...], pads_begin: tuple[int, .
     return mean.astype(np.float32)
 
 
-@register
 def MaxPool(src: Array, /, *, strides: tuple[int, ...], pads_begin: tuple[int, ...],
-            pads_end: tuple[int, ...], kernel: tuple[int, ...], data_format: str = "NXC",
-            rounding_type: str = "floor", auto_pad: str = "None",
-            dilations: tuple[int, ...] = (), dst_dtype: DataType | None = None) -> Array:
+            pads_end: tuple[int, ...], kernel: tuple[int, ...], data_format: str,
+            rounding_type: str, auto_pad: str,
+            dilations: tuple[int, ...], dst_dtype: DataType | None = None) -> Array:
     """Window maximum with dilations; padding never wins (see the module docstring)."""
     dil = filled_default(tuple(dilations), 1, len(kernel)) or (1,) * len(kernel)
     attrs: dict[str, AttrValue] = dict(strides=strides, pads_begin=pads_begin, pads_end=pads_end,
@@ -127,3 +124,7 @@ def MaxPool(src: Array, /, *, strides: tuple[int, ...], pads_begin: tuple[int, .
         np.fmax(best, xp[at_spatial(data_format, xp.ndim, tap_slices(tap, out_sp, strides, dil))],
                 out=best)
     return best
+
+
+#: The op implementations of this module (listed in `fusionspec.reference.ops`).
+OPS = (AvgPool, MaxPool)

@@ -15,17 +15,14 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 import numpy as np
 
 from fusionspec.spec.dtypes import DataType
+from fusionspec.spec.types import Array
 
 from ..dtypes import cast_to
 from ..errors import OpInputError
-from ..registry import register
-
-Array = np.ndarray[Any, np.dtype[Any]]
 
 
 def _params(kind: str, src: Array, qtype: str, axis: int, scales: Sequence[float],
@@ -78,8 +75,7 @@ def _round_to_odd_f32(v: Array) -> Array:
     return np.where(inexact, bits | np.uint32(1), bits).astype(np.uint32).view(np.float32)
 
 
-@register
-def Quantize(src: Array, *, qtype: str = "per_tensor", axis: int = 1,
+def Quantize(src: Array, *, qtype: str, axis: int,
              scales: Sequence[float] = (), zps: Sequence[int] | None = None,
              dst_dtype: DataType = DataType.u8) -> Array:
     """Round the exact value x/scale + zp once: to nearest even integer, then saturate (u8/s8),
@@ -100,19 +96,20 @@ def Quantize(src: Array, *, qtype: str = "per_tensor", axis: int = 1,
     return cast_to(q, dst_dtype)
 
 
-@register
-def Dequantize(src: Array, *, qtype: str = "per_tensor", axis: int = 1,
+def Dequantize(src: Array, *, qtype: str, axis: int,
                scales: Sequence[float] = (), zps: Sequence[int] | None = None) -> Array:
     scale, zp = _params("Dequantize", np.asarray(src), qtype, axis, scales, zps)
     x = np.asarray(src).astype(np.float32)  # exact for u8, s8 and f8 values
     return ((x - zp) * scale).astype(np.float32)
 
 
-@register
 def TypeCast(src: Array, *, dst_dtype: DataType = DataType.f32) -> Array:
     return cast_to(np.asarray(src, dtype=np.float32), dst_dtype).astype(np.float32)
 
 
-@register
 def Reorder(src: Array) -> Array:
     return np.array(src, copy=True)
+
+
+#: The op implementations of this module (listed in `fusionspec.reference.ops`).
+OPS = (Quantize, Dequantize, TypeCast, Reorder)

@@ -13,14 +13,12 @@ reduction tolerance). Max and Min over an empty extent give -inf and +inf.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 import numpy as np
 
-from ..errors import OpInputError
-from ..registry import register
+from fusionspec.spec.types import Array
 
-Array = np.ndarray[Any, np.dtype[Any]]
+from ..errors import OpInputError
 
 
 def _axes(kind: str, src: Array, attr_axes: Sequence[int], axes_input: Array | None
@@ -66,43 +64,40 @@ def _reduce(kind: str, src: Array, axes_input: Array | None, axes: Sequence[int]
         return np.asarray(y).astype(np.float32)
 
 
-@register
-def ReduceL1(src: Array, axes_input: Array | None = None, *, axes: Sequence[int] = (),
-             keep_dims: bool = False) -> Array:
+def ReduceL1(src: Array, axes_input: Array | None = None, *, axes: Sequence[int],
+             keep_dims: bool) -> Array:
     return _reduce("ReduceL1", src, axes_input, axes, keep_dims)
 
 
-@register
-def ReduceL2(src: Array, axes_input: Array | None = None, *, axes: Sequence[int] = (),
-             keep_dims: bool = False) -> Array:
+def ReduceL2(src: Array, axes_input: Array | None = None, *, axes: Sequence[int],
+             keep_dims: bool) -> Array:
     return _reduce("ReduceL2", src, axes_input, axes, keep_dims)
 
 
-@register
-def ReduceMax(src: Array, axes_input: Array | None = None, *, axes: Sequence[int] = (),
-              keep_dims: bool = False) -> Array:
+def ReduceMax(src: Array, axes_input: Array | None = None, *, axes: Sequence[int],
+              keep_dims: bool) -> Array:
     return _reduce("ReduceMax", src, axes_input, axes, keep_dims)
 
 
-@register
-def ReduceMean(src: Array, axes_input: Array | None = None, *, axes: Sequence[int] = (),
-               keep_dims: bool = False) -> Array:
+def ReduceMean(src: Array, axes_input: Array | None = None, *, axes: Sequence[int],
+               keep_dims: bool) -> Array:
     return _reduce("ReduceMean", src, axes_input, axes, keep_dims)
 
 
-@register
-def ReduceMin(src: Array, axes_input: Array | None = None, *, axes: Sequence[int] = (),
-              keep_dims: bool = False) -> Array:
+def ReduceMin(src: Array, axes_input: Array | None = None, *, axes: Sequence[int],
+              keep_dims: bool) -> Array:
     return _reduce("ReduceMin", src, axes_input, axes, keep_dims)
 
 
-@register
-def ReduceProd(src: Array, axes_input: Array | None = None, *, axes: Sequence[int] = (),
-               keep_dims: bool = False) -> Array:
+def ReduceProd(src: Array, axes_input: Array | None = None, *, axes: Sequence[int],
+               keep_dims: bool) -> Array:
     return _reduce("ReduceProd", src, axes_input, axes, keep_dims)
 
 
-@register
-def ReduceSum(src: Array, axes_input: Array | None = None, *, axes: Sequence[int] = (),
-              keep_dims: bool = False) -> Array:
+def ReduceSum(src: Array, axes_input: Array | None = None, *, axes: Sequence[int],
+              keep_dims: bool) -> Array:
     return _reduce("ReduceSum", src, axes_input, axes, keep_dims)
+
+
+#: The op implementations of this module (listed in `fusionspec.reference.ops`).
+OPS = (ReduceL1, ReduceL2, ReduceMax, ReduceMean, ReduceMin, ReduceProd, ReduceSum)

@@ -11,23 +11,18 @@ log-sum-exp of nothing but -inf). Computed in float64, rounded once to float32.
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
+from fusionspec.spec.types import Array
+
 from ..errors import OpInputError
-from ..registry import register
-
-Array = np.ndarray[Any, np.dtype[Any]]
-
 
 #: Rows are processed in blocks of about this many float64 elements, so the temporaries of a
 #: large SoftMax stay around 100 MB whatever the input size.
 BLOCK_ELEMENTS = 1 << 22
 
 
-@register
-def SoftMax(src: Array, *, axis: int = 1, mode: str = "none") -> tuple[Array, Array]:
+def SoftMax(src: Array, *, axis: int, mode: str) -> tuple[Array, Array]:
     x = np.asarray(src)
     if not -x.ndim <= axis < x.ndim:
         raise OpInputError(f"axis {axis} is out of range for rank {x.ndim}", op_kind="SoftMax")
@@ -60,3 +55,7 @@ def _softmax_rows(rows: Array, mode: str) -> tuple[Array, Array]:
         x = np.where(empty, 0.0, x)
         stats = np.where(empty, -np.inf, stats)
     return x.astype(np.float32), stats.astype(np.float32)
+
+
+#: The op implementations of this module (listed in `fusionspec.reference.ops`).
+OPS = (SoftMax,)

@@ -15,21 +15,16 @@ Sums accumulate in float64; results are rounded once to float32.
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
 from fusionspec.spec.shapes import channel_axis
+from fusionspec.spec.types import Array
 
 from ..errors import OpInputError
-from ..registry import register
 from .normalization import per_channel
 
-Array = np.ndarray[Any, np.dtype[Any]]
 
-
-@register
-def ReLUBackward(src: Array, diff_dst: Array, *, use_dst: bool = True) -> Array:
+def ReLUBackward(src: Array, diff_dst: Array, *, use_dst: bool) -> Array:
     v, dy = np.asarray(src), np.asarray(diff_dst)
     if v.shape != dy.shape:
         raise OpInputError(f"{'dst' if use_dst else 'src'} {list(v.shape)} and diff_dst "
@@ -37,10 +32,9 @@ def ReLUBackward(src: Array, diff_dst: Array, *, use_dst: bool = True) -> Array:
     return np.where(v > 0, dy, np.float32(0.0)).astype(np.float32)
 
 
-@register
 def BatchNormTrainingBackward(src: Array, diff_dst: Array, mean: Array, variance: Array,
                               gamma: Array | None = None, *, epsilon: float,
-                              data_format: str = "NXC") -> tuple[Array, Array, Array]:
+                              data_format: str) -> tuple[Array, Array, Array]:
     kind = "BatchNormTrainingBackward"
     x = np.asarray(src, dtype=np.float64)
     dy = np.asarray(diff_dst, dtype=np.float64)
@@ -65,8 +59,7 @@ def BatchNormTrainingBackward(src: Array, diff_dst: Array, mean: Array, variance
             diff_beta.reshape(-1).astype(np.float32))
 
 
-@register
-def BiasAddBackward(diff_dst: Array, *, data_format: str = "NXC") -> Array:
+def BiasAddBackward(diff_dst: Array, *, data_format: str) -> Array:
     dy = np.asarray(diff_dst, dtype=np.float64)
     if dy.ndim < 2:
         raise OpInputError(f"diff_dst must have rank >= 2, got shape {list(dy.shape)}",
@@ -74,3 +67,7 @@ def BiasAddBackward(diff_dst: Array, *, data_format: str = "NXC") -> Array:
     axis = channel_axis(data_format, dy.ndim)
     others = tuple(a for a in range(dy.ndim) if a != axis)
     return np.asarray(np.sum(dy, axis=others), dtype=np.float32)
+
+
+#: The op implementations of this module (listed in `fusionspec.reference.ops`).
+OPS = (ReLUBackward, BatchNormTrainingBackward, BiasAddBackward)

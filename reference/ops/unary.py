@@ -14,15 +14,13 @@ SoftPlus returns x once beta*x reaches the same bound; Round is round-half-to-ev
 from __future__ import annotations
 
 import math
-from typing import Any
 
 import numpy as np
 from scipy import special as scipy_special
 
-from ..errors import OpInputError
-from ..registry import register
+from fusionspec.spec.types import Array
 
-Array = np.ndarray[Any, np.dtype[Any]]
+from ..errors import OpInputError
 
 #: The largest f32 input of exp that does not overflow; oneDNN's guard for Sigmoid and SoftPlus.
 EXP_OVERFLOW_BOUND = np.float32(88.72283172607421875)
@@ -51,12 +49,10 @@ def erfc(z: Array) -> Array:
     return result
 
 
-@register
 def Abs(src: Array) -> Array:
     return np.abs(src)
 
 
-@register
 def Clamp(src: Array, *, min: float, max: float) -> Array:
     # Written as oneDNN's clip_v2 compares: a NaN fails "x > min", so it becomes min.
     lo, hi = np.float32(min), np.float32(max)
@@ -64,21 +60,18 @@ def Clamp(src: Array, *, min: float, max: float) -> Array:
     return _f32(np.where(low_clipped < hi, low_clipped, hi))
 
 
-@register
 def Elu(src: Array, *, alpha: float) -> Array:
     x = _f64(src)
     with np.errstate(over="ignore", invalid="ignore"):
         return _f32(np.where(x > 0, x, _attr(alpha) * np.expm1(np.minimum(x, 0.0))))
 
 
-@register
 def Exp(src: Array) -> Array:
     with np.errstate(over="ignore"):
         return _f32(np.exp(_f64(src)))
 
 
-@register
-def GELU(src: Array, *, mode: str = "gelu_erf") -> Array:
+def GELU(src: Array, *, mode: str) -> Array:
     """erf: x*Phi(x) = 0.5*x*erfc(-x/sqrt 2). tanh: 0.5*x*(1 + tanh(u)) with
     u = sqrt(2/pi)*(x + 0.044715*x^3), computed as x/(1 + exp(-2u)) to avoid cancellation.
     GELU(-inf) is -0 (the limit) rather than the NaN of a literal evaluation."""
@@ -92,7 +85,6 @@ def GELU(src: Array, *, mode: str = "gelu_erf") -> Array:
     return _f32(np.where(np.isneginf(x), -0.0, y))
 
 
-@register
 def HardSwish(src: Array) -> Array:
     """x*min(max(x + 3, 0), 6)/6; HardSwish(-inf) is -0 (the limit; a literal -inf*0 is NaN)."""
     x = _f64(src)
@@ -101,25 +93,21 @@ def HardSwish(src: Array) -> Array:
     return _f32(np.where(np.isneginf(x), -0.0, y))
 
 
-@register
 def LeakyReLU(src: Array, *, alpha: float) -> Array:
     return _f32(np.where(src > 0, src, src * np.float32(alpha)))
 
 
-@register
 def Log(src: Array) -> Array:
     # log(0) = -inf and log(x < 0) = NaN, as IEEE says; no warning for either.
     with np.errstate(divide="ignore", invalid="ignore"):
         return _f32(np.log(_f64(src)))
 
 
-@register
 def Pow(src: Array, *, beta: float) -> Array:
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         return _f32(np.power(_f64(src), _attr(beta)))
 
 
-@register
 def ReLU(src: Array) -> Array:
     # x*0 rather than 0 for x <= 0: negative inputs give -0.0 and NaN stays NaN; -inf gives
     # -0.0, the limit (a literal -inf*0 would be NaN).
@@ -128,18 +116,15 @@ def ReLU(src: Array) -> Array:
     return _f32(np.where(src > 0, src, low))
 
 
-@register
 def Reciprocal(src: Array) -> Array:
     with np.errstate(divide="ignore"):
         return _f32(np.float32(1.0) / src)
 
 
-@register
 def Round(src: Array) -> Array:
     return _f32(np.rint(src))  # half to even; -0.5 -> -0.0
 
 
-@register
 def Sigmoid(src: Array) -> Array:
     neg = -_f32(src)
     with np.errstate(over="ignore"):
@@ -147,8 +132,7 @@ def Sigmoid(src: Array) -> Array:
     return _f32(np.where(neg < EXP_OVERFLOW_BOUND, y, 0.0))
 
 
-@register
-def SoftPlus(src: Array, *, beta: float = 1.0) -> Array:
+def SoftPlus(src: Array, *, beta: float) -> Array:
     """log(1 + e^(beta*x))/beta; once beta*x reaches the exp overflow bound the result is x
     (the function is linear there to far below f32 precision). Negative beta is allowed.
     beta*x is exact in float64 for f32 operands, so no rounding of it leaks into e^(beta*x)."""
@@ -162,18 +146,20 @@ def SoftPlus(src: Array, *, beta: float = 1.0) -> Array:
     return _f32(np.where(scaled < EXP_OVERFLOW_BOUND, smooth, x))
 
 
-@register
 def Sqrt(src: Array) -> Array:
     with np.errstate(invalid="ignore"):
         return _f32(np.sqrt(_f32(src)))
 
 
-@register
 def Square(src: Array) -> Array:
     with np.errstate(over="ignore"):  # overflow to inf is the f32 result
         return _f32(src) * _f32(src)
 
 
-@register
 def Tanh(src: Array) -> Array:
     return _f32(np.tanh(_f64(src)))
+
+
+#: The op implementations of this module (listed in `fusionspec.reference.ops`).
+OPS = (Abs, Clamp, Elu, Exp, GELU, HardSwish, LeakyReLU, Log, Pow, ReLU, Reciprocal, Round,
+       Sigmoid, SoftPlus, Sqrt, Square, Tanh)

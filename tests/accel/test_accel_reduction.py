@@ -15,9 +15,9 @@ from fusionspec.accel.errors import UnsupportedPartitionError
 from fusionspec.accel.families import family_for
 from fusionspec.reference import execute
 from fusionspec.reference.dtypes import cast_to
+from fusionspec.spec.categories import REDUCTION
 from fusionspec.spec.dtypes import DataType
 from fusionspec.spec.graph import Graph, LogicalTensor, Op
-from fusionspec.spec.opschemas import REDUCTION_KINDS
 
 pytestmark = [requires_device, pytest.mark.filterwarnings("ignore::RuntimeWarning")]
 
@@ -38,7 +38,7 @@ def _reduce(kind: str, shape: tuple[int, ...], axes: list[int], keep: bool,
                      attrs={"axes": axes, "keep_dims": keep})])
 
 
-@pytest.mark.parametrize("kind", REDUCTION_KINDS)
+@pytest.mark.parametrize("kind", REDUCTION)
 @pytest.mark.parametrize("shape,axes,keep", [((3, 4, 5), [1], True), ((3, 4, 5), [-1, 0], False),
                                              ((2, 3, 4, 6), [0, 1, 2, 3], False),
                                              ((5, 7), [], True)])

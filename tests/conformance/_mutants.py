@@ -22,8 +22,7 @@ from fusionspec.reference.registry import REGISTRY, OpImpl
 from fusionspec.spec.categories import BINARY, UNARY
 from fusionspec.spec.errors import GraphError
 from fusionspec.spec.graph import Graph, Partition
-
-Array = np.ndarray[Any, np.dtype[Any]]
+from fusionspec.spec.types import Array
 
 
 @contextmanager

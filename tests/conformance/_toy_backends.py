@@ -25,8 +25,7 @@ from fusionspec.spec.dtypes import DataType
 from fusionspec.spec.errors import GraphError
 from fusionspec.spec.graph import Graph, Op, Partition
 from fusionspec.spec.graph import LogicalTensor as T
-
-Array = np.ndarray[Any, np.dtype[Any]]
+from fusionspec.spec.types import Array
 
 
 class _Compiled:

@@ -9,11 +9,11 @@ import pytest
 
 from fusionspec.conformance.grade.tolerances import (
     EPS,
-    FAMILIES,
+    TOLERANCE_CLASSES,
     WORST_COUNT,
     ToleranceError,
     compare,
-    family_of,
+    tolerance_class_of,
     tolerance_for,
     tolerance_table,
 )
@@ -36,17 +36,17 @@ def quantize_tol(dtype: DataType) -> object:
 
 def test_every_spec_op_has_a_family() -> None:
     for kind in SCHEMAS:
-        family = family_of(Op(0, kind, attrs={"mode": "nearest"}))
+        family = tolerance_class_of(Op(0, kind, attrs={"mode": "nearest"}))
         assert kind in family.kinds, f"{kind} is classified as {family.name}, which omits it"
 
 
 def test_unknown_kind_is_a_typed_error() -> None:
     with pytest.raises(ToleranceError, match="LayerNorm"):
-        family_of(Op(0, "LayerNorm"))
+        tolerance_class_of(Op(0, "LayerNorm"))
 
 
 def test_benchdnn_thresholds_are_the_starting_point() -> None:
-    by_name = {f.name: f for f in FAMILIES}
+    by_name = {f.name: f for f in TOLERANCE_CLASSES}
     assert by_name["binary"].f32 == 2.0 ** -23, "binary is eps(f32), as benchdnn's binary driver"
     assert by_name["eltwise"].f32 == 4e-6, "eltwise f32 is 4e-6, as benchdnn's eltwise driver"
     assert by_name["eltwise-complex"].f32 == 4e-5, "tanh/elu/log... get benchdnn's 4e-5"
@@ -56,15 +56,15 @@ def test_benchdnn_thresholds_are_the_starting_point() -> None:
 
 
 def test_interpolate_family_follows_its_mode() -> None:
-    assert family_of(op("Interpolate", mode="nearest")).name == "interpolate-nearest", \
+    assert tolerance_class_of(op("Interpolate", mode="nearest")).name == "interpolate-nearest", \
         "nearest interpolation copies elements and must be its own family"
-    assert family_of(op("Interpolate", mode="bilinear")).name == "interpolate-linear", \
+    assert tolerance_class_of(op("Interpolate", mode="bilinear")).name == "interpolate-linear", \
         "bilinear interpolation takes benchdnn's 7*eps threshold"
 
 
 def test_table_rows_are_printable() -> None:
     rows = tolerance_table()
-    assert [r["family"] for r in rows] == [f.name for f in FAMILIES], \
+    assert [r["family"] for r in rows] == [f.name for f in TOLERANCE_CLASSES], \
         "the report table has one row per family, in table order"
     relu = next(r for r in rows if r["family"] == "eltwise")
     assert relu["s8"] == "exact+-1 at ties", f"s8 outputs are exact up to ties, got {relu['s8']}"

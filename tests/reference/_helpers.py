@@ -3,6 +3,7 @@ comparing float32 results with a float64 oracle in units in the last place (ulp)
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from types import ModuleType
 from typing import Any
@@ -14,16 +15,19 @@ from fusionspec.reference.execute import execute
 from fusionspec.reference.registry import implementation
 from fusionspec.spec.dtypes import DataType
 from fusionspec.spec.graph import Graph, LogicalTensor, Op
+from fusionspec.spec.opschemas import SCHEMAS
+from fusionspec.spec.types import Array
 
-Array = np.ndarray[Any, np.dtype[Any]]
 D = DataType
 
 
 def op_fn(kind: str) -> Callable[..., Any]:
-    """The registered reference function of `kind` (fails the test if there is none)."""
+    """The registered reference function of `kind` (fails the test if there is none), called as
+    the executor calls it: attributes not given take their schema defaults."""
     impl = implementation(kind)
     assert impl is not None, f"no reference implementation is registered for {kind}"
-    return impl.fn
+    defaults = {a.name: a.default for a in SCHEMAS[kind].attrs if a.default is not None}
+    return functools.partial(impl.fn, **defaults)
 
 
 def f32(values: object) -> Array:

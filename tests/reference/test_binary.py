@@ -16,7 +16,6 @@ from hypothesis.extra import numpy as hnp
 
 from fusionspec.reference.errors import OpInputError
 
-Array = np.ndarray[Any, np.dtype[Any]]
 KINDS = ("Add", "Subtract", "Multiply", "Divide", "Maximum", "Minimum")
 
 

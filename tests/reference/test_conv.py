@@ -15,9 +15,9 @@ from hypothesis import strategies as st
 
 from fusionspec.reference.errors import OpInputError
 from fusionspec.spec.graph import LogicalTensor, Op
+from fusionspec.spec.types import Array
 from fusionspec.spec.validate import validate_op
 
-Array = np.ndarray[Any, np.dtype[Any]]
 EPS32 = 2.0**-24
 
 

@@ -15,8 +15,7 @@ from hypothesis import strategies as st
 from test_conv import assert_dot_bound, auto_pads, call, from_ncx, to_ncx
 
 from fusionspec.reference.errors import OpInputError
-
-Array = np.ndarray[Any, np.dtype[Any]]
+from fusionspec.spec.types import Array
 
 
 def iox_to(w: Array, fmt: str) -> Array:

@@ -14,8 +14,7 @@ from hypothesis import strategies as st
 from test_conv import assert_dot_bound, call
 
 from fusionspec.reference.errors import OpInputError
-
-Array = np.ndarray[Any, np.dtype[Any]]
+from fusionspec.spec.types import Array
 
 
 @st.composite

@@ -17,7 +17,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_conv import auto_pads, call, from_ncx, to_ncx
 
-Array = np.ndarray[Any, np.dtype[Any]]
+from fusionspec.spec.types import Array
+
 LOWEST_F32 = float(np.finfo(np.float32).min)
 
 

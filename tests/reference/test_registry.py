@@ -26,3 +26,16 @@ def test_attributes_are_keyword_arguments_with_schema_names() -> None:
         unknown = keywords - {a.name for a in schema.attrs} - {"dst_dtype"}
         assert not unknown, f"{kind}: keyword arguments {sorted(unknown)} are not attributes " \
                             "of its schema"
+
+
+def test_schema_defaults_live_in_the_schema_only() -> None:
+    """The executor fills every schema default in; a default repeated in a signature could
+    drift from the schema's, so none is."""
+    for kind, schema in SCHEMAS.items():
+        impl = implementation(kind)
+        assert impl is not None
+        defaults = {a.name for a in schema.attrs if a.default is not None}
+        params = inspect.signature(impl.fn).parameters
+        repeated = sorted(n for n, p in params.items()
+                          if n in defaults and p.default is not inspect.Parameter.empty)
+        assert not repeated, f"{kind}: {repeated} repeat the schema's defaults in the signature"

@@ -16,8 +16,8 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from fusionspec.reference.errors import OpInputError
+from fusionspec.spec.types import Array
 
-Array = np.ndarray[Any, np.dtype[Any]]
 BOUND = 88.72283172607421875  # oneDNN's f32 exp overflow bound
 
 

@@ -18,8 +18,8 @@ from _material import spec_docs
 from fusionspec.spec import SCHEMAS
 from fusionspec.spec.catalog import (
     CATALOG,
-    Family,
     PatternEntry,
+    PatternFamily,
     UnknownPatternError,
     entries,
     entry,
@@ -85,8 +85,9 @@ def test_catalog_holds_exactly_the_patterns_of_page_001_in_order() -> None:
 
 def test_catalog_order_and_families() -> None:
     families = [e.family for e in CATALOG]
-    want = ([Family.float_inference] * 11 + [Family.quantized] * 7 + [Family.training] * 2
-            + [Family.quantized_convtranspose, Family.softmax])
+    want = ([PatternFamily.float_inference] * 11 + [PatternFamily.quantized] * 7
+            + [PatternFamily.training] * 2
+            + [PatternFamily.quantized_convtranspose, PatternFamily.softmax])
     assert families == want, f"catalog family order {[f.value for f in families]}"
     assert [e.id for e in CATALOG[-2:]] == ["convtranspose.int8", "softmax.post_ops"], \
         "page 000's pattern then page 003's must close the catalog"
@@ -210,4 +211,4 @@ def test_lookup_errors_are_typed() -> None:
         entries("misc")
     softmax = entries("softmax")
     assert [e.id for e in softmax] == ["softmax.post_ops"], f"softmax family {softmax}"
-    assert len(entries(Family.quantized)) == 7, "page 001 has 7 quantized rows"
+    assert len(entries(PatternFamily.quantized)) == 7, "page 001 has 7 quantized rows"

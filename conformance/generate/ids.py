@@ -1,0 +1,38 @@
+"""Case ids and hypothesis events: what every case generator stamps on the cases it draws.
+
+A case id is ``<pattern>/<kind>[/<rule>]/<hash>``, the hash being the first 8 hex digits of the
+SHA-256 of the graph's compact oneDNN JSON, so the same graph always gets the same id.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping
+
+from hypothesis import event
+from hypothesis.control import currently_in_test_context
+
+from fusionspec.spec.graph import Graph
+from fusionspec.spec.onednn_json import dumps
+
+from ..cases import CaseKind
+from .coverage import case_items
+
+__all__ = ["case_id", "report_events"]
+
+
+def case_id(pattern: str, kind: CaseKind, graph: Graph, rule: str | None = None) -> str:
+    """``<pattern>/<kind>[/<rule>]/<8 hex digits of the graph JSON's SHA-256>``."""
+    digest = hashlib.sha256(dumps(graph, indent=None).encode()).hexdigest()[:8]
+    middle = f"{kind.value}/{rule}" if rule else kind.value
+    return f"{pattern}/{middle}/{digest}"
+
+
+def report_events(pattern: str, kind: CaseKind, features: Mapping[str, str | int],
+                  rule: str | None = None) -> None:
+    """Report a drawn case's features to hypothesis' statistics (only inside a test)."""
+    if not currently_in_test_context():
+        return
+    event(f"{pattern} {kind.value}" + (f" [{rule}]" if rule else ""))
+    for key, value in case_items(features):
+        event(f"{pattern}: {key} = {value}")
