@@ -2,7 +2,7 @@
 
     nox -s tests          the project's test suite (unit, property, CLI), without the slow tests
     nox -s tests-slow     the slow tests (the conformance suite on the OpenCL backend)
-    nox -s lint           ruff
+    nox -s lint           ruff and the import contracts (import-linter)
     nox -s typecheck      mypy --strict on the installed package (paths mapped to the sources)
     nox -s conformance    the main job: the conformance suite (ci profile) on every installed
                           backend and device, results under results/conformance/
@@ -35,6 +35,7 @@ nox.options.error_on_missing_interpreters = True
 
 PYTHON = "3.11"
 ROOT = Path(__file__).parent
+IMPORT_LINTER = "import-linter>=2.1"
 # The independent implementation the reference ops are checked against (a test-only need).
 TORCH = "torch==2.13.0"
 # The oneDNN versions the suite grades, as PyPI requirements (library + headers). 3.2 is the
@@ -86,8 +87,11 @@ def tests_slow(session: nox.Session) -> None:
 
 @nox.session(python=PYTHON)
 def lint(session: nox.Session) -> None:
-    session.install("ruff>=0.5")
+    """ruff, and the import contracts of pyproject.toml (the floors of DESIGN.md, no cycles)."""
+    session.install("ruff>=0.5", IMPORT_LINTER)
+    session.install("--no-deps", ".")  # the contracts read the package by its import names
     session.run("ruff", "check", ".")
+    session.run("python", "tools/lint_imports.py")
 
 
 @nox.session(python=PYTHON)

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import pytest
 from _accel_util import OnDevice, requires_device
-from hypothesis import HealthCheck, example, given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
@@ -42,8 +42,7 @@ BINARY = ["Add", "Subtract", "Multiply", "Divide", "Maximum", "Minimum"]
 VALUES = hnp.arrays(np.float32, SHAPE, elements=st.floats(width=32, allow_nan=True,
                                                             allow_infinity=True,
                                                             allow_subnormal=True))
-SETTINGS = settings(max_examples=25, deadline=None, derandomize=True,
-                    suppress_health_check=list(HealthCheck))
+SETTINGS = settings(max_examples=25)
 
 _COMPILED: dict[str, OnDevice] = {}
 

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fusionspec.conformance.cases import STRUCTURAL_RULES, Case, CaseKind
@@ -41,7 +41,7 @@ from fusionspec.spec.onednn_json import dumps, loads
 from fusionspec.spec.pattern_tree import op_kinds
 from fusionspec.spec.rules import RuleKind, rules_for
 
-FEW = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+FEW = settings(max_examples=25)
 HEADLINES = {"f32", "bf16", "f16", "int8", "f8"}
 ID = re.compile(r"[a-z0-9_.]+/(valid|near-miss|ill-formed)(/[a-z0-9_.]+)?/[0-9a-f]{8}")
 
@@ -105,7 +105,7 @@ def test_valid_cases_are_labelled_from_the_catalog(entry: PatternEntry,
 
 
 @pytest.mark.parametrize("entry", CATALOG, ids=_pid)
-@settings(max_examples=4, deadline=None)
+@settings(max_examples=4)
 @given(data=st.data())
 def test_valid_cases_run_on_the_reference(entry: PatternEntry, data: st.DataObject) -> None:
     case = valid_case(data.draw(valid_builds(entry), label="instance"))
@@ -121,7 +121,7 @@ def test_valid_cases_run_on_the_reference(entry: PatternEntry, data: st.DataObje
             f"{tensor.dtype}{list(tensor.shape or ())} [{case.id}]"
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=30)
 @given(data=st.data())
 def test_case_ids_survive_a_json_round_trip(data: st.DataObject) -> None:
     entry = data.draw(st.sampled_from(CATALOG), label="pattern")
@@ -153,7 +153,7 @@ NEAR_MISSES = [(e, rule) for e in CATALOG for rule in near_miss_rules(e)]
 
 @pytest.mark.parametrize(("entry", "rule"), NEAR_MISSES,
                          ids=[f"{e.id}-{r}" for e, r in NEAR_MISSES])
-@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=8)
 @given(data=st.data())
 def test_near_misses_are_not_fused_as_their_pattern(entry: PatternEntry, rule: str,
                                                     data: st.DataObject) -> None:
@@ -200,7 +200,7 @@ def test_every_rule_of_a_pattern_has_a_near_miss(entry: PatternEntry) -> None:
     assert expect <= labels, f"{entry.id}: missing structural near misses {expect - labels}"
 
 
-@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=20)
 @given(data=st.data())
 def test_near_miss_cases_draw_the_rules_of_their_pattern(data: st.DataObject) -> None:
     entry = data.draw(st.sampled_from(CATALOG), label="pattern")
@@ -234,8 +234,7 @@ def test_ill_formed_cases_raise_exactly_their_rule(entry: PatternEntry,
 
 
 @pytest.mark.parametrize("rule", ILL_FORMED_RULES)
-@settings(max_examples=12, deadline=None,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@settings(max_examples=12)
 @given(data=st.data())
 def test_every_ill_formed_rule_is_made(rule: str, data: st.DataObject) -> None:
     entry = data.draw(st.sampled_from(CATALOG), label="pattern")
@@ -245,7 +244,7 @@ def test_every_ill_formed_rule_is_made(rule: str, data: st.DataObject) -> None:
                      f"[{defect.case.id}: {defect.case.description}]")
 
 
-@settings(max_examples=10, deadline=None)
+@settings(max_examples=10)
 @given(ill_formed_cases())
 def test_ill_formed_cases_of_any_pattern(case: Case) -> None:
     assert case.kind is CaseKind.ill_formed and case.rule in ILL_FORMED_RULES, \

@@ -13,7 +13,7 @@ is a row the strategies must reach, or one the catalog records as unreachable
 from __future__ import annotations
 
 import pytest
-from hypothesis import HealthCheck, given, seed, settings
+from hypothesis import given, seed, settings
 
 from fusionspec.conformance.generate.coverage import Item, case_items, coverage_items
 from fusionspec.conformance.generate.dtypes import has_table, int8_row, required_rows
@@ -30,8 +30,7 @@ def _reached(entry: PatternEntry, wanted: set[Item]) -> tuple[set[Item], int]:
     drawn = 0
     for number in range(BATCHES):
         @seed(number)
-        @settings(max_examples=BATCH, database=None, deadline=None,
-                  suppress_health_check=list(HealthCheck))
+        @settings(max_examples=BATCH, database=None)
         @given(valid_builds(entry))
         def draw(built: object) -> None:
             seen.update(case_items(built.features))  # type: ignore[attr-defined]

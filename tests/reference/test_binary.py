@@ -20,7 +20,7 @@ KINDS = ("Add", "Subtract", "Multiply", "Divide", "Maximum", "Minimum")
 
 
 @pytest.mark.parametrize("kind", KINDS)
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=25)
 @given(shapes=hnp.mutually_broadcastable_shapes(num_shapes=2, min_dims=0, max_dims=4,
                                                  max_side=5),
        seed=st.integers(0, 2**32 - 1))

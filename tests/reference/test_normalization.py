@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from fusionspec.reference.errors import OpInputError
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=30)
 @given(seed=st.integers(0, 2**32 - 1), rank=st.integers(2, 5), ncx=st.booleans(),
        eps=st.sampled_from([0.0, 1e-5, 0.1]))
 def test_batchnorm_inference_matches_torch(seed: int, rank: int, ncx: bool, eps: float) -> None:

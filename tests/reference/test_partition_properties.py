@@ -116,14 +116,14 @@ def _check_partitions(graph: Graph, parts: list[Partition]) -> None:
         done.add(p.id)
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=150)
 @given(random_graphs())
 def test_partitions_are_disjoint_covering_convex_with_exact_io(graph: Graph) -> None:
     final = graph.finalize()
     _check_partitions(final, partition(final))
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=60)
 @given(random_graphs(), st.randoms(use_true_random=False))
 def test_partitions_do_not_depend_on_op_ids_or_order(graph: Graph, rnd: object) -> None:
     import random

@@ -93,7 +93,7 @@ def test_quantize_dequantize_inside_one_graph_round_trips_exactly() -> None:
 
 
 @pytest.mark.filterwarnings("ignore:torch.quantize_per_tensor:UserWarning")
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=30)
 @given(seed=st.integers(0, 2**32 - 1), exponent=st.integers(-4, 3), zp=st.integers(0, 40),
        signed=st.booleans())
 def test_quantize_matches_torch_quantize_per_tensor(seed: int, exponent: int, zp: int,

@@ -44,7 +44,7 @@ def _case(draw: st.DrawFn) -> tuple[tuple[int, ...], tuple[int, ...], bool, int]
 
 
 @pytest.mark.parametrize("kind", KINDS)
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=30)
 @given(case=_case())
 def test_reduction_matches_torch_float64(kind: str, case: Any) -> None:
     torch = need_torch()

@@ -21,7 +21,7 @@ def _case(draw: st.DrawFn) -> tuple[tuple[int, ...], int, int]:
     return shape, axis, draw(st.integers(0, 2**32 - 1))
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=40)
 @given(case=_case())
 def test_softmax_and_stats_match_torch_float64(case: Any) -> None:
     torch = need_torch()

@@ -25,7 +25,7 @@ def test_relu_backward_uses_dst_by_default_and_src_when_asked() -> None:
         op_fn("ReLUBackward")(v, f32([1.0]))
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=25)
 @given(seed=st.integers(0, 2**32 - 1), rank=st.integers(2, 4), ncx=st.booleans(),
        with_gamma=st.booleans())
 def test_batchnorm_backward_matches_torch_autograd(seed: int, rank: int, ncx: bool,

@@ -66,7 +66,7 @@ CASES: list[tuple[str, dict[str, Any]]] = [
 
 
 @pytest.mark.parametrize(("kind", "attrs"), CASES, ids=[f"{k}{a}" for k, a in CASES])
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=25)
 @given(seed=st.integers(0, 2**32 - 1))
 def test_unary_matches_torch_float64(kind: str, attrs: dict[str, Any], seed: int) -> None:
     torch = need_torch()
@@ -93,7 +93,7 @@ ATTRIBUTE_CASES = st.one_of(
 )
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=60)
 @given(case=ATTRIBUTE_CASES, data=st.data())
 def test_unary_attributes_match_torch_float64(case: tuple[str, dict[str, Any]],
                                               data: st.DataObject) -> None:
@@ -106,7 +106,7 @@ def test_unary_attributes_match_torch_float64(case: tuple[str, dict[str, Any]],
     assert_ulp(got, want, 0.5001, f"{kind} {attrs} vs torch float64")
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=25)
 @given(x=_data(-30, 0))
 def test_gelu_erf_negative_tail_matches_torch_erfc(x: Array) -> None:
     torch = need_torch()

@@ -264,7 +264,7 @@ TREES = st.one_of(CHAINS, st.lists(CHAINS, min_size=2, max_size=3)
                   .map(lambda xs: Subgraphs(tuple(xs))))
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=150)
 @given(TREES)
 def test_print_then_parse_gives_the_same_tree(tree: Node) -> None:
     text = to_notation(tree)
@@ -290,7 +290,7 @@ def _instance(tree: Node, data: st.DataObject) -> list[str]:
     return [kind for part in parts for kind in _instance(part, data)]
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=100)
 @given(st.sampled_from(CATALOG), st.data())
 def test_every_instance_of_an_entry_matches_its_tree(pattern: PatternEntry,
                                                      data: st.DataObject) -> None:

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fusionspec.spec import (
@@ -34,7 +34,7 @@ from fusionspec.spec import (
 from fusionspec.spec import onednn_json as oj
 
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
-FUZZ = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+FUZZ = settings(max_examples=100)
 
 # -- strategies ---------------------------------------------------------------------------------
 
@@ -100,7 +100,7 @@ def graphs(draw: st.DrawFn) -> Graph:
 
 # -- round trips --------------------------------------------------------------------------------
 
-@settings(max_examples=120, deadline=None)
+@settings(max_examples=120)
 @given(graphs())
 def test_round_trip_is_lossless(graph: Graph) -> None:
     text = oj.dumps(graph)
