@@ -286,7 +286,8 @@ def infer_conv_transpose(op: Op, shapes: Sequence[Shape]) -> Sequence[Shape]:
     if src is None or wei is None:
         return [None]
     fmt, wfmt, g = _conv_common(op, src, wei)
-    # IOX = (IC, OC/G, K...), XOI = (K..., OC/G, IC): see notes B0 on ConvTranspose weights.
+    # IOX = (IC, OC/G, K...), XOI = (K..., OC/G, IC): see docs/semantics.md, Conventions common to
+    # all ops (weights formats).
     if wfmt == "IOX":
         i, o_g, k = wei[0], wei[1], wei[2:]
     else:

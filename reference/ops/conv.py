@@ -1,8 +1,9 @@
 """Reference Convolution, ConvTranspose and ConvolutionBackwardWeights.
 
-Semantics (notes B0, B7, B8): cross-correlation without kernel flip, graph-style dilations
-(1 = none, effective kernel (K-1)*D+1), zero padding, groups split group-major, auto_pad resolved
-by the spec's `pads_for`. ConvTranspose is the gradient of Convolution with respect to its src:
+Semantics (docs/semantics.md, Convolution and ConvTranspose; Training ops): cross-correlation
+without kernel flip, graph-style dilations (1 = none, effective kernel (K-1)*D+1), zero padding,
+groups split group-major, auto_pad resolved by the spec's `pads_for`. ConvTranspose is the
+gradient of Convolution with respect to its src:
 ``dst[n, g*OCg+o, i*S + k*D - PL] += src[n, g*ICg+c, i] * w[g*ICg+c, o, k]``.
 
 Method: im2col for the forward convolution and the weight gradient (a strided window view,

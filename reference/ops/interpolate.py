@@ -1,4 +1,4 @@
-"""Reference Interpolate (notes B7).
+"""Reference Interpolate (docs/semantics.md, Interpolate).
 
 The output spatial size is the optional s32 `sizes` input, else the `sizes` attribute, else
 floor(f32(in) * f32(scale)) as oneDNN computes it. The source coordinate of output index o

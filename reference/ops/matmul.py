@@ -1,4 +1,4 @@
-"""Reference MatMul (notes B7).
+"""Reference MatMul (docs/semantics.md, MatMul).
 
 A 1-D src is a row ``[1, K]`` and a 1-D weights a column ``[K, 1]``; the added dim is squeezed
 from dst. ``transpose_a``/``transpose_b`` swap the last two dims and are ignored below rank 2.

@@ -1,4 +1,4 @@
-"""Reference AvgPool and MaxPool (notes B0, B7).
+"""Reference AvgPool and MaxPool (docs/semantics.md, Pooling).
 
 Both slide a window over the spatial dims; the result is built with one strided slice per
 kernel tap (a view, no copy), so memory stays at the size of the padded input plus the output.

@@ -1,6 +1,6 @@
 """Convolution and ConvolutionBackwardWeights against PyTorch (float64 oracle) over random
-shapes and attributes, plus the hand-computed cases of the notes (auto_pad, groups, exactness
-of integer data) and the typed errors on contradicting inputs."""
+shapes and attributes, plus the hand-computed cases of docs/semantics.md (auto_pad, groups,
+exactness of integer data) and the typed errors on contradicting inputs."""
 
 from __future__ import annotations
 
@@ -45,7 +45,7 @@ def assert_dot_bound(got: Array, want: Array, scale: Array, terms: int, what: st
 
 def auto_pads(mode: str, size: int, k: int, s: int, d: int, pb: int, pe: int,
               transposed: bool = False) -> tuple[int, int]:
-    """The notes' auto_pad rule, restated independently of the implementation."""
+    """The auto_pad rule of docs/semantics.md, restated independently of the implementation."""
     if mode == "None":
         return pb, pe
     if mode == "VALID":
@@ -119,7 +119,7 @@ def attrs_of(c: dict[str, Any]) -> dict[str, Any]:
                 data_format=c["data_format"], weights_format=c["weights_format"])
 
 
-@settings(max_examples=45, deadline=None)
+@settings(max_examples=45)
 @given(conv_cases())
 def test_convolution_matches_torch(c: dict[str, Any]) -> None:
     torch = need_torch()
@@ -141,7 +141,7 @@ def test_convolution_matches_torch(c: dict[str, Any]) -> None:
     assert_dot_bound(to_ncx(got, c["data_format"]), want, scale, terms, f"Convolution {c}")
 
 
-@settings(max_examples=35, deadline=None)
+@settings(max_examples=35)
 @given(conv_cases(), st.booleans())
 def test_backward_weights_matches_torch(c: dict[str, Any], shape_as_input: bool) -> None:
     torch = need_torch()
@@ -174,7 +174,7 @@ def test_backward_weights_matches_torch(c: dict[str, Any], shape_as_input: bool)
                      f"ConvolutionBackwardWeights {c}")
 
 
-# -- hand-computed cases (notes B0/B7) -----------------------------------------------------
+# -- hand-computed cases (docs/semantics.md, Convolution and ConvTranspose) ----------------
 
 @pytest.mark.parametrize(("auto_pad", "want"), [("SAME_UPPER", [21, 32, 43, 4]),
                                                 ("SAME_LOWER", [10, 21, 32, 43])])
@@ -182,7 +182,8 @@ def test_auto_pad_k2_example(auto_pad: str, want: list[float]) -> None:
     got = call("Convolution", f32([[[1, 2, 3, 4]]]), f32([[[1, 10]]]), strides=[1],
                pads_begin=[0], pads_end=[0], dilations=[1], auto_pad=auto_pad,
                data_format="NCX", weights_format="OIX")
-    assert got.tolist() == [[want]], f"{auto_pad} k=2 conv gives {got.tolist()}, notes say {want}"
+    assert got.tolist() == [[want]], \
+        f"{auto_pad} k=2 conv gives {got.tolist()}, docs/semantics.md says {want}"
 
 
 def test_auto_pad_overrides_explicit_pads() -> None:

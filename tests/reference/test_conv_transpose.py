@@ -1,6 +1,6 @@
 """ConvTranspose against PyTorch (float64 oracle) over random shapes and attributes (IOX and
 XOI weights, NCX and NXC data, groups, strides, dilations, asymmetric pads, auto_pad,
-output_padding, bias), plus the verified examples of the notes."""
+output_padding, bias), plus the worked examples of docs/semantics.md."""
 
 from __future__ import annotations
 
@@ -68,7 +68,7 @@ def torch_deconv(torch: Any, x: Array, w_iox: Array, c: dict[str, Any]) -> Array
     return np.asarray(np.pad(full, widths)[tuple(index)])
 
 
-@settings(max_examples=45, deadline=None)
+@settings(max_examples=45)
 @given(deconv_cases())
 def test_conv_transpose_matches_torch(c: dict[str, Any]) -> None:
     torch = need_torch()
@@ -93,7 +93,8 @@ def test_conv_transpose_matches_torch(c: dict[str, Any]) -> None:
 
 
 def test_groups_use_their_own_input_channels_and_weight_rows() -> None:
-    # Notes B0 [verified]: G=2, IOX (2, 2, 1), x = [1, 100], w = [1, 2, 3, 4] -> [1, 2, 300, 400].
+    # docs/semantics.md, Convolution and ConvTranspose: G=2, IOX (2, 2, 1), x = [1, 100],
+    # w = [1, 2, 3, 4] -> [1, 2, 300, 400].
     got = call("ConvTranspose", f32([1, 100]).reshape(1, 2, 1), f32([1, 2, 3, 4]).reshape(2, 2, 1),
                strides=[1], pads_begin=[0], pads_end=[0], dilations=[1], groups=2,
                data_format="NCX", weights_format="IOX")
@@ -101,7 +102,8 @@ def test_groups_use_their_own_input_channels_and_weight_rows() -> None:
 
 
 def test_output_padding_adds_trailing_positions() -> None:
-    # Notes B7 [verified]: in = [1, 2], w = [1, 10], S = 2, output_padding 1 -> [1, 10, 2, 20, 0].
+    # docs/semantics.md, Convolution and ConvTranspose: in = [1, 2], w = [1, 10], S = 2,
+    # output_padding 1 -> [1, 10, 2, 20, 0].
     got = call("ConvTranspose", f32([[[1, 2]]]), f32([[[1, 10]]]), strides=[2], pads_begin=[0],
                pads_end=[0], dilations=[1], output_padding=[1], data_format="NCX",
                weights_format="IOX")

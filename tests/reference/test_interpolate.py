@@ -1,7 +1,7 @@
 """Interpolate: linear modes against PyTorch (float64) for half_pixel and align_corners over
-1-3 spatial dims; nearest against the index rule of the notes computed by hand (torch's
+1-3 spatial dims; nearest against the index rule of docs/semantics.md computed by hand (torch's
 "nearest" floors, oneDNN rounds half away from zero); output sizes from sizes, scales (an f32
-product) and the optional sizes input; the notes' verified examples."""
+product) and the optional sizes input; the worked examples of docs/semantics.md."""
 
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ def resize_cases(draw: st.DrawFn) -> dict[str, Any]:
                 seed=draw(st.integers(0, 2**31 - 1)))
 
 
-@settings(max_examples=50, deadline=None)
+@settings(max_examples=50)
 @given(resize_cases(), st.sampled_from(["linear", "bilinear", "trilinear"]))
 def test_linear_modes_match_torch(c: dict[str, Any], mode: str) -> None:
     torch = need_torch()
@@ -53,7 +53,8 @@ def test_linear_modes_match_torch(c: dict[str, Any], mode: str) -> None:
 
 
 def nearest_by_hand(x: Array, out: list[int], ctm: str) -> Array:
-    """x[..., idx] per spatial axis (NCX) with idx = roundf(s), s in float32 per the notes."""
+    """x[..., idx] per spatial axis (NCX) with idx = roundf(s), s in float32
+    (docs/semantics.md, Interpolate)."""
     for axis, o in enumerate(out, start=2):
         size = x.shape[axis]
         pos = np.arange(o, dtype=np.float32)
@@ -68,7 +69,7 @@ def nearest_by_hand(x: Array, out: list[int], ctm: str) -> Array:
     return x
 
 
-@settings(max_examples=50, deadline=None)
+@settings(max_examples=50)
 @given(resize_cases())
 def test_nearest_matches_the_index_rule(c: dict[str, Any]) -> None:
     x = np.random.default_rng(c["seed"]).standard_normal(c["shape"]).astype(np.float32)
@@ -78,21 +79,21 @@ def test_nearest_matches_the_index_rule(c: dict[str, Any]) -> None:
     assert np.array_equal(to_ncx(got, c["data_format"]), want), f"nearest differs [{c}]"
 
 
-# -- hand-computed cases (notes B7) --------------------------------------------------------
+# -- hand-computed cases (docs/semantics.md, Interpolate) ----------------------------------
 
 def test_nearest_rounds_half_away_from_zero() -> None:
-    # Notes [verified]: [10, 20] -> 3 gives [10, 20, 20] (s = 0.5 rounds up to 1).
+    # docs/semantics.md, Interpolate: [10, 20] -> 3 gives [10, 20, 20] (s = 0.5 rounds up to 1).
     got = call("Interpolate", f32([[[10, 20]]]), mode="nearest", sizes=[3], data_format="NCX")
     assert got.tolist() == [[[10, 20, 20]]], f"nearest 2->3 gave {got.tolist()}"
 
 
 def test_linear_example() -> None:
-    # Notes [verified]: [10, 20, 30, 40] -> 3 gives [11.667, 25, 38.333].
+    # docs/semantics.md, Interpolate: [10, 20, 30, 40] -> 3 gives [11.667, 25, 38.333].
     got = call("Interpolate", f32([[[10, 20, 30, 40]]]), mode="linear", sizes=[3],
                data_format="NCX")
     want = [np.float32(35 / 3), 25, np.float32(115 / 3)]
     assert np.allclose(got.reshape(-1), want, rtol=1e-6, atol=0), (
-        f"linear 4->3 gave {got.tolist()}, notes say {want}")
+        f"linear 4->3 gave {got.tolist()}, docs/semantics.md says {want}")
 
 
 def test_linear_clamps_at_both_edges() -> None:
