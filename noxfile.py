@@ -55,7 +55,7 @@ ONEDNN = {
 
 def _required(*names: str) -> str:
     """FUSIONSPEC_REQUIRE for a test run: what the caller requires (CI: the spec pages and
-    Chromium) plus `names`, which the session itself installed (see tests/_material.py)."""
+    Chromium) plus `names`, which the session itself installed (see tests/testkit/material.py)."""
     given = [n for n in os.environ.get("FUSIONSPEC_REQUIRE", "").split(",") if n.strip()]
     return ",".join(dict.fromkeys([*given, *names]))
 

@@ -1,17 +1,11 @@
-"""Shared test set-up: the hypothesis profiles, and the tests folder's helper modules
-(``_material``) importable from every test folder."""
+"""Shared test set-up: the hypothesis profiles. (Helpers shared by the tests are the package
+`testkit`, importable because pytest puts this folder on the path: pyproject.toml.)"""
 
 from __future__ import annotations
 
 import os
-import sys
-from pathlib import Path
 
 from hypothesis import HealthCheck, settings
-
-_HERE = str(Path(__file__).resolve().parent)
-if _HERE not in sys.path:
-    sys.path.insert(0, _HERE)
 
 # Hypothesis profiles, registered once. A test states at most its example budget
 # (``@settings(max_examples=N)``, the cost it is worth); how examples are drawn is the profile's:

@@ -48,17 +48,3 @@ def test_the_wheel_holds_every_package(tmp_path: Path) -> None:
             rel = init.relative_to(ROOT / folder).as_posix()
             shipped = f"{name.replace('.', '/')}/{rel}"
             assert shipped in names, f"{shipped} is missing from the wheel"
-
-
-def test_test_module_names_are_unique() -> None:
-    # Test folders are not packages: pytest imports each file by its base name, so two files
-    # with one name (tests/reference/test_pool.py, tests/accel/test_pool.py) collide.
-    names: dict[str, Path] = {}
-    clashes = []
-    for path in sorted((ROOT / "tests").rglob("*.py")):
-        if path.name == "conftest.py":
-            continue
-        if path.name in names:
-            clashes.append(f"{names[path.name].relative_to(ROOT)} and {path.relative_to(ROOT)}")
-        names.setdefault(path.name, path)
-    assert not clashes, f"test modules sharing a name: {clashes}"

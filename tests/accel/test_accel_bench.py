@@ -13,7 +13,7 @@ from types import ModuleType
 
 import numpy as np
 import pytest
-from _accel_util import first_device, requires_device
+from testkit.accel import first_device, requires_device
 
 from fusionspec.accel.devices import select_device
 from fusionspec.accel.runtime import runtime_for

@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
-from _accel_util import requires_device
+from testkit.accel import requires_device
 
 from fusionspec.spec.catalog import pattern_ids
 

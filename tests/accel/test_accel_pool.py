@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from _accel_util import OnDevice, requires_device
+from testkit.accel import OnDevice, requires_device
 
 from fusionspec.accel.families import family_for
 from fusionspec.reference import execute

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from _accel_util import first_device, requires_device
+from testkit.accel import first_device, requires_device
 
 from fusionspec.accel.backend import AccelBackend
 from fusionspec.accel.codegen.access import Domain, is_dense

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from _accel_util import OnDevice, first_device, first_info, requires_device
+from testkit.accel import OnDevice, first_device, first_info, requires_device
 
 from fusionspec.accel.backend import AccelBackend, AccelOpByOpBackend
 from fusionspec.accel.codegen.access import Domain

@@ -10,7 +10,7 @@ import subprocess
 import sys
 
 import pytest
-from _accel_util import requires_device
+from testkit.accel import requires_device
 
 from fusionspec.accel.backend import AccelBackend
 from fusionspec.accel.devices import ENV_VAR, discover, order_with_selected, select_device

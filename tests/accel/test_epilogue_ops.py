@@ -8,10 +8,10 @@ from typing import Any
 
 import numpy as np
 import pytest
-from _accel_util import OnDevice, requires_device
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
+from testkit.accel import OnDevice, requires_device
 
 from fusionspec.accel.codegen.epilogue import supported_kinds
 from fusionspec.reference.dtypes import cast_to

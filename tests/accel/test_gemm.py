@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from _accel_util import OnDevice, first_info, requires_device
+from testkit.accel import OnDevice, first_info, requires_device
 
 from fusionspec.accel.families import BuildContext, family_for
 from fusionspec.accel.families.gemm import choose_tiles

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from _accel_util import first_info, requires_device
+from testkit.accel import first_info, requires_device
 
 from fusionspec.accel.build import FAULT_ENV
 from fusionspec.accel.probe import PROBE_ENV, health, probe_dir

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from _accel_util import OnDevice, first_info, requires_device
+from testkit.accel import OnDevice, first_info, requires_device
 
 from fusionspec.accel import build
 from fusionspec.accel.backend import AccelBackend

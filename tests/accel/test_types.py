@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from _accel_util import first_info, requires_device
+from testkit.accel import first_info, requires_device
 
 from fusionspec.accel.codegen.source import Preamble
 from fusionspec.accel.codegen.types import HOST, TypePolicy, c_float, from_host, to_host

@@ -1,7 +1,7 @@
 """Mutation score: the suite (ci profile) catches each planted bug with the right status, and
 passes the reference with zero failures.
 
-Each mutant (tests/conformance/_mutants.py) is the reference with one realistic bug; it is run
+Each mutant (testkit.mutants) is the reference with one realistic bug; it is run
 on the patterns where that bug can show, in-process for speed (the isolation of the runner has
 tests of its own).
 """
@@ -20,7 +20,7 @@ from fusionspec.conformance.suite import run_suite
 from fusionspec.spec.catalog import pattern_ids
 from fusionspec.spec.rules import RULES
 
-HERE = str(Path(__file__).parent)
+TESTS = str(Path(__file__).resolve().parents[1])  # holds the testkit package
 
 MUTANTS = [
     # (mutant, patterns, case kinds, the status the suite must give)
@@ -44,14 +44,14 @@ MUTANTS = [
 
 
 def _run(backend: str, patterns: list[str] | None, kinds: list[CaseKind]) -> ResultsCollector:
-    return run_suite(backend, patterns=patterns, kinds=kinds, isolate=False, sys_path=[HERE])
+    return run_suite(backend, patterns=patterns, kinds=kinds, isolate=False, sys_path=[TESTS])
 
 
 @pytest.mark.parametrize(("mutant", "patterns", "kinds", "status"), MUTANTS,
                          ids=[m[0] for m in MUTANTS])
 def test_suite_catches_planted_bug(mutant: str, patterns: list[str], kinds: list[CaseKind],
                                    status: Status) -> None:
-    results = _run(f"_mutants:{mutant}", patterns, kinds)
+    results = _run(f"testkit.mutants:{mutant}", patterns, kinds)
     seen = Counter(results.totals)
     assert seen[status.value] > 0, \
         f"{mutant}: the suite never reported {status.value}; statuses seen: {dict(seen)}"

@@ -7,7 +7,7 @@ from importlib.metadata import entry_points
 
 import numpy as np
 import pytest
-from _toy_backends import ill_formed_case, near_miss_case
+from testkit.toy_backends import ill_formed_case, near_miss_case
 
 from fusionspec.backend import (
     ENTRY_POINT_GROUP,

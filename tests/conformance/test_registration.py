@@ -93,11 +93,11 @@ def test_pytest_plugin_grades_a_backend(toy_site: Path, tmp_path: Path) -> None:
 
 
 def test_cli_reports_failures_with_replay_commands(tmp_path: Path) -> None:
-    mutants = str(Path(__file__).parent)
+    mutants = str(Path(__file__).resolve().parents[1])  # holds the testkit package
     out = tmp_path / "out"
     proc = subprocess.run(
         [sys.executable, "-m", "fusionspec.cli", "conform", "--backend",
-         "_mutants:NeverFuses", "--patterns", "fp.conv_post_ops", "--kinds", "valid",
+         "testkit.mutants:NeverFuses", "--patterns", "fp.conv_post_ops", "--kinds", "valid",
          "--out", str(out)],
         capture_output=True, text=True, env=_env(Path(mutants)), timeout=600)
     assert proc.returncode == 1, f"a failing run exits 1, got {proc.returncode}: {proc.stderr}"
@@ -107,7 +107,7 @@ def test_cli_reports_failures_with_replay_commands(tmp_path: Path) -> None:
     assert folders and (folders[0] / "graph.json").exists(), "each failure gets a folder"
     replay = subprocess.run(
         [sys.executable, "-m", "fusionspec.cli", "conform", "--backend",
-         "_mutants:NeverFuses", "--replay", str(folders[0])],
+         "testkit.mutants:NeverFuses", "--replay", str(folders[0])],
         capture_output=True, text=True, env=_env(Path(mutants)), timeout=600)
     assert replay.returncode == 1 and "fusion-mismatch" in replay.stdout, \
         f"replaying the saved failure reproduces it: {replay.stdout} {replay.stderr}"

@@ -6,9 +6,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import _toy_backends as toy
 import numpy as np
 import pytest
+from testkit import toy_backends as toy
 
 from fusionspec.backend import Backend
 from fusionspec.conformance.cases import Case, CaseKind, Status, Verdict

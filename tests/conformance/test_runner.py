@@ -6,8 +6,8 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-import _toy_backends as toy
 import pytest
+from testkit import toy_backends as toy
 
 from fusionspec.backend import (
     BackendError,
@@ -20,14 +20,14 @@ from fusionspec.conformance.runner import Runner, RunnerPool
 from fusionspec.conformance.suite import PROFILES, draw_cases
 from fusionspec.spec.catalog import entry
 
-HERE = str(Path(__file__).parent)
+TESTS = str(Path(__file__).resolve().parents[1])  # holds the testkit package
 VALID = toy.valid_case("fp.matmul_post_ops", 3)
 OTHER = toy.valid_case("fp.unary_binary", 0)  # no MatMul: the crashing toy runs it fine
 
 
 def runner(spec: str, *, timeout_s: float = 20.0, isolate: bool = True) -> Runner:
-    """A runner for a backend of _toy_backends, which the worker finds through sys_path."""
-    return Runner(spec, None, timeout_s, isolate=isolate, sys_path=[HERE])
+    """A runner for a backend of testkit.toy_backends, which the worker finds through sys_path."""
+    return Runner(spec, None, timeout_s, isolate=isolate, sys_path=[TESTS])
 
 
 def test_reference_by_name_in_a_worker() -> None:
@@ -39,20 +39,20 @@ def test_reference_by_name_in_a_worker() -> None:
 
 
 def test_factory_string_and_in_process_mode() -> None:
-    with runner("_toy_backends:WrongMath", isolate=False) as run:
+    with runner("testkit.toy_backends:WrongMath", isolate=False) as run:
         verdict = run.run(VALID)
         assert verdict.status is Status.numeric_mismatch, f"{verdict.status}: {verdict.reason}"
 
 
 def test_key_error_in_the_worker_is_an_error() -> None:
-    with runner("_toy_backends:RaisesKeyError") as run:
+    with runner("testkit.toy_backends:RaisesKeyError") as run:
         verdict = run.run(VALID)
         assert verdict.status is Status.error and "KeyError" in verdict.reason, \
             f"an exception in the backend is reported: {verdict.status}: {verdict.reason}"
 
 
 def test_timeout_kills_and_restarts_the_worker() -> None:
-    with runner("_toy_backends:Sleeps", timeout_s=1.5) as run:
+    with runner("testkit.toy_backends:Sleeps", timeout_s=1.5) as run:
         start = time.monotonic()
         verdict = run.run(VALID)
         elapsed = time.monotonic() - start
@@ -65,7 +65,7 @@ def test_timeout_kills_and_restarts_the_worker() -> None:
 
 
 def test_crash_is_an_error_and_the_run_goes_on() -> None:
-    with runner("_toy_backends:Crashes") as run:
+    with runner("testkit.toy_backends:Crashes") as run:
         verdict = run.run(VALID)
         assert verdict.status is Status.error, f"{verdict.status}: {verdict.reason}"
         assert "crashed (exit code 3)" in verdict.reason, f"reason: {verdict.reason}"
@@ -77,7 +77,7 @@ def test_crash_is_an_error_and_the_run_goes_on() -> None:
 
 
 def test_timeout_under_a_declared_limitation_is_unsupported() -> None:
-    with runner("_toy_backends:LimitedSleeps", timeout_s=1.0) as run:
+    with runner("testkit.toy_backends:LimitedSleeps", timeout_s=1.0) as run:
         verdict = run.run(VALID)
         assert verdict.status is Status.unsupported, f"{verdict.status}: {verdict.reason}"
         assert verdict.details["observed_status"] == "timeout", f"{verdict.details}"
@@ -89,7 +89,7 @@ def test_unknown_backend_and_device_are_typed_errors() -> None:
     with pytest.raises(BackendError, match="no device 'gpu9'"):
         Runner("reference", "gpu9", timeout_s=5)
     with pytest.raises(BackendError, match="no devices"):
-        runner("_toy_backends:NoDevices")
+        runner("testkit.toy_backends:NoDevices")
     with pytest.raises(BackendError, match="ModuleNotFoundError"):
         load_backend("no_such_module_anywhere:Backend")
 
@@ -103,7 +103,7 @@ def test_worker_chatter_goes_to_the_log_not_the_terminal(tmp_path: Path,
                                                          capfd: pytest.CaptureFixture[str]
                                                          ) -> None:
     log = tmp_path / "worker.log"
-    with Runner("_toy_backends:Chatty", None, 20.0, sys_path=[HERE], log_path=log) as run:
+    with Runner("testkit.toy_backends:Chatty", None, 20.0, sys_path=[TESTS], log_path=log) as run:
         verdict = run.run(VALID)
     assert verdict.status is Status.passed, f"{verdict.status}: {verdict.reason}"
     _, err = capfd.readouterr()
@@ -124,16 +124,16 @@ def test_a_pool_of_two_jobs_judges_like_one() -> None:
 
 def test_pool_counters_add_up_over_its_workers() -> None:
     cases = [VALID, OTHER, VALID, OTHER]
-    with RunnerPool("_toy_backends:Chatty", None, 20.0, jobs=2, sys_path=[HERE]) as pool:
+    with RunnerPool("testkit.toy_backends:Chatty", None, 20.0, jobs=2, sys_path=[TESTS]) as pool:
         list(pool.run_many(cases))
     assert pool.counters.get("compiled", 0) >= len(cases), \
         f"every compile of both workers is counted: {pool.counters}"
 
 
 def test_a_device_that_failed_its_probe_is_unavailable_with_the_reason() -> None:
-    with runner("_toy_backends:HalfBroken") as run:
+    with runner("testkit.toy_backends:HalfBroken") as run:
         assert run.device_problems == {
             "gpu0": "the compiler crashed while building the probe kernels"}, \
             f"the worker reports the backend's device problems: {run.device_problems}"
     with pytest.raises(BackendUnavailableError, match="compiler crashed"):
-        Runner("_toy_backends:HalfBroken", "gpu0", 20.0, sys_path=[HERE])
+        Runner("testkit.toy_backends:HalfBroken", "gpu0", 20.0, sys_path=[TESTS])

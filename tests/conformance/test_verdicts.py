@@ -1,12 +1,12 @@
 """`judge` gives each status for the right reason: hand-written broken backends (in
-_toy_backends) provoke every outcome, in process."""
+testkit.toy_backends) provoke every outcome, in process."""
 
 from __future__ import annotations
 
 import json
 
-import _toy_backends as toy
 import pytest
+from testkit import toy_backends as toy
 
 from fusionspec.backend import Limitation
 from fusionspec.conformance.cases import FAILING, Case, CaseKind, Status, Verdict

@@ -1,6 +1,6 @@
 """Fixtures for the oneDNN adapter's tests: the installed library, or a skip naming how to get
 it. The tests session installs the ``onednn`` extra and requires it (``FUSIONSPEC_REQUIRE``
-lists ``onednn``, see `_material`), so there a missing library fails the tests instead of
+lists ``onednn``, see `testkit.material`), so there a missing library fails the tests instead of
 skipping them."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from _material import missing
+from testkit.material import missing
 
 from fusionspec.onednn import OnednnBackend, OnednnError
 from fusionspec.onednn.library import find_library

@@ -9,7 +9,7 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 import pytest
-from _helpers import D, f32, same_bits, tensor
+from testkit.reference import D, f32, same_bits, tensor
 
 from fusionspec.reference import (
     ExecutionError,

@@ -8,7 +8,7 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 import pytest
-from _helpers import D, tensor
+from testkit.reference import D, tensor
 
 from fusionspec.reference import ExecutionError, execute, fill_inputs
 from fusionspec.reference.dtypes import numpy_dtype

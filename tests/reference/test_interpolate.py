@@ -9,10 +9,9 @@ from typing import Any
 
 import numpy as np
 import pytest
-from _helpers import D, f32, need_torch, op_fn, run_one
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_conv import call, from_ncx, to_ncx
+from testkit.reference import D, call, f32, from_ncx, need_torch, op_fn, run_one, to_ncx
 
 from fusionspec.reference.errors import OpInputError
 from fusionspec.spec.types import Array

@@ -8,10 +8,9 @@ from typing import Any
 
 import numpy as np
 import pytest
-from _helpers import D, f32, need_torch, op_fn, run_one
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_conv import assert_dot_bound, call
+from testkit.reference import D, assert_dot_bound, call, f32, need_torch, op_fn, run_one
 
 from fusionspec.reference.errors import OpInputError
 from fusionspec.spec.types import Array

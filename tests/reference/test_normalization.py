@@ -6,9 +6,9 @@ import math
 
 import numpy as np
 import pytest
-from _helpers import assert_ulp, f32, need_torch, op_fn, same_bits
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from testkit.reference import assert_ulp, f32, need_torch, op_fn, same_bits
 
 from fusionspec.reference.errors import OpInputError
 

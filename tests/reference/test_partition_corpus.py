@@ -14,7 +14,7 @@ import warnings
 from pathlib import Path
 
 import pytest
-from _material import missing
+from testkit.material import missing
 
 from fusionspec.reference.partitioner import partition
 from fusionspec.spec.errors import FusionspecError

@@ -12,10 +12,9 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 import pytest
-from _helpers import D, f32, need_torch, run_one
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_conv import auto_pads, call, from_ncx, to_ncx
+from testkit.reference import D, auto_pads, call, f32, from_ncx, need_torch, run_one, to_ncx
 
 from fusionspec.spec.types import Array
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 import ml_dtypes
 import numpy as np
 import pytest
-from _helpers import D, f32, need_torch, op_fn, run_one, same_bits
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from testkit.reference import D, f32, need_torch, op_fn, run_one, same_bits
 
 from fusionspec.reference.errors import OpInputError
 

@@ -7,9 +7,9 @@ from typing import Any
 
 import numpy as np
 import pytest
-from _helpers import D, assert_ulp, f32, need_torch, op_fn, run_one, same_bits
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from testkit.reference import D, assert_ulp, f32, need_torch, op_fn, run_one, same_bits
 
 from fusionspec.reference.errors import OpInputError
 

@@ -10,10 +10,10 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 import pytest
-from _helpers import D, assert_ulp, f32, need_torch, op_fn, run_one, same_bits
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
+from testkit.reference import D, assert_ulp, f32, need_torch, op_fn, run_one, same_bits
 
 from fusionspec.reference.errors import OpInputError
 from fusionspec.spec.types import Array

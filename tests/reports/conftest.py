@@ -1,24 +1,23 @@
 """Real results documents for the report's tests, produced once per session by running the
 conformance suite in this process on the reference, on planted mutants
-(tests/conformance/_mutants.py) and on the report's own test backends (_report_backends.py)."""
+(testkit.mutants) and on the report's own test backends (testkit.report_backends)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
-from _report_helpers import PATTERNS
+from testkit.report import PATTERNS
 
 from fusionspec.conformance.suite import run_suite
 
-HERE = Path(__file__).resolve().parent
-MUTANTS = HERE.parent / "conformance"
+TESTS = Path(__file__).resolve().parents[1]  # holds the testkit package
 
 
 def produce(backend: str, out: Path, patterns: tuple[str, ...] = PATTERNS) -> Path:
     """Run the suite on `backend` (in process) and write ``out/results.json``."""
     collector = run_suite(backend, patterns=list(patterns), isolate=False, out_dir=out,
-                          sys_path=[str(MUTANTS), str(HERE)])
+                          sys_path=[str(TESTS)])
     return collector.write(out / "results.json")
 
 
@@ -29,23 +28,23 @@ def reference_results(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="session")
 def never_fuses_results(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return produce("_mutants:NeverFuses", tmp_path_factory.mktemp("never-fuses"))
+    return produce("testkit.mutants:NeverFuses", tmp_path_factory.mktemp("never-fuses"))
 
 
 @pytest.fixture(scope="session")
 def gelu_results(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return produce("_mutants:GeluTanhForErf", tmp_path_factory.mktemp("gelu-tanh"),
+    return produce("testkit.mutants:GeluTanhForErf", tmp_path_factory.mktemp("gelu-tanh"),
                    ("softmax.post_ops",))
 
 
 @pytest.fixture(scope="session")
 def limited_results(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return produce("_report_backends:LimitedNeverFuses", tmp_path_factory.mktemp("limited"))
+    return produce("testkit.report_backends:LimitedNeverFuses", tmp_path_factory.mktemp("limited"))
 
 
 @pytest.fixture(scope="session")
 def hostile_results(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return produce("_report_backends:HostileErrors", tmp_path_factory.mktemp("hostile"),
+    return produce("testkit.report_backends:HostileErrors", tmp_path_factory.mktemp("hostile"),
                    ("softmax.post_ops",))
 
 
@@ -53,5 +52,5 @@ def hostile_results(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def fuses_everything_results(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A backend that merges near misses into one partition and computes them right: its
     near-miss cases are extensions."""
-    return produce("_toy_backends:FusesEverything", tmp_path_factory.mktemp("fuses-all"),
+    return produce("testkit.toy_backends:FusesEverything", tmp_path_factory.mktemp("fuses-all"),
                    ("fp.reciprocal_multiply",))

@@ -2,7 +2,7 @@
 drill-down are in the rendered DOM (with and without JavaScript), and a screenshot is saved.
 
 Skipped, with the reason, where no Chromium is installed (Debian: ``apt-get install chromium``;
-.ci/run installs it and requires it, see `_material`).
+.ci/run installs it and requires it, see `testkit.material`).
 """
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from _html import Node, parse
-from _material import missing
-from _report_helpers import PATTERNS, render
+from testkit.html import Node, parse
+from testkit.material import missing
+from testkit.report import PATTERNS, render
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 

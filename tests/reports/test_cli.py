@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from _report_helpers import load, save
+from testkit.report import load, save
 
 from fusionspec.cli.main import main
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from _report_helpers import failing_count, load, render, save
+from testkit.report import failing_count, load, render, save
 
 from fusionspec.conformance.grade.results import load_results
 from fusionspec.reports.diff import diff_runs, pair_baselines

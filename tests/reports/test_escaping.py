@@ -7,9 +7,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from _html import Node, parse
-from _report_backends import HOSTILE
-from _report_helpers import copy_results, load, render, save
+from testkit.html import Node, parse
+from testkit.report import copy_results, load, render, save
+from testkit.report_backends import HOSTILE
 
 from fusionspec.reports.svg import (
     CoverageCell,

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from _report_helpers import load
+from testkit.report import load
 
 from fusionspec.cli.main import main
 from fusionspec.conformance.grade.results import load_failure

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from _html import parse
+from testkit.html import parse
 
 from fusionspec.conformance.cases import FAILING, Status
 from fusionspec.reports.coverage import coverage_views, percent, split_counts

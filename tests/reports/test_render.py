@@ -8,9 +8,9 @@ import re
 import shutil
 from pathlib import Path
 
-from _html import Node
-from _report_backends import LIMITATION_REASON
-from _report_helpers import PATTERNS, copy_results, failing_count, load, render, save
+from testkit.html import Node
+from testkit.report import PATTERNS, copy_results, failing_count, load, render, save
+from testkit.report_backends import LIMITATION_REASON
 
 from fusionspec.conformance.cases import FAILING, Status
 from fusionspec.spec.catalog import CATALOG, entry

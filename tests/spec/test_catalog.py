@@ -3,7 +3,7 @@
 The page files are read directly: page 001's three RST tables give the pattern rows (converted
 to plain notation they must equal the catalog's notations, in order), its category lines give
 the categories, and pages 000 and 003 give the epilogue bounds. The pages are not shipped with
-fusionspec: `_material.spec_docs` finds them (``$FUSIONSPEC_SPEC_DOCS``, ...) or skips the
+fusionspec: `testkit.material.spec_docs` finds them (``$FUSIONSPEC_SPEC_DOCS``, ...) or skips the
 tests that read them, saying how to provide them.
 """
 
@@ -13,7 +13,7 @@ import re
 from pathlib import Path
 
 import pytest
-from _material import spec_docs
+from testkit.material import spec_docs
 
 from fusionspec.spec import SCHEMAS
 from fusionspec.spec.catalog import (

@@ -14,7 +14,7 @@ import warnings
 from pathlib import Path
 
 import pytest
-from _material import missing
+from testkit.material import missing
 
 from fusionspec.spec import Graph, GraphError, JsonFormatError, OutsideSpecWarning
 from fusionspec.spec import onednn_json as oj

@@ -1,9 +1,8 @@
 """The op schemas, rule by rule: every kind accepts a valid op and rejects each kind of broken op.
 
-Broken ops are derived from the valid op of each kind (`_spec_builders.VALID`) by one edit, so
-each rule is checked against every kind it applies to. Every rejection must raise the rule's
-error class with its rule id, and the message must name the op, the port or attribute, and the
-rule.
+Broken ops are derived from the valid op of each kind (`testkit.spec_builders.VALID`) by one edit,
+so each rule is checked against every kind it applies to. Every rejection must raise the rule's
+error class with its rule id, and the message must name the op, the port or attribute, and the rule.
 """
 
 from __future__ import annotations
@@ -13,7 +12,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 import pytest
-from _spec_builders import VALID, D, OpCase, edit, op, single, tensor
+from testkit.spec_builders import VALID, D, OpCase, edit, op, single, tensor
 
 from fusionspec.spec import (
     SCHEMAS,

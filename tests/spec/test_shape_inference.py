@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 import pytest
-from _spec_builders import CONV_2D, POOL_2D, D, op, single
+from testkit.spec_builders import CONV_2D, POOL_2D, D, op, single
 
 from fusionspec.spec import UNKNOWN_DIM, AttrValue, Graph, LogicalTensor, Op
 from fusionspec.spec.shapes import pads_for

@@ -8,10 +8,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from _html import Node, parse
-
 from fusionspec.cli.main import main
 from fusionspec.conformance.cases import FAILING
+from testkit.html import Node, parse
 
 #: The patterns the tests' runs cover: a float inference pair and the Softmax chain (two
 #: families, small graphs and long chains).

@@ -1,4 +1,4 @@
-"""Backends for the report's tests, loaded by the runner as ``_report_backends:<Class>``.
+"""Backends for the report's tests, loaded by the runner as ``testkit.report_backends:<Class>``.
 
 - `LimitedNeverFuses` puts every op in a partition of its own and declares SoftMax patterns a
   limitation, so its run has both failures and ``unsupported`` cases;

@@ -2,7 +2,7 @@
 
 Each backend is the reference with one defect, so each verdict status can be provoked on
 purpose. They live in an importable module so that the runner's worker process can load them by
-``"_toy_backends:ClassName"`` (the tests put this folder on the worker's sys.path).
+``"testkit.toy_backends:ClassName"`` (the tests put this folder on the worker's sys.path).
 """
 
 from __future__ import annotations

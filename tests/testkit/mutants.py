@@ -2,7 +2,7 @@
 
 The mutation-score test runs the conformance suite (ci profile) on each and checks that the
 suite catches the bug with the status it deserves. They are loaded by the runner as
-``_mutants:<Class>`` with this folder on the path.
+``testkit.mutants:<Class>`` with this folder on the path.
 """
 
 from __future__ import annotations

@@ -17,6 +17,7 @@ from fusionspec.spec.dtypes import DataType
 from fusionspec.spec.graph import Graph, LogicalTensor, Op
 from fusionspec.spec.opschemas import SCHEMAS
 from fusionspec.spec.types import Array
+from fusionspec.spec.validate import validate_op
 
 D = DataType
 
@@ -98,3 +99,51 @@ def run_one(kind: str, arrays: Sequence[Array], out_dtypes: Sequence[DataType],
     graph = one_op_graph(kind, ins, outs, **attrs).finalize()
     result = execute(graph, {i: a for i, a in enumerate(arrays)})
     return [result[100 + j] for j in range(len(out_dtypes))]
+
+
+# -- convolution-like ops (shared by the conv, pool, interpolate and matmul tests) -------------
+
+EPS32 = 2.0**-24
+
+
+def call(kind: str, *arrays: Array, **attrs: Any) -> Array:
+    """Validate a one-op `kind` (schema defaults filled in) and call its reference function."""
+    ins = tuple(LogicalTensor(i, D.s32 if a.dtype == np.int32 else D.f32, a.shape)
+                for i, a in enumerate(arrays))
+    op = validate_op(Op(0, kind, ins, (LogicalTensor(99, D.f32),), attrs))
+    return np.asarray(op_fn(kind)(*arrays, **op.attrs))
+
+
+def assert_dot_bound(got: Array, want: Array, scale: Array, terms: int, what: str) -> None:
+    """|got - want| within the classic bound for a float32 sum of `terms` products,
+    (terms + 1) * eps * sum|x*w| (`scale`), plus the final rounding."""
+    assert got.shape == want.shape, f"shape {got.shape}, expected {want.shape} [{what}]"
+    assert got.dtype == np.float32, f"dtype {got.dtype}, expected float32 [{what}]"
+    bound = (terms + 2) * EPS32 * scale + 1e-30
+    err = np.abs(got.astype(np.float64) - want)
+    worst = int(np.argmax(err - bound))
+    assert np.all(err <= bound), (
+        f"{int((err > bound).sum())} of {err.size} elements outside the f32 dot-product bound "
+        f"[{what}]; worst: got {got.reshape(-1)[worst]}, want {want.reshape(-1)[worst]}, "
+        f"bound {bound.reshape(-1)[worst]:.3g}")
+
+
+def auto_pads(mode: str, size: int, k: int, s: int, d: int, pb: int, pe: int,
+              transposed: bool = False) -> tuple[int, int]:
+    """The auto_pad rule of docs/semantics.md, restated independently of the implementation."""
+    if mode == "None":
+        return pb, pe
+    if mode == "VALID":
+        return 0, 0
+    eff = (k - 1) * d + 1
+    total = max(eff - s if transposed or size % s == 0 else eff - size % s, 0)
+    begin = (total + 1) // 2 if mode == "SAME_LOWER" else total // 2
+    return begin, total - begin
+
+
+def to_ncx(x: Array, fmt: str) -> Array:
+    return x if fmt == "NCX" else np.moveaxis(x, -1, 1)
+
+
+def from_ncx(x: Array, fmt: str) -> Array:
+    return x if fmt == "NCX" else np.moveaxis(x, 1, -1)

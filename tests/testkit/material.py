@@ -16,7 +16,7 @@ import pytest
 
 __all__ = ["REPO", "REQUIRE_ENV", "missing", "spec_docs"]
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 REQUIRE_ENV = "FUSIONSPEC_REQUIRE"
 SPEC_DOCS_ENV = "FUSIONSPEC_SPEC_DOCS"
 #: A page every copy of the specification folder holds.
