@@ -13,7 +13,7 @@ measures in one process on one device:
    output and intermediate buffers for the first time, the second ("warm") reuses them, as a
    caller running the partition repeatedly would; the headline figures are warm;
 2. copy kernels (read N floats, write N floats) on buffers of the same size: one float per
-   work item, and sixteen per work item (vload16/vstore16); the faster is the yardstick for
+   work item, and eight per work item (vload8/vstore8); the faster is the yardstick for
    each fused chain's effective bandwidth (bytes its partition reads and writes / time);
 3. the NumPy reference (`fusionspec.reference.execute`) on the same partition.
 
@@ -64,24 +64,24 @@ CHAIN_KINDS = ("ReLU", "Add", "Multiply", "Maximum")
 #: The spec's elementwise patterns (fp.unary_binary, fp.binary_post_ops) end after at most four
 #: ops, so longer chains are several partitions and not a fused kernel's test.
 CHAIN_LENGTHS = (2, 3, 4)
-#: The yardsticks: one work item per element; sixteen elements per work item in vector loads
+#: The yardsticks: one work item per element; eight elements per work item in vector loads
 #: and stores (scalar tail); and, for comparison, the copy as a grid-stride loop over
 #: `launch_1d`'s work size (what the elementwise kernels do where a GPU launch is capped).
 COPY_SOURCE = """
 __kernel void copy_f32(__global const float *src, __global float *dst) {
     dst[get_global_id(0)] = src[get_global_id(0)];
 }
-__kernel void copy_f32x16(__global const float *src, __global float *dst, const long n) {
+__kernel void copy_f32x8(__global const float *src, __global float *dst, const long n) {
     const long g = get_global_id(0);
-    if (16 * g + 15 < n) vstore16(vload16(g, src), g, dst);
-    else for (long i = 16 * g; i < n; ++i) dst[i] = src[i];
+    if (8 * g + 7 < n) vstore8(vload8(g, src), g, dst);
+    else for (long i = 8 * g; i < n; ++i) dst[i] = src[i];
 }
 __kernel void copy_f32_strided(__global const float *src, __global float *dst, const long n) {
     for (long i = get_global_id(0); i < n; i += get_global_size(0)) dst[i] = src[i];
 }
 """
 #: CopyKernel variants: kernel name and elements per work item.
-COPY_VARIANTS = {"scalar": ("copy_f32", 1), "vector": ("copy_f32x16", 16),
+COPY_VARIANTS = {"scalar": ("copy_f32", 1), "vector": ("copy_f32x8", 8),
                  "strided": ("copy_f32_strided", 1)}
 
 
@@ -419,7 +419,7 @@ def main(argv: list[str] | None = None) -> int:
     load = ", ".join(f"{v:.2f}" for v in doc["load_average"])
     print(f"device {doc['device_name']} ({doc['device']}), driver {doc['driver']}, "
           f"{doc['elements']} f32 elements, median of {doc['repeats']}, load average {load}")
-    print(f"copy kernel: {doc['copy_ms']:.2f} ms, {doc['copy_gb_s']:.2f} GB/s; 16 per item: "
+    print(f"copy kernel: {doc['copy_ms']:.2f} ms, {doc['copy_gb_s']:.2f} GB/s; 8 per item: "
           f"{doc['vector_copy_ms']:.2f} ms, {doc['vector_copy_gb_s']:.2f} GB/s; as a "
           f"grid-stride loop: {doc['strided_copy_ms']:.2f} ms, "
           f"{doc['strided_copy_gb_s']:.2f} GB/s; yardstick: {doc['yardstick']}")
