@@ -45,6 +45,13 @@ def int_type(value: int) -> str:
     return "int" if -INT_LIMIT - 1 <= value <= INT_LIMIT else "long"
 
 
+def _f32(value: float) -> float:
+    """`value` rounded to f32 (nearest even; past the f32 range, infinity, as an f32
+    attribute holds it)."""
+    with np.errstate(over="ignore"):
+        return float(np.float32(value))
+
+
 def _same(a: Param, b: Param) -> bool:
     """Whether two requests for one name agree (f32 values compared bit for bit: NaN too)."""
     if isinstance(a.binding, ScalarArg) and isinstance(b.binding, ScalarArg) and \
@@ -158,7 +165,7 @@ class KernelArgs:
 
     def f32(self, name: str, value: float) -> str:
         """An f32 scalar: `value` rounded to f32 exactly as a literal of it was."""
-        return self.scalar(name, "float", float(np.float32(value)))
+        return self.scalar(name, "float", _f32(value))
 
     def numbered_f32(self, prefix: str, value: float) -> str:
         """`f32` under a new name ``<prefix><n>`` (one per use: an op's attribute)."""
@@ -171,6 +178,6 @@ class KernelArgs:
         """A new read-only f32 table ``<prefix><n>`` of `values` (per-channel scales,
         interpolation taps), uploaded once when the partition is compiled."""
         name = self.fresh(prefix)
-        rounded = tuple(float(np.float32(v)) for v in values)
+        rounded = tuple(_f32(v) for v in values)
         return self._add(name, Param(f"__global const float* restrict {name}",
                                      TableArg(rounded)))
