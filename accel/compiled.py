@@ -186,6 +186,9 @@ def _bind(param: Param, buffers: Mapping[int, Any], layouts: Mapping[int, tuple[
     if isinstance(binding, TableArg):
         return tables[binding]
     assert isinstance(binding, ScalarArg)
+    if isinstance(binding.value, tuple):  # a divisor's uint4: its 16 bytes go by value
+        assert binding.ctype == "uint4"
+        return np.asarray(binding.value, dtype=np.uint32)
     return _SCALARS[binding.ctype](binding.value)
 
 

@@ -12,9 +12,10 @@ kernel parameter is a `Param`: its C declaration plus a binding that tells the e
   the data actually sits in its buffer (the logical strides for a flat strided buffer, dense
   strides for an array of the tensor's shape or a tensor left by an earlier plan);
 - `ScratchArg(name)`: a scratch buffer of the plan (`Scratch`), allocated per execution;
-- `ScalarArg(ctype, value)`: a scalar (``int``, ``uint``, ``long``, ``float``): a shape-derived
-  integer or an attribute value, passed as an argument so that partitions differing only in
-  such values share one program (`fusionspec.accel.codegen.args`);
+- `ScalarArg(ctype, value)`: a scalar (``int``, ``uint``, ``long``, ``float``; or ``uint4``, a
+  divisor with its multiplier and shift): a shape-derived integer or an attribute value, passed
+  as an argument so that partitions differing only in such values share one program
+  (`fusionspec.accel.codegen.args`);
 - `TableArg(values)`: a read-only buffer of f32 values (per-channel scales and zero points,
   interpolation taps) that the executor uploads once, when the partition is compiled.
 """
@@ -47,8 +48,8 @@ class ScratchArg:
 
 @dataclass(frozen=True)
 class ScalarArg:
-    ctype: str  # "int", "uint", "long" or "float"
-    value: int | float
+    ctype: str  # "int", "uint", "long", "float", or "uint4" (a divisor: a tuple of 4 ints)
+    value: int | float | tuple[int, ...]
 
 
 @dataclass(frozen=True)

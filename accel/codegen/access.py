@@ -7,9 +7,11 @@ where ``s[j] == 1``.
 
 Every number of the addressing is a kernel argument (`fusionspec.accel.codegen.args`), so the
 code depends only on the rank, on which dims have extent 1 and on each tensor's layout class.
-A domain names its arguments after its index: ``idx_n2`` (extent of axis 2), ``idx_n1_2`` (the
-product of axes 1..2), ``idx_in2`` (what lies inside axis 2: the product of the later axes),
-``idx_size``.
+A domain names its arguments after its index: ``idx_n2`` (extent of axis 2), ``idx_size``, and
+the divisors that split a linear index (`Divisor`, divided by with a multiply and a shift):
+``idx_n2_div``, ``idx_n1_2_div`` (the product of axes 1..2), ``idx_in2_div`` (what lies inside
+axis 2: the product of the later axes). `split_lines` writes the statements that split a linear
+index into coordinates, for every family.
 
 Extents of 1. A tensor that broadcasts into a domain reads index 0 along its dims of extent 1
 (its broadcast structure is part of the code). A tensor of exactly the domain's shape (a main
@@ -33,7 +35,8 @@ Index forms. A `Domain` gives the domain index in one of two forms:
   operand at ``((i / inner) % extent) * stride`` per run of consecutive dims it does not
   broadcast, and only the axes something asks for (a strided operand, a per-channel parameter,
   the guard of a smaller output) become locals ``idx<k>``, each one division and one remainder
-  (`axis_declarations`). So a dense chain needs no division at all.
+  (`axis_declarations`). So a dense chain needs no division at all, and a broadcast operand
+  only divisions by invariant divisors.
 """
 
 from __future__ import annotations
@@ -44,10 +47,10 @@ from collections.abc import Sequence
 from fusionspec.spec.graph import LogicalTensor, row_major_strides
 
 from ..errors import UnsupportedPartitionError
-from .args import INT_LIMIT, KernelArgs
+from .args import INT_LIMIT, Divisor, KernelArgs
 
 __all__ = ["Domain", "known_shape", "broadcast_domain", "is_dense", "stride_exprs",
-           "channel_offset", "INT_LIMIT"]
+           "channel_offset", "split_lines", "INT_LIMIT"]
 
 
 def known_shape(tensor: LogicalTensor) -> tuple[int, ...]:
@@ -114,6 +117,21 @@ def channel_offset(tensor: LogicalTensor, index: str, args: KernelArgs) -> str:
     return f"({index}) * {args.stride(tensor, 0)}"
 
 
+def split_lines(rest: str, coords: Sequence[tuple[str, Divisor | None]]) -> list[str]:
+    """Statements splitting the linear index in variable `rest` (which they consume) into
+    row-major coordinates: per (target, divisor of its extent), outermost first,
+    ``target = rest mod extent; rest = rest div extent`` from the innermost out. The
+    outermost coordinate is what remains, as `rest` is below the product of the extents, so
+    its divisor is not needed (it may be None)."""
+    lines: list[str] = []
+    for target, divisor in reversed(coords[1:]):
+        assert divisor is not None, f"no divisor to split off {target}"
+        lines += [f"{target} = {divisor.mod(rest)};", f"{rest} = {divisor.div(rest)};"]
+    if coords:
+        lines.append(f"{coords[0][0]} = {rest};")
+    return lines
+
+
 def _term(index: str, stride: str) -> str:
     return index if stride == "1" else f"{index} * {stride}"
 
@@ -158,19 +176,33 @@ class Domain:
         """The argument holding the extent of axis `k`."""
         return self.args.index(f"{self.index}_n{k}", self.shape[k])
 
-    def span(self, first: int, last: int) -> str:
-        """The argument holding the product of the extents of axes first..last."""
-        if first == last:
-            return self.extent(first)
-        return self.args.product(f"{self.index}_n{first}_{last}", self.shape[first:last + 1])
-
-    def inner(self, k: int) -> str:
-        """The argument holding how many linear positions one step along axis `k` spans."""
-        return self.args.product(f"{self.index}_in{k}", self.shape[k + 1:])
-
     def size_arg(self) -> str:
         """The argument holding the domain's element count."""
         return self.args.product(f"{self.index}_size", self.shape)
+
+    def _divisor(self, name: str, extents: Sequence[int]) -> Divisor:
+        return self.args.divisor(f"{self.index}_{name}", math.prod(extents),
+                                 wide=self.index_type == "long")
+
+    def divisor(self, k: int) -> Divisor:
+        """The extent of axis `k` as a divisor of the domain's linear indices."""
+        return self._divisor(f"n{k}", self.shape[k:k + 1])
+
+    def _span(self, first: int, last: int) -> Divisor:
+        """The product of the extents of axes first..last as a divisor."""
+        if first == last:
+            return self.divisor(first)
+        return self._divisor(f"n{first}_{last}", self.shape[first:last + 1])
+
+    def _inner(self, k: int) -> Divisor:
+        """How many linear positions one step along axis `k` spans, as a divisor."""
+        return self._divisor(f"in{k}", self.shape[k + 1:])
+
+    def split(self, rest: str, axes: Sequence[int] | None = None) -> list[str]:
+        """`split_lines` filling ``<index>[k]`` for `axes` (all, by default; row-major order)
+        from the linear index in `rest`, below the product of their extents."""
+        axes = range(self.rank) if axes is None else axes
+        return split_lines(rest, [(f"{self.index}[{k}]", self.divisor(k)) for k in axes])
 
     def check(self, tensor: LogicalTensor) -> tuple[int, ...]:
         """The tensor's shape, which must broadcast into the domain."""
@@ -204,13 +236,10 @@ class Domain:
         when nothing lies outside)."""
         assert self.linear is not None
         expr = self.linear
-        nested = not _unit_stride(self.shape, last)
-        if nested:
-            expr = f"{expr} / {self.inner(last)}"
+        if not _unit_stride(self.shape, last):
+            expr = self._inner(last).div(expr)
         if first != self._outermost():
-            if nested:
-                expr = f"({expr})"
-            expr = f"{expr} % {self.span(first, last)}"
+            expr = self._span(first, last).mod(expr)
         return expr
 
     def axis_declarations(self) -> list[str]:

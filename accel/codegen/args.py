@@ -20,21 +20,30 @@ each, the `Param` the executor binds:
 Integer scalars get the C type a literal of their value would have had, ``int`` when it fits
 and ``long`` otherwise, so every index expression keeps the arithmetic it had with literals;
 the caller asks for ``long`` where the template's literal carried an ``L`` suffix.
+
+Divisors. A division by a kernel argument costs far more than one by a literal, which the
+compiler turns into a multiply and a shift: on PoCL's CPU device it also keeps the work-item
+loop from being vectorised (a broadcast Add ran 2.4x slower). So a divisor (`Divisor`, a
+``uint4`` parameter ``<name>_div``) carries the multiplier and shift the compiler would have
+chosen (`divisor_magic`), and the helpers ``fs_div``/``fs_mod`` divide with them; that holds for
+dividends in [0, 2**31), i.e. in ``int`` index arithmetic. Where indices are ``long`` a divisor
+is a plain ``long`` and divides as one (`KernelArgs.divisor` with ``wide``).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
 from fusionspec.spec.graph import LogicalTensor, row_major_strides
 
 from ..plan import Binding, BufferArg, Param, ScalarArg, StrideArg, TableArg
-from .types import TypePolicy
+from .source import Preamble
 
-__all__ = ["KernelArgs", "INT_LIMIT", "int_type"]
+__all__ = ["KernelArgs", "Divisor", "INT_LIMIT", "int_type", "divisor_magic"]
 
 #: The largest element count an ``int`` index can address.
 INT_LIMIT = 2 ** 31 - 1
@@ -43,6 +52,33 @@ INT_LIMIT = 2 ** 31 - 1
 def int_type(value: int) -> str:
     """The C type of an integer literal of `value` (without suffix): int when it fits."""
     return "int" if -INT_LIMIT - 1 <= value <= INT_LIMIT else "long"
+
+
+def divisor_magic(divisor: int) -> tuple[int, int, int, int]:
+    """(divisor, multiplier, shift, 0) such that ``(n * multiplier) >> shift == n // divisor``
+    for every 0 <= n < 2**31, with a multiplier below 2**32 (the ``fs_div`` helper's operands).
+
+    With s = ceil(log2 divisor) and multiplier m = ceil(2**(31+s) / divisor), n*m / 2**(31+s)
+    exceeds n / divisor by less than 2**-s <= 1 / divisor, which never reaches the next
+    integer; and m < 2**32 because divisor > 2**(s-1)."""
+    if not 1 <= divisor <= INT_LIMIT:
+        raise ValueError(f"divisor {divisor} is outside 1..{INT_LIMIT}")
+    s = (divisor - 1).bit_length()
+    return divisor, -(-(1 << (31 + s)) // divisor), 31 + s, 0
+
+
+@dataclass(frozen=True)
+class Divisor:
+    """A divisor kernel argument: C expressions dividing by it (see the module docstring)."""
+
+    name: str
+    wide: bool = False  # a plain ``long``: dividends may pass 2**31
+
+    def div(self, n: str) -> str:
+        return f"({n}) / {self.name}" if self.wide else f"fs_div({n}, {self.name})"
+
+    def mod(self, n: str) -> str:
+        return f"({n}) % {self.name}" if self.wide else f"fs_mod({n}, {self.name})"
 
 
 def _f32(value: float) -> float:
@@ -56,8 +92,9 @@ def _same(a: Param, b: Param) -> bool:
     """Whether two requests for one name agree (f32 values compared bit for bit: NaN too)."""
     if isinstance(a.binding, ScalarArg) and isinstance(b.binding, ScalarArg) and \
             a.binding.ctype == b.binding.ctype == "float":
-        return a.decl == b.decl and \
-            np.float32(a.binding.value).tobytes() == np.float32(b.binding.value).tobytes()
+        x, y = a.binding.value, b.binding.value
+        assert isinstance(x, float) and isinstance(y, float)
+        return a.decl == b.decl and np.float32(x).tobytes() == np.float32(y).tobytes()
     return a == b
 
 
@@ -65,8 +102,9 @@ class KernelArgs:
     """The parameters of one kernel, in signature order (order of first use), and its
     canonical names (see the module docstring)."""
 
-    def __init__(self, policy: TypePolicy) -> None:
-        self.policy = policy
+    def __init__(self, preamble: Preamble) -> None:
+        self.preamble = preamble
+        self.policy = preamble.policy
         self._params: dict[str, Param] = {}
         self._buffers: dict[int, str] = {}
         self._counts: dict[str, int] = {}
@@ -163,6 +201,19 @@ class KernelArgs:
         """`index` of the product of `values` (an extent spanning several dims)."""
         return self.index(name, math.prod(values))
 
+    def divisor(self, name: str, value: int, *, wide: bool = False) -> Divisor:
+        """A divisor ``<name>_div`` of `value` for index arithmetic: a ``uint4`` with its
+        multiplier and shift for dividends in [0, 2**31), or with `wide` a ``long`` for any.
+        A divisor of 0 (an empty extent, never divided by) is passed as 1."""
+        param = f"{name}_div"
+        if wide:
+            self.long(param, value)
+            return Divisor(param, wide=True)
+        self.preamble.need(("fs_div", "fs_mod"))
+        self._add(param, Param(f"const uint4 {param}",
+                               ScalarArg("uint4", divisor_magic(max(value, 1)))))
+        return Divisor(param)
+
     def f32(self, name: str, value: float) -> str:
         """An f32 scalar: `value` rounded to f32 exactly as a literal of it was."""
         return self.scalar(name, "float", _f32(value))
@@ -172,6 +223,7 @@ class KernelArgs:
         return self.f32(self.fresh(prefix), value)
 
     def scalar(self, name: str, ctype: str, value: int | float) -> str:
+        """A scalar parameter of C type `ctype` (``int``, ``uint``, ``long``, ``float``)."""
         return self._add(name, Param(f"const {ctype} {name}", ScalarArg(ctype, value)))
 
     def table(self, prefix: str, values: Sequence[float]) -> str:

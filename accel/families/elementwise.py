@@ -43,10 +43,10 @@ def is_elementwise(partition: Partition) -> bool:
 
 def build_elementwise(partition: Partition, ctx: BuildContext) -> KernelPlan:
     """One kernel computing all of `partition`'s outputs, a work item per element."""
-    args = KernelArgs(ctx.policy)
+    preamble = ctx.preamble()
+    args = KernelArgs(preamble)
     domain = Domain(broadcast_domain([known_shape(t) for op in partition.ops
                                       for t in op.outputs]), args, linear="i")
-    preamble = ctx.preamble()
     code = emit_epilogue(partition.ops, domain=domain, policy=ctx.policy, preamble=preamble,
                          outputs=partition.outputs)
     missing = [t.id for t in partition.outputs if t.id not in code.stored]

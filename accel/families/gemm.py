@@ -241,11 +241,11 @@ def build_gemm(partition: Partition, ctx: BuildContext) -> KernelPlan:
     post = [op for op in partition.ops if op is not main and op.id not in folded]
     bias_bwd = [op for op in post if op.kind == "BiasAddBackward"]
     post = [op for op in post if op.kind != "BiasAddBackward"]
-    args = KernelArgs(ctx.policy)
+    preamble = ctx.preamble()
+    args = KernelArgs(preamble)
     geo = backward_geometry(main, args) if main.kind == _BACKWARD else geometry_of(main, args)
     # The bounds of the product, which the template tests every index against.
     m, n, k = args.index("M", geo.m), args.index("N", geo.n), args.index("K", geo.k)
-    preamble = ctx.preamble()
     load_a = _load_code(main, 0, geo.a, "ai", chains[0], ctx, preamble, args)
     load_b = _load_code(main, 1, geo.b, "bi", chains[1], ctx, preamble, args)
     dst = main.outputs[0]

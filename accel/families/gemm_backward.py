@@ -99,7 +99,7 @@ def bias_backward_kernel(op: Op, source: LogicalTensor, binding: Binding, policy
     dst = op.outputs[0]
     preamble.uses(source.dtype)
     preamble.uses(dst.dtype)
-    args = KernelArgs(policy)
+    args = KernelArgs(preamble)
     src_name = args.buffer("src", policy.storage(source.dtype), binding, const=True)
     dst_name = args.buffer("dst", policy.storage(dst.dtype), BufferArg(dst.id), const=False)
     n_channels, n_outer, n_inner = (args.index(name, value) for name, value in (

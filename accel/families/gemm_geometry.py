@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from fusionspec.spec.graph import Op
 from fusionspec.spec.shapes import pads_for, spatial_dims
 
-from ..codegen.access import broadcast_domain, known_shape
+from ..codegen.access import broadcast_domain, known_shape, split_lines
 from ..codegen.args import KernelArgs
 from ..errors import UnsupportedPartitionError
 from .base import attr_of
@@ -75,20 +75,17 @@ Extents = Sequence[tuple[str, int]]
 
 def split_index(var: str, extents: Extents, prefix: str, args: KernelArgs
                 ) -> tuple[list[str], list[str]]:
-    """Statements splitting `var` into row-major coordinates over `extents` ((argument name,
-    extent) pairs; the extents become kernel arguments), named prefix0, prefix1 ...; and those
-    names. A dim of extent 1 is split like any other (its coordinate is 0 at run time), so the
-    code does not depend on where the extents of 1 are."""
+    """Statements splitting `var` (below the product of the extents) into row-major coordinates
+    over `extents` ((argument name, extent) pairs; the extents become divisor arguments), named
+    prefix0, prefix1 ...; and those names. A dim of extent 1 is split like any other (its
+    coordinate is 0 at run time), so the code does not depend on where the extents of 1 are."""
     names = [f"{prefix}{i}" for i in range(len(extents))]
     if len(extents) <= 1:
         return [f"const int {name} = {var};" for name in names], names
     rest = f"{prefix}r"
-    lines = [f"int {rest} = {var};"]
-    for i in reversed(range(1, len(extents))):
-        extent = args.index(*extents[i])
-        lines += [f"const int {names[i]} = {rest} % {extent};", f"{rest} /= {extent};"]
-    lines.append(f"const int {names[0]} = {rest};")
-    return lines, names
+    coords = [(f"const int {name}", args.divisor(*extent) if i else None)
+              for i, (name, extent) in enumerate(zip(names, extents))]
+    return [f"int {rest} = {var};", *split_lines(rest, coords)], names
 
 
 def ints_of(op: Op, name: str, count: int, fill: int) -> tuple[int, ...]:
@@ -180,15 +177,19 @@ def _conv(op: Op, args: KernelArgs, src: tuple[int, ...], wei: tuple[int, ...],
     valid: list[str] = []
     for d in range(nsp):
         o, t = mc[1 + d], taps[d]
-        s, dil = args.index(f"stride{d}", strides[d]), args.index(f"dil{d}", dilations[d])
-        pad, extent = args.index(f"pad{d}", begin[d]), args.index(f"in{d}", in_sp[d])
+        dil, pad = args.index(f"dil{d}", dilations[d]), args.index(f"pad{d}", begin[d])
+        extent = args.index(f"in{d}", in_sp[d])
         if not transposed:
+            s = args.index(f"stride{d}", strides[d])
             a_lines.append(f"const int a_i{d} = {o} * {s} + {t} * {dil} - {pad};")
             valid.append(f"a_i{d} >= 0 && a_i{d} < {extent}")
         else:
+            # a_u may be negative, where the divisor helpers do not hold; such a tap is not
+            # valid and the && stops before its quotient is used.
+            step = args.divisor(f"stride{d}", strides[d])
             a_lines += [f"const int a_u{d} = {o} + {pad} - {t} * {dil};",
-                        f"const int a_i{d} = a_u{d} / {s};"]
-            valid.append(f"a_u{d} >= 0 && a_u{d} % {s} == 0 && a_i{d} < {extent}")
+                        f"const int a_i{d} = {step.div(f'a_u{d}')};"]
+            valid.append(f"a_u{d} >= 0 && {step.mod(f'a_u{d}')} == 0 && a_i{d} < {extent}")
         pos.append(f"a_i{d}")
     # With one group z is 0, so the grouped form serves it too (one program for both).
     icg_arg, ocg_arg = args.index("icg", icg), args.index("ocg", ocg)

@@ -111,7 +111,7 @@ def build_interpolate(partition: Partition, ctx: BuildContext) -> KernelPlan:
     preamble = ctx.preamble()
     preamble.uses(src.dtype)
     policy: TypePolicy = ctx.policy
-    args = KernelArgs(policy)
+    args = KernelArgs(preamble)
     buffer = args.read(src)
     lines, taps = _taps(main, in_sp, out_sp, axes, args)
     strides = dict(enumerate(stride_exprs(src, args)))
@@ -134,7 +134,7 @@ def build_interpolate(partition: Partition, ctx: BuildContext) -> KernelPlan:
     missing = [t.id for t in partition.outputs if t.id not in code.stored]
     if missing:
         raise fail(f"outputs {missing} are not computed by the ops")
-    splits = [(a, domain.extent(a)) for a in reversed(range(rank))]
+    splits = domain.split("rest")
     size = domain.size_arg()
     source = render("interpolate.cl.j2", preamble=preamble.render(), name=KERNEL_NAME,
                     params=args.decls(), index_t=domain.index_type, size=size, rank=rank,

@@ -110,7 +110,7 @@ def build_pool(partition: Partition, ctx: BuildContext) -> KernelPlan:
     if len(begin) != nsp:
         raise fail(f"{pool.kind} pads_begin does not have {nsp} values")
     preamble = ctx.preamble()
-    args = KernelArgs(ctx.policy)
+    args = KernelArgs(preamble)
     src_domain = Domain(in_shape, args, index="sidx")
     if feeder is None:
         preamble.uses(src.dtype)
@@ -137,7 +137,7 @@ def build_pool(partition: Partition, ctx: BuildContext) -> KernelPlan:
     if not is_max and not bool(attr_of(pool, "exclude_pad")) and \
             str(attr_of(pool, "rounding_type")) != "ceil":
         divisor = args.f32("volume", math.prod(kernel))
-    splits = [(axis, domain.extent(axis)) for axis in reversed(range(rank))]
+    splits = domain.split("rest")
     size = domain.size_arg()
     plain = [a for a in range(rank) if a not in axes]
     source = render("pool.cl.j2", preamble=preamble.render(), name=KERNEL_NAME,

@@ -97,7 +97,7 @@ def build_reduction(partition: Partition, ctx: BuildContext) -> KernelPlan:
                    f"{list(in_shape)} and axes {axes}")
     preamble = ctx.preamble()
     preamble.uses(src.dtype)
-    args = KernelArgs(ctx.policy)
+    args = KernelArgs(preamble)
     src_domain = Domain(in_shape, args, index="sidx")
     buffer = args.read(src)
     load, helpers = ctx.policy.load(src.dtype, buffer, src_domain.read_offset(src))
@@ -115,13 +115,14 @@ def build_reduction(partition: Partition, ctx: BuildContext) -> KernelPlan:
     if "{count}" in final:
         final = final.format(count=args.f32("red_count", extent))
     kept = [(k, f"idx[{k if keep else n}]") for n, k in enumerate(kept_axes)]
-    out_splits = [(k, domain.extent(k)) for k in reversed(range(len(out_shape)))]
-    red_splits = [(a, src_domain.extent(a)) for a in reversed(axes)]
+    out_splits = domain.split("rest")
+    red_splits = src_domain.split("r", axes)
     outputs_arg, extent_arg = args.long("outputs", outputs), args.long("red_extent", extent)
     source = render("reduction.cl.j2", preamble=preamble.render(), name=KERNEL_NAME,
                     params=args.decls(), wg=wg, rank=max(rank, 1),
                     out_rank=max(len(out_shape), 1), outputs=outputs_arg, extent=extent_arg,
                     out_splits=out_splits, kept=kept, red_splits=red_splits, init=init,
+                    out_index_t=domain.index_type, red_index_t=src_domain.index_type,
                     step=step, combine=combine, finish=final, load=load, body=code.body)
     launches: tuple[Launch, ...] = ()
     if outputs:

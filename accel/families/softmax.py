@@ -75,9 +75,9 @@ def build_softmax(partition: Partition, ctx: BuildContext) -> KernelPlan:
         raise UnsupportedPartitionError(f"SoftMax axis {axis} is out of range for rank {rank}",
                                         pattern=partition.pattern, kinds=kinds)
     axis %= rank
-    args = KernelArgs(ctx.policy)
-    domain = Domain(shape, args)
     preamble = ctx.preamble()
+    args = KernelArgs(preamble)
+    domain = Domain(shape, args)
     preamble.uses(src.dtype)
     buffer = args.read(src)
     load, helpers = ctx.policy.load(src.dtype, buffer, domain.read_offset(src))
@@ -97,10 +97,11 @@ def build_softmax(partition: Partition, ctx: BuildContext) -> KernelPlan:
     wg = ctx.reduction_work_group(length)
     # Every other axis is split from the row index, whatever its extent (no extent of 1 is
     # special), so the code depends on the rank and the axis only.
-    splits = [(k, domain.extent(k)) for k in reversed(range(rank)) if k != axis]
+    splits = domain.split("rest", [k for k in range(rank) if k != axis])
     rows_arg, length_arg = args.long("rows", rows), args.long("row_length", length)
     source = render("softmax.cl.j2", preamble=preamble.render(), name=KERNEL_NAME,
                     params=args.decls(), wg=wg, rank=rank, rows=rows_arg, splits=splits,
+                    index_t=domain.index_type,
                     axis=axis, length=length_arg, load=load,
                     inf_as_zero=main.attrs.get("mode", "none") == "inf_as_zero",
                     stats=stats_name, body=code.body)

@@ -27,7 +27,7 @@ from fusionspec.spec.graph import LogicalTensor, Op, Partition
 from fusionspec.spec.shapes import channel_axis
 
 from ..codegen.access import Domain, channel_offset, known_shape
-from ..codegen.args import KernelArgs
+from ..codegen.args import INT_LIMIT, KernelArgs
 from ..codegen.source import Preamble, render
 from ..codegen.types import TypePolicy, check_supported
 from ..errors import UnsupportedPartitionError
@@ -53,7 +53,7 @@ class _Kernel:
     through their strides, per-channel ones at ``c``; its parameters in `args`."""
 
     def __init__(self, shape: tuple[int, ...], policy: TypePolicy, preamble: Preamble) -> None:
-        self.args = KernelArgs(policy)
+        self.args = KernelArgs(preamble)
         self.domain = Domain(shape, self.args)
         self.policy = policy
         self.preamble = preamble
@@ -88,11 +88,10 @@ class _Kernel:
     def stats_scratch(self) -> str:
         return self.args.buffer(_SCRATCH, "float", ScratchArg(_SCRATCH), const=False)
 
-    def splits(self, skip: int | None = None) -> list[tuple[int, str]]:
-        """(axis, extent argument) of every axis but `skip`, innermost first: the order in
-        which a linear index is split into ``idx[]``."""
-        return [(a, self.domain.extent(a)) for a in reversed(range(self.domain.rank))
-                if a != skip]
+    def splits(self, rest: str, skip: int | None = None) -> list[str]:
+        """Statements splitting the linear index in `rest` into every entry of ``idx[]`` but
+        `skip`'s."""
+        return self.domain.split(rest, [a for a in range(self.domain.rank) if a != skip])
 
 
 def _relu_value(relu: Op, kernel: _Kernel) -> str:
@@ -129,14 +128,15 @@ def build_training(partition: Partition, ctx: BuildContext) -> KernelPlan:
     size = math.prod(shape)
     # Template values: those of the statistics kernel (stats_*) and of the element-wise one.
     values: dict[str, object] = {"rank": max(rank, 1), "bn": False, "stats": False,
-                                 "elementwise": False, "stats_stores": []}
+                                 "elementwise": False, "stats_stores": [],
+                                 "index_t": "int" if size <= INT_LIMIT else "long"}
     launches: list[Launch] = []
     scratch: tuple[Scratch, ...] = ()
 
     def elementwise(kernel: _Kernel) -> None:
         """Finish the element-wise kernel (its value and store already generated)."""
-        values.update(elementwise=True, splits=kernel.splits(),
-                      size=kernel.domain.size_arg(), index_t=kernel.domain.index_type)
+        values.update(elementwise=True, splits=kernel.splits("rest"),
+                      size=kernel.domain.size_arg())
         values["ew_params"] = kernel.args.decls()
         if size:
             launches.append(Launch("fs_train_elementwise", kernel.args.params,
@@ -176,7 +176,7 @@ def build_training(partition: Partition, ctx: BuildContext) -> KernelPlan:
         else:
             values.update(stats_dy=stats.full(main.inputs[0]),
                           stats_stores=[stats.store(main.outputs[0], "c", "sum_dy")])
-        values.update(others=stats.splits(skip=caxis),
+        values.update(others=stats.splits("r", skip=caxis),
                       channels=stats.args.long("channels", channels),
                       per_channel=stats.args.long("per_channel", per_channel))
         values["stats_params"] = stats.args.decls()

@@ -17,6 +17,7 @@ from _accel_util import first_device, requires_device
 from fusionspec.accel.backend import AccelBackend
 from fusionspec.accel.codegen.access import Domain, is_dense
 from fusionspec.accel.codegen.args import KernelArgs
+from fusionspec.accel.codegen.source import Preamble
 from fusionspec.accel.codegen.types import TypePolicy
 from fusionspec.accel.devices import DeviceInfo
 from fusionspec.accel.families import BuildContext, family_for
@@ -41,17 +42,27 @@ def _device(kind: str = "cpu", compute_units: int = 2) -> DeviceInfo:
         correctly_rounded_divide_sqrt=True)
 
 
-def _scalars(args: KernelArgs) -> dict[str, int]:
-    """The integer arguments `args` recorded, by name (what the executor would pass)."""
-    return {p.decl.split()[-1]: int(p.binding.value) for p in args.params
+def _scalars(args: KernelArgs) -> dict[str, Any]:
+    """The integer and divisor arguments `args` recorded, by name (what the executor would
+    pass)."""
+    return {p.decl.split()[-1]: p.binding.value for p in args.params
             if isinstance(p.binding, ScalarArg)}
 
 
-def _evaluate(expr: str, declarations: list[str], i: int, values: dict[str, int]) -> int:
+def _fs_div(n: int, d: tuple[int, int, int, int]) -> int:
+    """The generated code's ``fs_div``: a multiply and a shift by the divisor's magic."""
+    return (n * d[1]) >> d[2]
+
+
+def _fs_mod(n: int, d: tuple[int, int, int, int]) -> int:
+    return n - _fs_div(n, d) * d[0]
+
+
+def _evaluate(expr: str, declarations: list[str], i: int, values: dict[str, Any]) -> int:
     """The value of a generated C index expression at linear index `i`, given the kernel's
     argument values (all operands are non-negative, so C's integer division is Python's floor
     division)."""
-    scope: dict[str, int] = {"i": i, **values}
+    scope: dict[str, Any] = {"i": i, "fs_div": _fs_div, "fs_mod": _fs_mod, **values}
     for line in declarations:
         match = re.fullmatch(r"const (?:int|long) (\w+) = (.+);", line)
         assert match, f"unexpected axis declaration {line!r}"
@@ -72,7 +83,7 @@ OFFSET_CASES = [
                          ids=[f"{d}<-{s}" for d, s in OFFSET_CASES])
 def test_lazy_dense_offsets_are_numpy_broadcasting(domain_shape: tuple[int, ...],
                                                    shape: tuple[int, ...]) -> None:
-    args = KernelArgs(TypePolicy())
+    args = KernelArgs(Preamble(TypePolicy()))
     domain = Domain(domain_shape, args, linear="i")
     tensor = LogicalTensor(3, F32, shape)
     expr = domain.dense_offset(tensor)
@@ -87,7 +98,8 @@ def test_lazy_dense_offsets_are_numpy_broadcasting(domain_shape: tuple[int, ...]
             live = k >= lead and shape[k - lead] != 1
             runs += live and not live_before
             live_before = live
-    assert expr.count("/") <= runs and expr.count("%") <= runs and not declarations, \
+    assert expr.count("fs_div") <= runs and expr.count("fs_mod") <= runs and \
+        "/" not in expr and "%" not in expr and not declarations, \
         f"{expr!r} ({declarations}) takes more than one division and one remainder per " \
         f"run of the {runs} runs of dims {shape} does not broadcast in {domain_shape}"
     if math.prod(shape) == domain.size:
@@ -103,7 +115,7 @@ STRIDED_CASES = [((3, 4), (1, 3)), ((3, 4), (8, 1)), ((3, 4), (0, 1)), ((2, 3, 2
                          ids=[f"{s}@{st}" for s, st in STRIDED_CASES])
 def test_lazy_strided_offsets_use_runtime_strides(shape: tuple[int, ...],
                                                   strides: tuple[int, ...]) -> None:
-    args = KernelArgs(TypePolicy())
+    args = KernelArgs(Preamble(TypePolicy()))
     domain = Domain(shape, args, linear="i")
     tensor = LogicalTensor(4, F32, shape, strides)
     assert not is_dense(tensor), f"strides {strides} of {shape} are not row-major"
@@ -164,7 +176,8 @@ def test_dense_chain_has_no_division_no_strides_and_no_loop() -> None:
 
 def test_broadcast_operands_compute_only_their_index() -> None:
     kernel = _kernel_of(_chain((2, 3, 4, 5), b_shape=(1, 3, 1, 1), c_shape=(5,)), _device())
-    assert "t1[(i / idx_in1) % idx_n1]" in kernel and "t2[i % idx_n3]" in kernel, \
+    assert "t1[fs_mod(fs_div(i, idx_in1_div), idx_n1_div)]" in kernel and \
+        "t2[fs_mod(i, idx_n3_div)]" in kernel, \
         f"a (1,3,1,1) operand is one division and remainder, a (5,) one a remainder:\n{kernel}"
     assert "idx1 " not in kernel and "idx3 " not in kernel, \
         f"no axis index is needed by dense operands:\n{kernel}"

@@ -124,10 +124,10 @@ def _scale_family_build(partition: Partition, ctx: BuildContext) -> KernelPlan:
     finishes and stores."""
     main, *post = partition.ops
     x, dst = main.inputs[0], main.outputs[0]
-    args = KernelArgs(ctx.policy)
+    preamble = ctx.preamble()
+    args = KernelArgs(preamble)
     src = args.read(x)
     domain = Domain(dst.shape or (), args)
-    preamble = ctx.preamble()
     code = emit_epilogue(post, domain=domain, policy=ctx.policy, preamble=preamble,
                          given={dst.id: Value("acc")}, outputs=partition.outputs, acc="acc",
                          linear="i")

@@ -16,6 +16,7 @@ from _accel_util import OnDevice, first_device, requires_device
 from fusionspec.accel import compiled as compiled_module
 from fusionspec.accel.backend import AccelBackend
 from fusionspec.accel.codegen.args import KernelArgs
+from fusionspec.accel.codegen.source import Preamble
 from fusionspec.accel.codegen.types import TypePolicy
 from fusionspec.accel.devices import DeviceInfo, select_device
 from fusionspec.accel.families import BuildContext, family_for
@@ -254,7 +255,7 @@ def test_tables_are_uploaded_once(monkeypatch: pytest.MonkeyPatch) -> None:
 # -- the registry ---------------------------------------------------------------------------
 
 def test_buffers_and_registers_are_named_by_first_use() -> None:
-    args = KernelArgs(TypePolicy())
+    args = KernelArgs(Preamble(TypePolicy()))
     x, y = _t(17, (4, 6)), _t(3, (4, 6), U8)
     assert args.read(x) == "t0" and args.write(y) == "t1" and args.read(x) == "t0"
     assert args.fresh("v") == "v0" and args.fresh("v") == "v1" and args.fresh("e") == "e0"
@@ -267,7 +268,7 @@ def test_buffers_and_registers_are_named_by_first_use() -> None:
 
 
 def test_integers_are_typed_as_their_literals_were() -> None:
-    args = KernelArgs(TypePolicy())
+    args = KernelArgs(Preamble(TypePolicy()))
     assert args.index("small", 2 ** 31 - 1) == "small"
     assert args.index("big", 2 ** 31) == "big"
     assert args.long("count", 5) == "count"
@@ -275,7 +276,7 @@ def test_integers_are_typed_as_their_literals_were() -> None:
 
 
 def test_a_name_has_one_value() -> None:
-    args = KernelArgs(TypePolicy())
+    args = KernelArgs(Preamble(TypePolicy()))
     args.index("idx_n0", 4)
     assert args.index("idx_n0", 4) == "idx_n0", "asking again for the same value is fine"
     with pytest.raises(AssertionError, match="idx_n0"):
@@ -285,7 +286,7 @@ def test_a_name_has_one_value() -> None:
 
 
 def test_no_parameter_after_the_signature() -> None:
-    args = KernelArgs(TypePolicy())
+    args = KernelArgs(Preamble(TypePolicy()))
     args.index("M", 3)
     assert [p.decl for p in args.params] == ["const int M"]
     assert args.index("M", 3) == "M", "an existing parameter may be named again"
@@ -294,7 +295,7 @@ def test_no_parameter_after_the_signature() -> None:
 
 
 def test_f32_values_are_rounded_as_literals_were() -> None:
-    args = KernelArgs(TypePolicy())
+    args = KernelArgs(Preamble(TypePolicy()))
     args.numbered_f32("alpha", 0.1)
     args.numbered_f32("alpha", 1e40)
     args.table("scales", [1 / 3, -0.0])

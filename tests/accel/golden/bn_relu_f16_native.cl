@@ -1,5 +1,11 @@
 #pragma OPENCL EXTENSION cl_khr_fp16 : enable
 
+/* n / d.x for 0 <= n < 2**31 as a multiply and a shift (d from the host: divisor, multiplier,
+   shift): vectorises like a division by a constant, where a division by an argument does not */
+inline int fs_div(int n, uint4 d) { return (int)(((ulong)(uint)n * d.y) >> d.z); }
+
+inline int fs_mod(int n, uint4 d) { return n - fs_div(n, d) * (int)d.x; }
+
 __kernel void fs_elementwise(
     __global const float* restrict t0,
     __global const float* restrict t1,
@@ -9,11 +15,11 @@ __kernel void fs_elementwise(
     __global const half* restrict t4,
     __global half* restrict t5,
     const int idx_size,
-    const int idx_n3)
+    const uint4 idx_n3_div)
 {
     const int i = get_global_id(0);
     if (i < idx_size) {
-        const int idx3 = i % idx_n3;
+        const int idx3 = fs_mod(i, idx_n3_div);
         const float e0 = t0[idx3];
         const float e1 = t1[idx3];
         const float e2 = t2[idx3];

@@ -1,3 +1,9 @@
+/* n / d.x for 0 <= n < 2**31 as a multiply and a shift (d from the host: divisor, multiplier,
+   shift): vectorises like a division by a constant, where a division by an argument does not */
+inline int fs_div(int n, uint4 d) { return (int)(((ulong)(uint)n * d.y) >> d.z); }
+
+inline int fs_mod(int n, uint4 d) { return n - fs_div(n, d) * (int)d.x; }
+
 inline float fs_nan_to_zero(float value) { return value != value ? 0.0f : value; }
 
 inline float fs_quantize_rne(float a, float zp) {
@@ -22,12 +28,12 @@ __kernel void fs_elementwise(
     const float zp1,
     __global uchar* restrict t2,
     const int idx_size,
-    const int idx_in1,
-    const int idx_n1)
+    const uint4 idx_in1_div,
+    const uint4 idx_n1_div)
 {
     const int i = get_global_id(0);
     if (i < idx_size) {
-        const int idx1 = (i / idx_in1) % idx_n1;
+        const int idx1 = fs_mod(fs_div(i, idx_in1_div), idx_n1_div);
         const long v0 = (long)t0[i];
         const float v1 = (convert_float(v0) - zps0[idx1]) * scales0[idx1];
         const long v2 = (long)t1[i];
