@@ -15,7 +15,7 @@ from _accel_util import OnDevice, first_device, requires_device
 
 from fusionspec.accel import compiled as compiled_module
 from fusionspec.accel.backend import AccelBackend
-from fusionspec.accel.codegen.args import KernelArgs
+from fusionspec.accel.codegen.args import KernelArgs, divisor_magic
 from fusionspec.accel.codegen.source import Preamble
 from fusionspec.accel.codegen.types import TypePolicy
 from fusionspec.accel.devices import DeviceInfo, select_device
@@ -272,7 +272,13 @@ def test_integers_are_typed_as_their_literals_were() -> None:
     assert args.index("small", 2 ** 31 - 1) == "small"
     assert args.index("big", 2 ** 31) == "big"
     assert args.long("count", 5) == "count"
-    assert args.decls() == ["const int small", "const long big", "const long count"]
+    narrow, wide = args.divisor("n1", 6), args.divisor("rows", 7, wide=True)
+    assert (narrow.div("r"), narrow.mod("r")) == ("fs_div(r, n1_div)", "fs_mod(r, n1_div)")
+    assert (wide.div("r"), wide.mod("r")) == ("(r) / rows_div", "(r) % rows_div"), \
+        "long index arithmetic divides as it is"
+    assert args.decls() == ["const int small", "const long big", "const long count",
+                            "const uint4 n1_div", "const long rows_div"]
+    assert args.params[3].binding == ScalarArg("uint4", divisor_magic(6))
 
 
 def test_a_name_has_one_value() -> None:
@@ -307,3 +313,61 @@ def test_f32_values_are_rounded_as_literals_were() -> None:
     assert isinstance(values[2], TableArg) and values[2].values == (float(np.float32(1 / 3)),
                                                                      -0.0)
     assert np.signbit(values[2].values[1]), "the sign of zero is kept"
+
+
+def _divisors() -> list[int]:
+    """Small divisors, and those next to powers of two, where the multiplier is largest."""
+    near = [p + e for p in (1 << s for s in range(1, 31)) for e in (-1, 0, 1)]
+    return sorted({*range(1, 2049), *near, 2 ** 31 - 1, 3 * 5 * 7 * 11 * 13 * 17 * 19})
+
+
+def test_divisor_magic_divides_every_int_index() -> None:
+    rng = np.random.default_rng(8)
+    for d in _divisors():
+        divisor, multiplier, shift, _ = divisor_magic(d)
+        assert divisor == d and 0 < multiplier < 2 ** 32, f"divisor {d}: multiplier {multiplier}"
+        top = 2 ** 31 - 1
+        ns = [0, 1, d - 1, d, d + 1, top, top - top % d, top - top % d - 1,
+              *(int(n) for n in rng.integers(0, top, 8))]
+        for n in ns:
+            if 0 <= n <= top:
+                assert (n * multiplier) >> shift == n // d, f"{n} // {d}"
+    with pytest.raises(ValueError):
+        divisor_magic(0)
+
+
+@requires_device
+def test_divisor_helpers_on_the_device() -> None:
+    """fs_div and fs_mod, as the kernels get them, against NumPy."""
+    import pyopencl as cl
+
+    rng = np.random.default_rng(9)
+    preamble = Preamble(TypePolicy())
+    args = KernelArgs(preamble)
+    divisors = [*range(1, 40), 641, 65535, 65536, 65537, 1 << 30, (1 << 30) + 1, 2 ** 31 - 1]
+    names = [args.divisor(f"d{j}", d) for j, d in enumerate(divisors)]
+    n = np.concatenate([np.arange(0, 4096), [2 ** 31 - 1, 2 ** 31 - 2, 2 ** 30],
+                        rng.integers(0, 2 ** 31 - 1, 4096)]).astype(np.int32)
+    body = "\n".join(f"    q[{j} * {n.size} + i] = {div.div('x')}; "
+                     f"r[{j} * {n.size} + i] = {div.mod('x')};" for j, div in enumerate(names))
+    source = (f"{preamble.render()}\n__kernel void k(__global const int* restrict n, "
+              f"__global int* restrict q, __global int* restrict r, {', '.join(args.decls())})"
+              f" {{\n    const int i = get_global_id(0);\n    const int x = n[i];\n{body}\n}}\n")
+    runtime = runtime_for(select_device(first_device().id))
+    kernel = runtime.kernel(runtime.program(source), "k")
+    flags = cl.mem_flags.READ_WRITE
+    n_buf = cl.Buffer(runtime.context, flags | cl.mem_flags.COPY_HOST_PTR, hostbuf=n)
+    q = np.empty(len(divisors) * n.size, np.int32)
+    r = np.empty_like(q)
+    q_buf, r_buf = (cl.Buffer(runtime.context, flags, size=a.nbytes) for a in (q, r))
+    values = [np.asarray(p.binding.value, dtype=np.uint32) for p in args.params
+              if isinstance(p.binding, ScalarArg)]
+    kernel.set_args(n_buf, q_buf, r_buf, *values)
+    cl.enqueue_nd_range_kernel(runtime.queue, kernel, (n.size,), None)
+    cl.enqueue_copy(runtime.queue, q, q_buf)
+    cl.enqueue_copy(runtime.queue, r, r_buf)
+    runtime.queue.finish()
+    for j, d in enumerate(divisors):
+        part = slice(j * n.size, (j + 1) * n.size)
+        assert np.array_equal(q[part], n // d) and np.array_equal(r[part], n % d), \
+            f"fs_div/fs_mod by {d} differ from NumPy"
