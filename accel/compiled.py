@@ -1,7 +1,8 @@
 """Executing kernel plans: the compiled partition of the OpenCL backend.
 
 `AccelCompiledPartition` builds its plans' programs when it is created (so a build error
-surfaces at compile time, as `KernelBuildError`), and `execute` then:
+surfaces at compile time, as `KernelBuildError`) and uploads their tables (`TableArg`: the
+per-channel and interpolation values a kernel takes as arguments) once; `execute` then:
 
 1. checks each input array against its logical tensor (as the reference's executor does) and
    uploads it once: an array of the tensor's shape goes up dense, a flat 1-D buffer of a tensor
@@ -29,7 +30,7 @@ from fusionspec.spec.graph import LogicalTensor, Partition, row_major_strides
 
 from .codegen.access import known_shape
 from .codegen.types import HOST, check_supported, from_host, to_host
-from .plan import BufferArg, KernelPlan, Launch, Param, ScalarArg, ScratchArg, StrideArg
+from .plan import BufferArg, KernelPlan, Launch, Param, ScalarArg, ScratchArg, StrideArg, TableArg
 from .runtime import Runtime
 
 __all__ = ["AccelCompiledPartition"]
@@ -49,11 +50,19 @@ class AccelCompiledPartition:
         self.runtime = runtime
         self.plans = tuple(plans)
         self._kernels: list[list[Any]] = []
+        # Tables are constant for the partition: uploaded now, bound on every execute.
+        self._tables: dict[TableArg, Any] = {}
         for plan in self.plans:
             program = runtime.program(plan.source, plan.options,
                                       kernels=[launch.kernel for launch in plan.launches])
             self._kernels.append([runtime.kernel(program, launch.kernel)
                                   for launch in plan.launches])
+            for launch in plan.launches:
+                for param in launch.params:
+                    table = param.binding
+                    if isinstance(table, TableArg) and table not in self._tables:
+                        host = np.asarray(table.values, dtype=np.float32)
+                        self._tables[table] = _buffer(runtime.context, host.nbytes, host)
 
     def work_group_overrun(self) -> int | None:
         """None when every launch's work group fits its kernel; else the smallest
@@ -153,8 +162,8 @@ class AccelCompiledPartition:
                     layouts[tensor.id] = row_major_strides(shape)
             scratch = {s.name: _buffer(context, s.nbytes, None) for s in plan.scratch}
             for launch, kernel in zip(plan.launches, kernels):
-                calls.append((kernel, launch,
-                              [_bind(p, buffers, layouts, scratch) for p in launch.params]))
+                calls.append((kernel, launch, [_bind(p, buffers, layouts, scratch, self._tables)
+                                               for p in launch.params]))
         return buffers, calls
 
 def _buffer(context: Any, nbytes: int, host: Array | None) -> Any:
@@ -167,7 +176,7 @@ def _buffer(context: Any, nbytes: int, host: Array | None) -> Any:
 
 
 def _bind(param: Param, buffers: Mapping[int, Any], layouts: Mapping[int, tuple[int, ...]],
-          scratch: Mapping[str, Any]) -> Any:
+          scratch: Mapping[str, Any], tables: Mapping[TableArg, Any]) -> Any:
     binding = param.binding
     if isinstance(binding, BufferArg):
         return buffers[binding.tensor_id]
@@ -175,7 +184,12 @@ def _bind(param: Param, buffers: Mapping[int, Any], layouts: Mapping[int, tuple[
         return np.int64(layouts[binding.tensor_id][binding.dim])
     if isinstance(binding, ScratchArg):
         return scratch[binding.name]
+    if isinstance(binding, TableArg):
+        return tables[binding]
     assert isinstance(binding, ScalarArg)
+    if isinstance(binding.value, tuple):  # a divisor's uint4: its 16 bytes go by value
+        assert binding.ctype == "uint4"
+        return np.asarray(binding.value, dtype=np.uint32)
     return _SCALARS[binding.ctype](binding.value)
 
 

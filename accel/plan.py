@@ -12,7 +12,12 @@ kernel parameter is a `Param`: its C declaration plus a binding that tells the e
   the data actually sits in its buffer (the logical strides for a flat strided buffer, dense
   strides for an array of the tensor's shape or a tensor left by an earlier plan);
 - `ScratchArg(name)`: a scratch buffer of the plan (`Scratch`), allocated per execution;
-- `ScalarArg(ctype, value)`: a constant scalar (``int``, ``uint``, ``long``, ``float``).
+- `ScalarArg(ctype, value)`: a scalar (``int``, ``uint``, ``long``, ``float``; or ``uint4``, a
+  divisor with its multiplier and shift): a shape-derived integer or an attribute value, passed
+  as an argument so that partitions differing only in such values share one program
+  (`fusionspec.accel.codegen.args`);
+- `TableArg(values)`: a read-only buffer of f32 values (per-channel scales and zero points,
+  interpolation taps) that the executor uploads once, when the partition is compiled.
 """
 
 from __future__ import annotations
@@ -21,8 +26,8 @@ from dataclasses import dataclass
 
 from fusionspec.spec.graph import LogicalTensor
 
-__all__ = ["BufferArg", "StrideArg", "ScratchArg", "ScalarArg", "Binding", "Param", "Launch",
-           "Scratch", "KernelPlan"]
+__all__ = ["BufferArg", "StrideArg", "ScratchArg", "ScalarArg", "TableArg", "Binding", "Param",
+           "Launch", "Scratch", "KernelPlan"]
 
 
 @dataclass(frozen=True)
@@ -43,16 +48,21 @@ class ScratchArg:
 
 @dataclass(frozen=True)
 class ScalarArg:
-    ctype: str  # "int", "uint", "long" or "float"
-    value: int | float
+    ctype: str  # "int", "uint", "long", "float", or "uint4" (a divisor: a tuple of 4 ints)
+    value: int | float | tuple[int, ...]
 
 
-Binding = BufferArg | StrideArg | ScratchArg | ScalarArg
+@dataclass(frozen=True)
+class TableArg:
+    values: tuple[float, ...]  # already rounded to f32; uploaded as float32
+
+
+Binding = BufferArg | StrideArg | ScratchArg | ScalarArg | TableArg
 
 
 @dataclass(frozen=True)
 class Param:
-    """One kernel parameter: its C declaration (``__global const float* restrict t3``) and
+    """One kernel parameter: its C declaration (``__global const float* restrict t0``) and
     what the executor binds to it."""
 
     decl: str

@@ -5,23 +5,38 @@ output shape). A tensor of shape ``s`` (rank ``r <= R``) is read at the domain i
 right-aligned broadcasting: its dim ``j`` takes the domain's index along axis ``R - r + j``, or 0
 where ``s[j] == 1``.
 
+Every number of the addressing is a kernel argument (`fusionspec.accel.codegen.args`), so the
+code depends only on the rank, on which dims have extent 1 and on each tensor's layout class.
+A domain names its arguments after its index: ``idx_n2`` (extent of axis 2), ``idx_size``, and
+the divisors that split a linear index (`Divisor`, divided by with a multiply and a shift):
+``idx_n2_div``, ``idx_n1_2_div`` (the product of axes 1..2), ``idx_in2_div`` (what lies inside
+axis 2: the product of the later axes). `split_lines` writes the statements that split a linear
+index into coordinates, for every family.
+
+Extents of 1. A tensor that broadcasts into a domain reads index 0 along its dims of extent 1
+(its broadcast structure is part of the code). A tensor of exactly the domain's shape (a main
+op's source or destination) is addressed along every dim, whatever the extents, with only the
+innermost dim's stride taken as 1: its code is then the same for every shape of its rank.
+
 Layouts. A tensor is *dense* (`is_dense`) when its buffer is row-major whatever the caller
 passes: it has no logical strides, or row-major ones (the executor uploads an array of the
 tensor's shape densely, a flat buffer with the tensor's strides as it is, and writes every
-output densely). A dense tensor is addressed with its strides folded into the source as
-constants; any other read tensor through runtime strides (`StrideArg`, one ``long`` per dim),
-so the same kernel reads a strided buffer or a dense copy of it. Written tensors are dense.
+output densely). A dense tensor is addressed with its row-major strides as ``int`` arguments
+(a stride of 1 is left out); any other read tensor through runtime strides (`StrideArg`, one
+``long`` per dim), so the same kernel reads a strided buffer or a dense copy of it. Written
+tensors are dense.
 
 Index forms. A `Domain` gives the domain index in one of two forms:
 
 - a multi-index array ``idx[0..R-1]`` that the kernel template fills (the main-op families:
   their loops produce the coordinates anyway);
-- *lazy*, from a linear row-major index (``Domain(shape, linear="i")``, the elementwise family):
-  a dense tensor that covers the domain is read at ``i`` itself, a dense broadcast operand at
-  ``((i / inner) % extent) * stride`` per run of consecutive dims it does not broadcast, and only
-  the axes something asks for (a strided operand, a per-channel parameter, the guard of a
-  smaller output) become locals ``idx<k>``, each one division and one remainder by constants
-  (`axis_declarations`). So a dense chain needs no division at all.
+- *lazy*, from a linear row-major index (``Domain(shape, args, linear="i")``, the elementwise
+  family): a dense tensor that covers the domain is read at ``i`` itself, a dense broadcast
+  operand at ``((i / inner) % extent) * stride`` per run of consecutive dims it does not
+  broadcast, and only the axes something asks for (a strided operand, a per-channel parameter,
+  the guard of a smaller output) become locals ``idx<k>``, each one division and one remainder
+  (`axis_declarations`). So a dense chain needs no division at all, and a broadcast operand
+  only divisions by invariant divisors.
 """
 
 from __future__ import annotations
@@ -32,18 +47,10 @@ from collections.abc import Sequence
 from fusionspec.spec.graph import LogicalTensor, row_major_strides
 
 from ..errors import UnsupportedPartitionError
-from ..plan import BufferArg, Param, StrideArg
-from .types import TypePolicy
+from .args import INT_LIMIT, Divisor, KernelArgs
 
-__all__ = ["Domain", "known_shape", "read_param", "write_param", "buffer_name",
-           "broadcast_domain", "is_dense", "stride_exprs", "channel_offset", "INT_LIMIT"]
-
-#: The largest element count an ``int`` index can address.
-INT_LIMIT = 2 ** 31 - 1
-
-
-def buffer_name(tensor: LogicalTensor) -> str:
-    return f"t{tensor.id}"
+__all__ = ["Domain", "known_shape", "broadcast_domain", "is_dense", "stride_exprs",
+           "channel_offset", "split_lines", "INT_LIMIT"]
 
 
 def known_shape(tensor: LogicalTensor) -> tuple[int, ...]:
@@ -83,40 +90,46 @@ def is_dense(tensor: LogicalTensor) -> bool:
     return all(s == d for s, d, n in zip(strides, row_major_strides(shape), shape) if n != 1)
 
 
-def stride_exprs(tensor: LogicalTensor) -> tuple[list[str], list[Param]]:
-    """Per dim of `tensor`, the C expression of its stride in elements: a constant for a dense
-    tensor, else a runtime parameter (``t3_s1``, returned for the dims of extent above 1)."""
+def _unit_stride(shape: tuple[int, ...], dim: int) -> bool:
+    """Whether the row-major stride of `dim` is 1: every later dim has extent 1 (a matter of
+    where the extents of 1 are, so leaving the factor out keeps the code shape-generic)."""
+    return all(d == 1 for d in shape[dim + 1:])
+
+
+def stride_exprs(tensor: LogicalTensor, args: KernelArgs) -> list[str]:
+    """Per dim of `tensor`, the C expression of its stride in elements, for addressing it
+    along every dim whatever the extents: ``1`` for a dense tensor's innermost dim, else a
+    kernel argument (dense: its row-major stride; any other layout: the runtime stride)."""
     shape = known_shape(tensor)
+    if not is_dense(tensor):
+        return [args.stride(tensor, j) for j in range(len(shape))]
+    return ["1" if j == len(shape) - 1 else args.dense_stride(tensor, j)
+            for j in range(len(shape))]
+
+
+def channel_offset(tensor: LogicalTensor, index: str, args: KernelArgs) -> str:
+    """The element offset of entry `index` of a 1-D tensor (a per-channel parameter)."""
+    shape = known_shape(tensor)
+    if len(shape) != 1:
+        raise UnsupportedPartitionError(f"tensor {tensor.id} of shape {list(shape)} is not 1-D")
     if is_dense(tensor):
-        return [str(s) for s in row_major_strides(shape)], []
-    names: list[str] = []
-    params: list[Param] = []
-    for j, d in enumerate(shape):
-        name = f"{buffer_name(tensor)}_s{j}"
-        names.append(name if d != 1 else "0")
-        if d != 1:
-            params.append(Param(f"const long {name}", StrideArg(tensor.id, j)))
-    return names, params
+        return index
+    return f"({index}) * {args.stride(tensor, 0)}"
 
 
-def channel_offset(tensor: LogicalTensor, index: str) -> tuple[str, list[Param]]:
-    """The element offset of entry `index` of a 1-D tensor (a per-channel parameter), and the
-    stride parameter it needs (none when the tensor is dense)."""
-    strides, params = stride_exprs(tensor)
-    if len(strides) != 1:
-        raise UnsupportedPartitionError(f"tensor {tensor.id} of shape "
-                                        f"{list(known_shape(tensor))} is not 1-D")
-    return (f"({index}) * {strides[0]}" if params else index), params
-
-
-def read_param(tensor: LogicalTensor, policy: TypePolicy) -> Param:
-    return Param(f"__global const {policy.storage(tensor.dtype)}* restrict "
-                 f"{buffer_name(tensor)}", BufferArg(tensor.id))
-
-
-def write_param(tensor: LogicalTensor, policy: TypePolicy) -> Param:
-    return Param(f"__global {policy.storage(tensor.dtype)}* restrict {buffer_name(tensor)}",
-                 BufferArg(tensor.id))
+def split_lines(rest: str, coords: Sequence[tuple[str, Divisor | None]]) -> list[str]:
+    """Statements splitting the linear index in variable `rest` (which they consume) into
+    row-major coordinates: per (target, divisor of its extent), outermost first,
+    ``target = rest mod extent; rest = rest div extent`` from the innermost out. The
+    outermost coordinate is what remains, as `rest` is below the product of the extents, so
+    its divisor is not needed (it may be None)."""
+    lines: list[str] = []
+    for target, divisor in reversed(coords[1:]):
+        assert divisor is not None, f"no divisor to split off {target}"
+        lines += [f"{target} = {divisor.mod(rest)};", f"{rest} = {divisor.div(rest)};"]
+    if coords:
+        lines.append(f"{coords[0][0]} = {rest};")
+    return lines
 
 
 def _term(index: str, stride: str) -> str:
@@ -126,13 +139,16 @@ def _term(index: str, stride: str) -> str:
 class Domain:
     """The iteration space of a kernel: its shape and how its index is spelled in C.
 
-    `index` names the multi-index array (``idx[k]``), or in lazy mode the prefix of the axis
-    locals (``idx0``, ``idx1`` ...); `linear`, when given, makes the domain lazy: every index
-    derives from that linear row-major index (see the module docstring)."""
+    `args` receives the arguments the domain's expressions use; `index` names the
+    multi-index array (``idx[k]``), or in lazy mode the prefix of the axis locals (``idx0``,
+    ``idx1`` ...), and prefixes the names of the domain's arguments; `linear`, when given,
+    makes the domain lazy: every index derives from that linear row-major index (see the
+    module docstring)."""
 
-    def __init__(self, shape: Sequence[int], index: str = "idx", *,
+    def __init__(self, shape: Sequence[int], args: KernelArgs, index: str = "idx", *,
                  linear: str | None = None) -> None:
         self.shape = tuple(shape)
+        self.args = args
         self.index = index
         self.linear = linear
         self._used: set[int] = set()
@@ -153,6 +169,40 @@ class Domain:
     def index_type(self) -> str:
         """The C type of the domain's indices: ``int`` when it fits, else ``long``."""
         return "int" if self.size <= INT_LIMIT else "long"
+
+    # -- the domain's arguments ---------------------------------------------------------------
+
+    def extent(self, k: int) -> str:
+        """The argument holding the extent of axis `k`."""
+        return self.args.index(f"{self.index}_n{k}", self.shape[k])
+
+    def size_arg(self) -> str:
+        """The argument holding the domain's element count."""
+        return self.args.product(f"{self.index}_size", self.shape)
+
+    def _divisor(self, name: str, extents: Sequence[int]) -> Divisor:
+        return self.args.divisor(f"{self.index}_{name}", math.prod(extents),
+                                 wide=self.index_type == "long")
+
+    def divisor(self, k: int) -> Divisor:
+        """The extent of axis `k` as a divisor of the domain's linear indices."""
+        return self._divisor(f"n{k}", self.shape[k:k + 1])
+
+    def _span(self, first: int, last: int) -> Divisor:
+        """The product of the extents of axes first..last as a divisor."""
+        if first == last:
+            return self.divisor(first)
+        return self._divisor(f"n{first}_{last}", self.shape[first:last + 1])
+
+    def _inner(self, k: int) -> Divisor:
+        """How many linear positions one step along axis `k` spans, as a divisor."""
+        return self._divisor(f"in{k}", self.shape[k + 1:])
+
+    def split(self, rest: str, axes: Sequence[int] | None = None) -> list[str]:
+        """`split_lines` filling ``<index>[k]`` for `axes` (all, by default; row-major order)
+        from the linear index in `rest`, below the product of their extents."""
+        axes = range(self.rank) if axes is None else axes
+        return split_lines(rest, [(f"{self.index}[{k}]", self.divisor(k)) for k in axes])
 
     def check(self, tensor: LogicalTensor) -> tuple[int, ...]:
         """The tensor's shape, which must broadcast into the domain."""
@@ -177,10 +227,6 @@ class Domain:
         self._used.add(k)
         return f"{self.index}{k}"
 
-    def _inner(self, k: int) -> int:
-        """How many linear positions one step along axis `k` spans."""
-        return math.prod(self.shape[k + 1:])
-
     def _outermost(self) -> int | None:
         return next((k for k, d in enumerate(self.shape) if d != 1), None)
 
@@ -190,13 +236,10 @@ class Domain:
         when nothing lies outside)."""
         assert self.linear is not None
         expr = self.linear
-        inner = self._inner(last)
-        if inner != 1:
-            expr = f"{expr} / {inner}"
+        if not _unit_stride(self.shape, last):
+            expr = self._inner(last).div(expr)
         if first != self._outermost():
-            if inner != 1:
-                expr = f"({expr})"
-            expr = f"{expr} % {math.prod(self.shape[first:last + 1])}"
+            expr = self._span(first, last).mod(expr)
         return expr
 
     def axis_declarations(self) -> list[str]:
@@ -214,7 +257,18 @@ class Domain:
         """The C expression of `tensor`'s index along its dim `j` at the domain index (only
         that axis is derived in lazy mode)."""
         shape = self.check(tensor)
+        if self._whole(shape):
+            return self.axis(j)
         return "0" if shape[j] == 1 else self.axis(self.rank - len(shape) + j)
+
+    def _whole(self, shape: tuple[int, ...]) -> bool:
+        """Whether a tensor of `shape` is addressed along every dim (see the module
+        docstring): it has the domain's shape, in a domain with an ``idx[]`` array."""
+        return not self.lazy and shape == self.shape
+
+    def _dense_stride(self, tensor: LogicalTensor, shape: tuple[int, ...], j: int) -> str:
+        unit = j == len(shape) - 1 if self._whole(shape) else _unit_stride(shape, j)
+        return "1" if unit else self.args.dense_stride(tensor, j)
 
     def covers(self, tensor: LogicalTensor) -> bool:
         """Whether `tensor` broadcasts into the domain without repeating: its dense offset is
@@ -225,21 +279,19 @@ class Domain:
         """The element offset of `tensor` at the domain index, dense row-major: `linear` (or
         the lazy domain's linear index) when the tensor covers the domain; in lazy mode one
         division and remainder per run of dims the tensor does not broadcast; else from
-        ``idx[]`` with constant strides."""
+        ``idx[]`` with its row-major strides."""
         shape = self.check(tensor)
         linear = self.linear or linear
         if linear is not None and self.covers(tensor):
             return linear
         if self.lazy:
-            return self._run_offset(shape)
-        strides = row_major_strides(shape)
-        terms = [_term(index, str(s)) for index, s in zip(self.index_of(tensor), strides)
-                 if index != "0"]
+            return self._run_offset(tensor, shape)
+        terms = [_term(index, self._dense_stride(tensor, shape, j))
+                 for j, index in enumerate(self.index_of(tensor)) if index != "0"]
         return " + ".join(terms) or "0"
 
-    def _run_offset(self, shape: tuple[int, ...]) -> str:
+    def _run_offset(self, tensor: LogicalTensor, shape: tuple[int, ...]) -> str:
         lead = self.rank - len(shape)
-        strides = row_major_strides(shape)
         runs: list[list[int]] = []  # domain axes (extent > 1) the tensor steps along, in runs
         previous_live = False
         for k, extent in enumerate(self.shape):
@@ -254,30 +306,23 @@ class Domain:
         terms = []
         for run in runs:
             split = self._split(run[0], run[-1])
-            stride = strides[run[-1] - lead]
-            terms.append(split if stride == 1 else f"({split}) * {stride}")
+            dim = run[-1] - lead
+            terms.append(split if _unit_stride(shape, dim) else
+                         f"({split}) * {self.args.dense_stride(tensor, dim)}")
         return " + ".join(terms) or "0"
 
-    def strided_offset(self, tensor: LogicalTensor) -> tuple[str, list[Param]]:
-        """The element offset of `tensor` at the domain index through runtime strides, and
-        the stride parameters it needs (one per dim that is not broadcast)."""
-        terms: list[str] = []
-        params: list[Param] = []
-        for j, index in enumerate(self.index_of(tensor)):
-            if index == "0":
-                continue
-            name = f"{buffer_name(tensor)}_s{j}"
-            params.append(Param(f"const long {name}", StrideArg(tensor.id, j)))
-            terms.append(f"{index} * {name}")
-        return (" + ".join(terms) or "0"), params
+    def strided_offset(self, tensor: LogicalTensor) -> str:
+        """The element offset of `tensor` at the domain index through runtime strides (one
+        argument per dim that is not broadcast)."""
+        terms = [f"{index} * {self.args.stride(tensor, j)}"
+                 for j, index in enumerate(self.index_of(tensor)) if index != "0"]
+        return " + ".join(terms) or "0"
 
-    def read_offset(self, tensor: LogicalTensor, linear: str | None = None
-                    ) -> tuple[str, list[Param]]:
-        """The element offset of a read tensor at the domain index and the parameters it
-        needs: `dense_offset` (no parameters) for a dense tensor, `strided_offset` for any
-        other layout."""
+    def read_offset(self, tensor: LogicalTensor, linear: str | None = None) -> str:
+        """The element offset of a read tensor at the domain index: `dense_offset` for a
+        dense tensor, `strided_offset` for any other layout."""
         if is_dense(tensor):
-            return self.dense_offset(tensor, linear), []
+            return self.dense_offset(tensor, linear)
         return self.strided_offset(tensor)
 
     def owner_guard(self, tensor: LogicalTensor) -> str | None:

@@ -4,11 +4,12 @@ Every fused kernel of the backend evaluates its element-wise ops here: all the o
 element-wise partition, or the ops after the main op of a convolution, matmul, pooling,
 reduction or softmax partition (its epilogue). `emit_epilogue` walks the ops in dependency order
 and writes straight-line statements that compute, at the kernel's current domain index
-(``idx[]``, or a lazy domain's linear index), one register per tensor (``v<tensor id>``): a
-tensor produced by the main op comes in through `given` (``{dst.id: Value("acc")}``), a
-partition input is loaded with NumPy broadcasting (`fusionspec.accel.codegen.access`: constant
-strides for a dense tensor, runtime strides for any other layout, the linear index where it
-covers the domain), and an op's output is its table entry applied to its operands' registers.
+(``idx[]``, or a lazy domain's linear index), one register per tensor (``v0``, ``v1`` ... in
+order of first use, never after tensor ids): a tensor produced by the main op comes in through
+`given` (``{dst.id: Value("acc")}``), a partition input is loaded with NumPy broadcasting
+(`fusionspec.accel.codegen.access`: row-major strides for a dense tensor, runtime strides for
+any other layout, the linear index where it covers the domain), and an op's output is its table
+entry applied to its operands' registers.
 Either operand of a binary op may be the chain (the order is the ops' own), and the other one
 may itself be computed by ops of the partition (the Dequantize of an int8 post-op operand).
 Partition outputs among the computed tensors are stored (rounded and saturated to their dtype)
@@ -16,7 +17,10 @@ as soon as they exist, and with ``acc=`` the final value is written back to the 
 
 Numerics mirror `fusionspec.reference.execute`: f32 registers throughout, with TypeCast and
 Quantize as the only roundings inside a partition; integer (s32) arithmetic exact in ``long``
-and saturated; constants are exact f32 literals.
+and saturated; constants are exact f32 literals. Attribute values (Clamp's bounds, alphas,
+betas, epsilons, per-tensor scales and zero points) are f32 kernel arguments, rounded to f32
+as f32 attributes are, and per-channel ones f32 tables (`fusionspec.accel.codegen.args`), so
+every partition with the same ops, dtypes and layouts shares one program.
 
 Accuracy choice: transcendental ops use the full-precision OpenCL builtins (``exp``, ``expm1``,
 ``log``, ``log1p``, ``erfc``, ``tanh``, ``pow``; at most 3-16 ulp by the OpenCL specification),
@@ -38,8 +42,7 @@ from fusionspec.spec.graph import AttrValue, LogicalTensor, Op
 from fusionspec.spec.opschemas import SCHEMAS
 
 from ..errors import UnsupportedPartitionError
-from ..plan import Param
-from .access import Domain, buffer_name, channel_offset, read_param, write_param
+from .access import Domain, channel_offset
 from .source import Preamble
 from .types import Kind, TypePolicy, c_float, check_supported
 
@@ -59,13 +62,11 @@ class Value:
 class EpilogueCode:
     """What `emit_epilogue` produced.
 
-    `params`: the kernel parameters its loads and stores need (buffers and strides), to append
-    to the kernel signature; `body`: the statements (one per line, unindented); `values`: the
-    register of every tensor it loaded or computed, by tensor id; `result`: the register of the
-    last op's output (the given value when there are no ops); `stored`: ids of the tensors it
-    stores."""
+    `body`: the statements (one per line, unindented); `values`: the register of every tensor
+    it loaded or computed, by tensor id; `result`: the register of the last op's output (the
+    given value when there are no ops); `stored`: ids of the tensors it stores. The kernel
+    parameters its loads, stores and attributes need are in the domain's `KernelArgs`."""
 
-    params: tuple[Param, ...]
     body: str
     values: Mapping[int, Value]
     result: Value
@@ -105,7 +106,7 @@ def ordered_ops(ops: Sequence[Op]) -> list[Op]:
 
 class OpCtx:
     """What an op-table entry sees: the op, its operands' registers, its attributes, and ways
-    to declare per-channel loads, constant tables, helpers and temporaries."""
+    to declare per-channel loads, attribute arguments, tables, helpers and temporaries."""
 
     def __init__(self, emitter: _Emitter, op: Op) -> None:
         self.op = op
@@ -157,12 +158,21 @@ class OpCtx:
 
     @staticmethod
     def lit(value: float) -> str:
-        """An exact f32 literal of `value` (rounded to f32 first, as f32 attributes are)."""
+        """An exact f32 literal of `value`, for the constants of a formula (never for an
+        attribute: those are arguments, `farg`)."""
         return c_float(value)
 
-    def table(self, suffix: str, values: Sequence[float]) -> str:
-        """A program-scope ``__constant float`` table, named after the op; returns its name."""
-        return self._e.preamble.float_table(f"op{self.op.id}_{suffix}", values)
+    def farg(self, name: str) -> str:
+        """Numeric attribute `name` as an f32 kernel argument (``<name><n>``)."""
+        return self.float_arg(name, self.fattr(name))
+
+    def float_arg(self, prefix: str, value: float) -> str:
+        """`value` as an f32 kernel argument named ``<prefix><n>``."""
+        return self._e.args.numbered_f32(prefix, value)
+
+    def table(self, prefix: str, values: Sequence[float]) -> str:
+        """An f32 table argument ``<prefix><n>`` holding `values` (per-channel parameters)."""
+        return self._e.args.table(prefix, values)
 
     def need(self, *helpers: str) -> None:
         self._e.preamble.need(helpers)
@@ -178,16 +188,15 @@ class _Emitter:
                  outputs: Sequence[LogicalTensor], linear: str | None) -> None:
         self.ops = ordered_ops(ops)
         self.domain = domain
+        self.args = domain.args
         self.policy = policy
         self.preamble = preamble
         self.values: dict[int, Value] = dict(given)
         self.outputs = {t.id: t for t in outputs}
         self.linear = linear or domain.linear
         self.lines: list[str] = []
-        self.params: dict[Param, None] = {}
         self.stored: list[int] = []
         self.produced = {t.id for op in self.ops for t in op.outputs}
-        self._temps = 0
 
     def run(self) -> None:
         from .ops import OP_TABLE
@@ -206,8 +215,9 @@ class _Emitter:
             out = op.outputs[0]
             self.domain.check(out)
             ctype = "float" if result.kind == "float" else "long"
-            self.lines.append(f"const {ctype} v{out.id} = {result.text};")
-            self.values[out.id] = Value(f"v{out.id}", result.kind)
+            name = self.args.fresh("v")
+            self.lines.append(f"const {ctype} {name} = {result.text};")
+            self.values[out.id] = Value(name, result.kind)
             self._maybe_store(out.id)
 
     def value(self, tensor: LogicalTensor) -> Value:
@@ -220,14 +230,15 @@ class _Emitter:
 
     def _load(self, tensor: LogicalTensor) -> Value:
         self.preamble.uses(tensor.dtype)
-        offset, strides = self.domain.read_offset(tensor, self.linear)
-        self._param(read_param(tensor, self.policy), *strides)
-        expr, helpers = self.policy.load(tensor.dtype, buffer_name(tensor), offset)
+        buffer = self.args.read(tensor)
+        offset = self.domain.read_offset(tensor, self.linear)
+        expr, helpers = self.policy.load(tensor.dtype, buffer, offset)
         self.preamble.need(helpers)
         kind = self.policy.kind(tensor.dtype)
         ctype = "float" if kind == "float" else "long"
-        self.lines.append(f"const {ctype} v{tensor.id} = {expr};")
-        value = self.values[tensor.id] = Value(f"v{tensor.id}", kind)
+        name = self.args.fresh("v")
+        self.lines.append(f"const {ctype} {name} = {expr};")
+        value = self.values[tensor.id] = Value(name, kind)
         return value
 
     def load_1d(self, tensor: LogicalTensor, index: str, op: Op) -> str:
@@ -239,34 +250,29 @@ class _Emitter:
             raise UnsupportedPartitionError(f"op {op.id} ({op.kind}): tensor {tensor.id} must "
                                             "be 1-D")
         self.preamble.uses(tensor.dtype)
-        offset, stride = channel_offset(tensor, index)
-        self._param(read_param(tensor, self.policy), *stride)
-        expr, helpers = self.policy.load(tensor.dtype, buffer_name(tensor), offset)
+        buffer = self.args.read(tensor)
+        expr, helpers = self.policy.load(tensor.dtype, buffer,
+                                         channel_offset(tensor, index, self.args))
         self.preamble.need(helpers)
         return self.policy.as_float(expr, self.policy.kind(tensor.dtype))
-
-    def _param(self, *params: Param) -> None:
-        for p in params:  # a dict keeps the first-use order and drops repeats
-            self.params.setdefault(p, None)
 
     def _maybe_store(self, tid: int) -> None:
         tensor = self.outputs.get(tid)
         if tensor is None or tid in self.stored:
             return
         self.preamble.uses(tensor.dtype)
-        self._param(write_param(tensor, self.policy))
+        buffer = self.args.write(tensor)
         value = self.values[tid]
         offset = self.domain.dense_offset(tensor, self.linear)
-        statement, helpers = self.policy.store(tensor.dtype, buffer_name(tensor), offset,
-                                               value.text, value.kind)
+        statement, helpers = self.policy.store(tensor.dtype, buffer, offset, value.text,
+                                               value.kind)
         self.preamble.need(helpers)
         guard = None if self.domain.covers(tensor) else self.domain.owner_guard(tensor)
         self.lines.append(f"if ({guard}) {statement}" if guard else statement)
         self.stored.append(tid)
 
     def temp(self, expr: str, kind: Kind) -> str:
-        self._temps += 1
-        name = f"e{self._temps}"
+        name = self.args.fresh("e")
         self.lines.append(f"const {'float' if kind == 'float' else 'long'} {name} = {expr};")
         return name
 
@@ -275,7 +281,8 @@ def emit_epilogue(ops: Sequence[Op], *, domain: Domain, policy: TypePolicy,
                   preamble: Preamble, given: Mapping[int, Value] | None = None,
                   outputs: Sequence[LogicalTensor] = (), acc: str | None = None,
                   linear: str | None = None) -> EpilogueCode:
-    """Generate the statements for `ops` (element-wise ops, any order) at `domain`'s index.
+    """Generate the statements for `ops` (element-wise ops, any order) at `domain`'s index;
+    the parameters they need go to ``domain.args``.
 
     `given`: registers already computed by the caller (the main op's output: ``{dst.id:
     Value("acc")}``); every other operand must be a partition input or an output of `ops`.
@@ -298,5 +305,5 @@ def emit_epilogue(ops: Sequence[Op], *, domain: Domain, policy: TypePolicy,
         raise UnsupportedPartitionError("an epilogue needs ops or a given value")
     if acc is not None and result.text != acc:
         emitter.lines.append(f"{acc} = {policy.as_float(result.text, result.kind)};")
-    return EpilogueCode(tuple(emitter.params), "\n".join(emitter.lines),
-                        dict(emitter.values), result, tuple(emitter.stored))
+    return EpilogueCode("\n".join(emitter.lines), dict(emitter.values), result,
+                        tuple(emitter.stored))

@@ -7,6 +7,10 @@ are those of the reference (`fusionspec.reference.ops.unary`, ``binary``, ``norm
 reasons (oneDNN's Sigmoid/SoftPlus guards, Clamp's NaN -> min, half-even Round, the -0 limits
 of GELU and HardSwish at -inf). Adding an op is one entry in `OP_TABLE`.
 
+Attribute values are kernel arguments (`OpCtx.farg`; per-channel lists `OpCtx.table`), never
+literals, so an entry's text depends only on the attributes that change its form (GELU's mode,
+a quantization's qtype and axis); literals are the formulas' own constants.
+
 NaN and infinity tests are plain comparisons (``x != x``, ``x == -INFINITY``), never the
 ``isnan``/``isinf`` builtins: without fast-math options they mean the same, and on PoCL's CPU
 device the builtins are calls that keep the work-item loop from being vectorised (a ReLU ->
@@ -41,14 +45,14 @@ def _unary(template: str) -> Builder:
 
 
 def _clamp(ctx: OpCtx) -> Value:
-    lo, hi = ctx.lit(ctx.fattr("min")), ctx.lit(ctx.fattr("max"))
+    lo, hi = ctx.farg("min"), ctx.farg("max")
     low = ctx.let(f"{ctx.f(0)} > {lo} ? {ctx.f(0)} : {lo}")  # NaN fails ">", becomes min
     return Value(f"{low} < {hi} ? {low} : {hi}")
 
 
 def _elu(ctx: OpCtx) -> Value:
     x = ctx.f(0)
-    return Value(f"{x} > 0.0f ? {x} : {ctx.lit(ctx.fattr('alpha'))} * expm1({x})")
+    return Value(f"{x} > 0.0f ? {x} : {ctx.farg('alpha')} * expm1({x})")
 
 
 def _gelu(ctx: OpCtx) -> Value:
@@ -64,11 +68,11 @@ def _gelu(ctx: OpCtx) -> Value:
 
 def _leaky_relu(ctx: OpCtx) -> Value:
     x = ctx.f(0)
-    return Value(f"{x} > 0.0f ? {x} : {x} * {ctx.lit(ctx.fattr('alpha'))}")
+    return Value(f"{x} > 0.0f ? {x} : {x} * {ctx.farg('alpha')}")
 
 
 def _pow(ctx: OpCtx) -> Value:
-    return Value(f"pow({ctx.f(0)}, {ctx.lit(ctx.fattr('beta'))})")
+    return Value(f"pow({ctx.f(0)}, {ctx.farg('beta')})")
 
 
 def _sigmoid(ctx: OpCtx) -> Value:
@@ -78,11 +82,10 @@ def _sigmoid(ctx: OpCtx) -> Value:
 
 
 def _softplus(ctx: OpCtx) -> Value:
-    beta = ctx.fattr("beta")
-    if beta == 0:
+    if ctx.fattr("beta") == 0:
         raise OpInputError("SoftPlus beta must not be 0 (the result divides by beta)",
                            op_id=ctx.op.id, op_kind=ctx.op.kind)
-    b = ctx.lit(beta)
+    b = ctx.farg("beta")
     x = ctx.f(0)
     v = ctx.let(f"{x} * {b}")
     return Value(f"{v} < {EXP_OVERFLOW_BOUND} ? log1p(exp({v})) / {b} : {x}")
@@ -135,7 +138,7 @@ def _batch_norm(ctx: OpCtx) -> Value:
                            op_id=ctx.op.id, op_kind="BatchNormInference")
     c = ctx.channel_index(0, channel_axis(str(ctx.attr("data_format")), rank))
     gamma, beta, mean, var = (ctx.let(ctx.load_at(port, c)) for port in (1, 2, 3, 4))
-    eps = ctx.lit(ctx.fattr("epsilon"))
+    eps = ctx.farg("epsilon")
     return Value(f"{gamma} * ({ctx.f(0)} - {mean}) / sqrt({var} + {eps}) + {beta}")
 
 
@@ -153,7 +156,7 @@ def _quant_params(ctx: OpCtx) -> tuple[str, str]:
         if len(scales) != 1:
             raise OpInputError(f"per_tensor takes 1 scale, got {len(scales)}",
                                op_id=ctx.op.id, op_kind=ctx.op.kind)
-        return ctx.lit(scales[0]), ctx.lit(zps[0])
+        return ctx.float_arg("scale", scales[0]), ctx.float_arg("zp", zps[0])
     shape = ctx.input(0).shape or ()
     axis = int(ctx.fattr("axis"))
     if not -len(shape) <= axis < len(shape) or shape[axis] != len(scales):

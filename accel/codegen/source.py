@@ -1,15 +1,16 @@
 """The program preamble: what goes above the kernels of one OpenCL program.
 
 Generators ask a `Preamble` for what their code uses (helper functions from
-`fusionspec.accel.codegen.types.HELPERS`, ``__constant`` tables of per-channel parameters, the
-data types whose storage needs a pragma) and render it once at the top of the program, so two
-kernels of a program share helpers without duplicate definitions. `render` fills a family's
+`fusionspec.accel.codegen.types.HELPERS`, the data types whose storage needs a pragma) and
+render it once at the top of the program, so two kernels of a program share helpers without
+duplicate definitions. Nothing partition-specific goes here: per-channel values are kernel
+arguments (`fusionspec.accel.codegen.args`). `render` fills a family's
 Jinja2 kernel template from ``accel/templates``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from functools import cache
 from pathlib import Path
 
@@ -17,7 +18,7 @@ import jinja2
 
 from fusionspec.spec.dtypes import DataType
 
-from .types import HELPERS, TypePolicy, c_float, helper_closure
+from .types import HELPERS, TypePolicy, helper_closure
 
 __all__ = ["Preamble", "render", "TEMPLATES"]
 
@@ -26,12 +27,11 @@ TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
 
 
 class Preamble:
-    """Collects helper functions, constant tables and pragmas for one program."""
+    """Collects helper functions and pragmas for one program."""
 
     def __init__(self, policy: TypePolicy) -> None:
         self.policy = policy
         self._helpers: set[str] = set()
-        self._tables: dict[str, str] = {}
         self._dtypes: set[DataType] = set()
         self._extra: list[str] = []
 
@@ -45,12 +45,6 @@ class Preamble:
         """Record that a buffer of `dtype` appears (f16 may need the cl_khr_fp16 pragma)."""
         self._dtypes.add(dtype)
 
-    def float_table(self, name: str, values: Sequence[float]) -> str:
-        """Declare ``__constant float name[] = {...}`` (exact f32 literals); returns `name`."""
-        body = ", ".join(c_float(v) for v in values)
-        self._tables[name] = f"__constant float {name}[{max(len(values), 1)}] = {{{body}}};"
-        return name
-
     def add(self, text: str) -> None:
         """Program-scope code of a family (its own helpers); emitted after the shared ones."""
         if text not in self._extra:
@@ -59,7 +53,6 @@ class Preamble:
     def render(self) -> str:
         parts = list(self.policy.pragmas(self._dtypes))
         parts.extend(HELPERS[name] for name in helper_closure(self._helpers))
-        parts.extend(self._tables[name] for name in sorted(self._tables))
         parts.extend(self._extra)
         return "\n\n".join(parts) + ("\n" if parts else "")
 

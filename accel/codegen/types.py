@@ -87,6 +87,14 @@ inline float fs_round_f16(float value) {
 }""",
     "fs_nan_to_zero": """\
 inline float fs_nan_to_zero(float value) { return value != value ? 0.0f : value; }""",
+    # Division by a kernel argument, for 0 <= n < 2**31: d holds (divisor, multiplier, shift, 0)
+    # from `fusionspec.accel.codegen.args.divisor_magic`.
+    "fs_div": """\
+/* n / d.x for 0 <= n < 2**31 as a multiply and a shift (d from the host: divisor, multiplier,
+   shift): vectorises like a division by a constant, where a division by an argument does not */
+inline int fs_div(int n, uint4 d) { return (int)(((ulong)(uint)n * d.y) >> d.z); }""",
+    "fs_mod": """\
+inline int fs_mod(int n, uint4 d) { return n - fs_div(n, d) * (int)d.x; }""",
     "fs_quantize_rne": """\
 inline float fs_quantize_rne(float a, float zp) {
     /* round_half_even(a + zp) for an integral zp, without rounding a's fraction away first:
@@ -101,6 +109,7 @@ inline float fs_quantize_rne(float a, float zp) {
 }
 
 _HELPER_DEPS: dict[str, tuple[str, ...]] = {
+    "fs_mod": ("fs_div",),
     "fs_round_bf16": ("fs_bf16_to_f32", "fs_f32_to_bf16"),
 }
 

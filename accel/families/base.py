@@ -65,6 +65,13 @@ class BuildContext:
         """A power-of-two work-group size within the device's limits."""
         return pick_work_group(self.device, wanted, kernel_limit=self.work_group_limit)
 
+    def reduction_work_group(self, extent: int) -> int:
+        """The work group of a kernel whose work-items share a reduction over `extent` values
+        (a local-memory tree): 16, 64 or 256 work-items by the extent's size class, within the
+        device's limits. The size is in the program's text, so few classes keep the programs
+        few; work-items past the extent only add empty leaves to the tree."""
+        return self.work_group(16 if extent <= 16 else 64 if extent <= 64 else 256)
+
 
 @dataclass(frozen=True)
 class Family:

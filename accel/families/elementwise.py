@@ -11,9 +11,11 @@ tensor touches global memory.
 Addressing is specialised per operand on a lazy domain (`fusionspec.accel.codegen.access`): a
 dense operand of the domain's size is read at ``i``, a dense broadcast operand with one
 division and remainder per run of dims it spans, and only a strided operand, a per-channel
-parameter or a smaller output asks for axis indices. When the launch covers the domain (CPU
-devices, and GPUs below their cap) the kernel has no loop, only a bounds test: on PoCL the loop
-alone cost about a third of a memory-bound chain's time.
+parameter or a smaller output asks for axis indices. The extents, strides and attribute values
+are kernel arguments, so one program serves every shape with the same rank, broadcast structure
+and layouts (a dense chain divides by nothing, so it pays nothing for that). When the launch
+covers the domain (CPU devices, and GPUs below their cap) the kernel has no loop, only a bounds
+test: on PoCL the loop alone cost about a third of a memory-bound chain's time.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from __future__ import annotations
 from fusionspec.spec.graph import Partition
 
 from ..codegen.access import INT_LIMIT, Domain, broadcast_domain, known_shape
+from ..codegen.args import KernelArgs
 from ..codegen.epilogue import emit_epilogue, supported_kinds
 from ..codegen.source import render
 from ..errors import UnsupportedPartitionError
@@ -40,9 +43,10 @@ def is_elementwise(partition: Partition) -> bool:
 
 def build_elementwise(partition: Partition, ctx: BuildContext) -> KernelPlan:
     """One kernel computing all of `partition`'s outputs, a work item per element."""
-    domain = Domain(broadcast_domain([known_shape(t) for op in partition.ops
-                                      for t in op.outputs]), linear="i")
     preamble = ctx.preamble()
+    args = KernelArgs(preamble)
+    domain = Domain(broadcast_domain([known_shape(t) for op in partition.ops
+                                      for t in op.outputs]), args, linear="i")
     code = emit_epilogue(partition.ops, domain=domain, policy=ctx.policy, preamble=preamble,
                          outputs=partition.outputs)
     missing = [t.id for t in partition.outputs if t.id not in code.stored]
@@ -50,6 +54,9 @@ def build_elementwise(partition: Partition, ctx: BuildContext) -> KernelPlan:
         raise UnsupportedPartitionError(f"outputs {missing} are not computed by the ops",
                                         pattern=partition.pattern,
                                         kinds=[op.kind for op in partition.ops])
+    # Registered before the signature is read: the template uses them too.
+    size = domain.size_arg()
+    axes = domain.axis_declarations()
     index_t = domain.index_type
     launches: tuple[Launch, ...] = ()
     loop = False
@@ -58,11 +65,10 @@ def build_elementwise(partition: Partition, ctx: BuildContext) -> KernelPlan:
         loop = global_size[0] < domain.size
         if global_size[0] > INT_LIMIT:  # work-item ids past the domain must not wrap an int
             index_t = "long"
-        launches = (Launch(KERNEL_NAME, code.params, global_size, local_size),)
+        launches = (Launch(KERNEL_NAME, args.params, global_size, local_size),)
     source = render("elementwise.cl.j2", preamble=preamble.render(), name=KERNEL_NAME,
-                    params=[p.decl for p in code.params], index_t=index_t,
-                    size=f"{domain.size}{'L' if index_t == 'long' else ''}", loop=loop,
-                    axes=domain.axis_declarations(), body=code.body)
+                    params=args.decls(), index_t=index_t, size=size, loop=loop, axes=axes,
+                    body=code.body)
     return KernelPlan("elementwise", source, launches, reads=tuple(partition.inputs),
                       writes=tuple(partition.outputs))
 

@@ -9,8 +9,12 @@ each main op to ``Z`` products ``M x K`` by ``K x N``; the template is ``gemm.cl
   TN = TX*RN): per step of TK along K it stages the A and B tiles in ``__local`` memory, then
   each work-item accumulates an RM x RN register block in f32 (``acc += a * b``: an explicit
   ``fma`` call is a slow library call on some CPU drivers). `choose_tiles` sizes the tiles
-  from the device (work-group limit, work-item limits, local memory) and the problem
-  (a tile does not grow far past M or N), so the same generator serves GPUs and CPUs.
+  from the device (work-group limit, work-item limits, local memory) and the size class of the
+  problem (a tile does not grow far past M or N), so the same generator serves GPUs and CPUs.
+- Generic sizes. M, N, K and every size of the index code are kernel arguments
+  (`fusionspec.accel.codegen.args`) and the tiles depend on M, N and K only through a few
+  size classes, so a program serves every shape of its class; the bounds tests make any
+  runtime M, N, K correct with any tiles.
 - Operand loads. src and weights are read where they sit (runtime strides, NumPy batch
   broadcasting, conv windows with zero padding computed from the indices). Dequantize ops
   feeding them, and a Quantize -> Dequantize pair on f32 weights, are folded into the loads:
@@ -31,12 +35,13 @@ from dataclasses import dataclass
 from fusionspec.spec.dtypes import DataType
 from fusionspec.spec.graph import LogicalTensor, Op, Partition
 
-from ..codegen.access import Domain, buffer_name, channel_offset, known_shape, read_param
+from ..codegen.access import Domain, channel_offset, known_shape
+from ..codegen.args import KernelArgs
 from ..codegen.epilogue import Value, emit_epilogue, supported_kinds
 from ..codegen.source import Preamble, render
 from ..codegen.types import HOST, is_integer
 from ..errors import UnsupportedPartitionError
-from ..plan import BufferArg, KernelPlan, Launch, Param, Scratch, ScratchArg
+from ..plan import Binding, BufferArg, KernelPlan, Launch, Scratch, ScratchArg
 from .base import BuildContext, Family
 from .gemm_backward import BIAS_KERNEL, backward_geometry, bias_backward_kernel
 from .gemm_geometry import MAIN_KINDS, Geometry, IndexCode, geometry_of
@@ -72,22 +77,25 @@ class Tiles:
         return self.tk * (self.tm + 1 + self.tn) * _FLOAT
 
 
-def _pow2_at_least(value: int) -> int:
-    return 1 << max(value - 1, 0).bit_length()
+def _side_class(extent: int) -> int:
+    """The output tile extent for M or N: 1 for a single row or column (matrix-vector), 8 for
+    a small extent, else 64. Few classes keep the programs few; a tile past the extent only
+    costs idle work-items, which the bounds tests skip."""
+    return 1 if extent <= 1 else 8 if extent <= 8 else 64
 
 
 def choose_tiles(ctx: BuildContext, m: int, n: int, k: int) -> Tiles:
     """Tiles for an M x N x K product on `ctx.device`: up to 64 x 64 outputs per work-group
-    (4 x 4 per work-item) and a K step of 16, shrunk to the problem and to what the device
-    allows (work-group size, within `ctx.work_group_limit` when set; work-item sizes; half of
-    its local memory)."""
+    (4 x 4 per work-item) and a K step of 16, shrunk to the size class of M and N and to what
+    the device allows (work-group size, within `ctx.work_group_limit` when set; work-item
+    sizes; half of its local memory). K does not matter: any K runs in steps of 16."""
     dev = ctx.device
     limit = ctx.max_work_group
     items = dev.max_work_item_sizes or (limit, limit)
     lim_x, lim_y = items[0], items[1] if len(items) > 1 else 1
 
     def side(extent: int) -> tuple[int, int]:  # (work-items, register block) along one dim
-        tile = min(64, _pow2_at_least(extent))
+        tile = _side_class(extent)
         block = 4 if tile >= 32 else 2 if tile >= 4 else 1
         return tile // block, block
 
@@ -97,7 +105,7 @@ def choose_tiles(ctx: BuildContext, m: int, n: int, k: int) -> Tiles:
             tx //= 2
         else:
             ty //= 2
-    tk = min(16, _pow2_at_least(k))
+    tk = 16  # a short K only leaves part of one step's loads masked
     budget = dev.local_mem_size // 2
     tiles = Tiles(tx, ty, rm, rn, tk)
     while tiles.local_bytes > budget and (tiles.tk > 1 or tiles.rm > 1 or tiles.rn > 1):
@@ -161,60 +169,54 @@ def _operand_chain(partition: Partition, main: Op, port: int) -> list[Op]:
     return chain
 
 
-def _load_code(partition: Partition, main: Op, port: int, code: IndexCode, array: str,
-               chain: list[Op], ctx: BuildContext, preamble: Preamble
-               ) -> tuple[str, list[Param]]:
+def _load_code(main: Op, port: int, code: IndexCode, array: str, chain: list[Op],
+               ctx: BuildContext, preamble: Preamble, args: KernelArgs) -> str:
     """Statements setting ``v`` to operand `port` at the decoded index (0 in padding)."""
     operand = main.inputs[port]
-    domain = Domain(known_shape(operand), array)
+    domain = Domain(known_shape(operand), args, array)
     inner = [f"int {array}[{domain.rank}];",
              *(f"{array}[{j}] = {e};" for j, e in enumerate(code.index))]
-    params: list[Param]
     if chain:
         body = emit_epilogue(chain, domain=domain, policy=ctx.policy, preamble=preamble)
         inner += [*body.body.splitlines(),
                   f"v = {ctx.policy.as_float(body.result.text, body.result.kind)};"]
-        params = list(body.params)
     else:
         preamble.uses(operand.dtype)
-        offset, strides = domain.read_offset(operand)
-        expr, helpers = ctx.policy.load(operand.dtype, buffer_name(operand), offset)
+        buffer = args.read(operand)
+        expr, helpers = ctx.policy.load(operand.dtype, buffer, domain.read_offset(operand))
         preamble.need(helpers)
         inner.append(f"v = {ctx.policy.as_float(expr, ctx.policy.kind(operand.dtype))};")
-        params = [read_param(operand, ctx.policy), *strides]
     lines = list(code.statements)
     if code.valid:
         lines += [f"if ({code.valid}) {{", *(f"    {s}" for s in inner), "}"]
     else:
         lines += inner
-    return "\n".join(lines), params
+    return "\n".join(lines)
 
 
 def _store_code(partition: Partition, main: Op, geo: Geometry, post: list[Op],
-                outputs: list[LogicalTensor], ctx: BuildContext, preamble: Preamble
-                ) -> tuple[str, list[Param]]:
+                outputs: list[LogicalTensor], ctx: BuildContext, preamble: Preamble,
+                args: KernelArgs) -> tuple[str, Domain]:
     """Statements finishing output (m, n): bias, rounding to dst's type, epilogue, stores of
-    `outputs`."""
+    `outputs`; and dst's domain."""
     dst = main.outputs[0]
-    domain = Domain(known_shape(dst), "idx")
+    domain = Domain(known_shape(dst), args, "idx")
     lines = list(geo.d.statements)
     if domain.rank:
         lines += [f"int idx[{domain.rank}];",
                   *(f"idx[{j}] = {e};" for j, e in enumerate(geo.d.index))]
     lines.append("float acc = accr[i][j];")
-    params: list[Param] = []
     if len(main.inputs) > 2 and main.kind != _BACKWARD:  # its input 2 is the weights shape
         bias = main.inputs[2]
         if bias.id not in {t.id for t in partition.inputs}:
             raise _fail(partition, f"the bias of op {main.id} must be a partition input")
         preamble.uses(bias.dtype)
-        params.append(read_param(bias, ctx.policy))
+        buffer = args.read(bias)
         if geo.channel is not None:  # Convolution/ConvTranspose: 1-D, per output channel
-            offset, strides = channel_offset(bias, geo.channel)
+            offset = channel_offset(bias, geo.channel, args)
         else:  # MatMul: broadcast to dst
-            offset, strides = domain.read_offset(bias)
-        params += strides
-        expr, helpers = ctx.policy.load(bias.dtype, buffer_name(bias), offset)
+            offset = domain.read_offset(bias)
+        expr, helpers = ctx.policy.load(bias.dtype, buffer, offset)
         preamble.need(helpers)
         lines.append(f"acc += {ctx.policy.as_float(expr, ctx.policy.kind(bias.dtype))};")
     if dst.dtype is not DataType.f32:
@@ -227,7 +229,7 @@ def _store_code(partition: Partition, main: Op, geo: Geometry, post: list[Op],
     if missing:
         raise _fail(partition, f"outputs {missing} are not computed by the ops")
     lines += code.body.splitlines()
-    return "\n".join(lines), [*params, *code.params]
+    return "\n".join(lines), domain
 
 
 def build_gemm(partition: Partition, ctx: BuildContext) -> KernelPlan:
@@ -239,49 +241,48 @@ def build_gemm(partition: Partition, ctx: BuildContext) -> KernelPlan:
     post = [op for op in partition.ops if op is not main and op.id not in folded]
     bias_bwd = [op for op in post if op.kind == "BiasAddBackward"]
     post = [op for op in post if op.kind != "BiasAddBackward"]
-    geo = backward_geometry(main) if main.kind == _BACKWARD else geometry_of(main)
     preamble = ctx.preamble()
-    load_a, params_a = _load_code(partition, main, 0, geo.a, "ai", chains[0], ctx, preamble)
-    load_b, params_b = _load_code(partition, main, 1, geo.b, "bi", chains[1], ctx, preamble)
+    args = KernelArgs(preamble)
+    geo = backward_geometry(main, args) if main.kind == _BACKWARD else geometry_of(main, args)
+    # The bounds of the product, which the template tests every index against.
+    m, n, k = args.index("M", geo.m), args.index("N", geo.n), args.index("K", geo.k)
+    load_a = _load_code(main, 0, geo.a, "ai", chains[0], ctx, preamble, args)
+    load_b = _load_code(main, 1, geo.b, "bi", chains[1], ctx, preamble, args)
     dst = main.outputs[0]
     reduced = {op.outputs[0].id for op in bias_bwd}
     outputs = [t for t in partition.outputs if t.id not in reduced]
-    store, params_d = _store_code(partition, main, geo, post, outputs, ctx, preamble)
+    store, dst_domain = _store_code(partition, main, geo, post, outputs, ctx, preamble, args)
     scratch: tuple[Scratch, ...] = ()
-    dst_param = Param(f"__global const {ctx.policy.storage(dst.dtype)}* restrict src",
-                      BufferArg(dst.id))
+    diff_weights: Binding = BufferArg(dst.id)
     if bias_bwd and dst.id not in {t.id for t in outputs}:  # diff_weights stays on the device
         size = math.prod(known_shape(dst)) * HOST[dst.dtype].itemsize
         scratch = (Scratch("diff_weights", max(size, 1)),)
-        dense = Domain(known_shape(dst), "idx").dense_offset(dst)
-        statement, helpers = ctx.policy.store(dst.dtype, "scratch", dense, "acc", "float")
+        diff_weights = ScratchArg("diff_weights")
+        args.alias(dst, "scratch")
+        buffer = args.buffer("scratch", ctx.policy.storage(dst.dtype), diff_weights,
+                             const=False)
+        statement, helpers = ctx.policy.store(dst.dtype, buffer, dst_domain.dense_offset(dst),
+                                              "acc", "float")
         preamble.need(helpers)
         store += f"\n{statement}"
-        params_d.append(Param(f"__global {ctx.policy.storage(dst.dtype)}* restrict scratch",
-                              ScratchArg("diff_weights")))
-        dst_param = Param(dst_param.decl, ScratchArg("diff_weights"))
-    params = tuple(dict.fromkeys([*params_a, *params_b, *params_d]))
     tiles = choose_tiles(ctx, geo.m, geo.n, geo.k)
     extra: list[str] = []
     launches: list[Launch] = []
     if geo.m and geo.n and geo.z:
         groups_n, groups_m = -(-geo.n // tiles.tn), -(-geo.m // tiles.tm)
-        launches.append(Launch(KERNEL_NAME, params, (groups_n * tiles.tx,
-                                                     groups_m * tiles.ty, geo.z),
+        launches.append(Launch(KERNEL_NAME, args.params, (groups_n * tiles.tx,
+                                                          groups_m * tiles.ty, geo.z),
                                (tiles.tx, tiles.ty, 1)))
     for op in bias_bwd:
-        code, channels = bias_backward_kernel(op, dst, ctx.policy, preamble)
+        code, bias_params, channels = bias_backward_kernel(op, dst, diff_weights, ctx.policy,
+                                                           preamble)
         extra.append(code)
-        out = op.outputs[0]
-        bias_params = (dst_param, Param(f"__global {ctx.policy.storage(out.dtype)}* restrict "
-                                        "dst", BufferArg(out.id)))
         if channels:
             launches.append(Launch(BIAS_KERNEL, bias_params, *ctx.launch_1d(channels)))
     source = render("gemm.cl.j2", preamble=preamble.render(), name=KERNEL_NAME,
-                    params=[p.decl for p in params], prologue=geo.prologue,
-                    load_a=load_a, load_b=load_b, store=store, m=geo.m, n=geo.n,
-                    k=geo.k, tx=tiles.tx, ty=tiles.ty, rm=tiles.rm, rn=tiles.rn, tk=tiles.tk,
-                    tm=tiles.tm, tn=tiles.tn)
+                    params=args.decls(), prologue=geo.prologue, load_a=load_a, load_b=load_b,
+                    store=store, m=m, n=n, k=k, tx=tiles.tx, ty=tiles.ty, rm=tiles.rm,
+                    rn=tiles.rn, tk=tiles.tk, tm=tiles.tm, tn=tiles.tn)
     return KernelPlan("gemm", "\n".join([source, *extra]), tuple(launches),
                       reads=tuple(partition.inputs), writes=tuple(partition.outputs),
                       scratch=scratch)

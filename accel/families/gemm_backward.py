@@ -10,7 +10,8 @@ The pattern train.conv_bwd_weights_bias_bwd then reduces diff_weights with BiasA
 (every axis but its channel axis). That is a second, small kernel of the same program:
 `bias_backward_kernel` sums, per channel, the dense diff_weights the GEMM kernel left in global
 memory (the partition's output buffer, or a scratch buffer when diff_weights is internal), in f32
-with TwoSum compensation, close to the reference's f64 sum.
+with TwoSum compensation, close to the reference's f64 sum. As in the forward geometry, every
+size is a kernel argument (`fusionspec.accel.codegen.args`).
 """
 
 from __future__ import annotations
@@ -21,9 +22,11 @@ from fusionspec.spec.graph import LogicalTensor, Op
 from fusionspec.spec.shapes import pads_for, spatial_dims
 
 from ..codegen.access import known_shape
+from ..codegen.args import KernelArgs
 from ..codegen.source import Preamble
 from ..codegen.types import TypePolicy
 from ..errors import UnsupportedPartitionError
+from ..plan import Binding, BufferArg, Param
 from .gemm_geometry import Geometry, IndexCode, attr_of, ints_of, split_index
 
 __all__ = ["backward_geometry", "bias_backward_kernel", "BIAS_KERNEL"]
@@ -32,8 +35,9 @@ __all__ = ["backward_geometry", "bias_backward_kernel", "BIAS_KERNEL"]
 BIAS_KERNEL = "fs_bias_backward"
 
 
-def backward_geometry(op: Op) -> Geometry:
-    """The implicit GEMM of a ConvolutionBackwardWeights op (shapes known)."""
+def backward_geometry(op: Op, args: KernelArgs) -> Geometry:
+    """The implicit GEMM of a ConvolutionBackwardWeights op (shapes known); the sizes its
+    index code uses go to `args`."""
     src, dy, wshape = (known_shape(t) for t in (op.inputs[0], op.inputs[1], op.outputs[0]))
     fmt = str(attr_of(op, "data_format"))
     wfmt = str(attr_of(op, "weights_format"))
@@ -52,23 +56,27 @@ def backward_geometry(op: Op) -> Geometry:
     ocg = oc // groups
 
     # m = (tap, input channel of the group), k = (batch item, output position), n = oc.
-    a_lines, mc = split_index("m", (*kernel, icg), "a_m")
-    k_lines, kc = split_index("k", (dy[0], *out_sp), "a_k")
+    window = [*((f"ker{d}", t) for d, t in enumerate(kernel)), ("icg", icg)]
+    positions = [("batch", dy[0]), *((f"out{d}", o) for d, o in enumerate(out_sp))]
+    a_lines, mc = split_index("m", window, "a_m", args)
+    k_lines, kc = split_index("k", positions, "a_k", args)
     a_lines += k_lines
     valid: list[str] = []
     for d in range(nsp):
-        a_lines.append(f"const int a_i{d} = {kc[1 + d]} * {strides[d]} + {mc[d]} * "
-                       f"{dilations[d]} - {begin[d]};")
-        valid.append(f"a_i{d} >= 0 && a_i{d} < {in_sp[d]}")
+        s, dil = args.index(f"stride{d}", strides[d]), args.index(f"dil{d}", dilations[d])
+        pad, extent = args.index(f"pad{d}", begin[d]), args.index(f"in{d}", in_sp[d])
+        a_lines.append(f"const int a_i{d} = {kc[1 + d]} * {s} + {mc[d]} * {dil} - {pad};")
+        valid.append(f"a_i{d} >= 0 && a_i{d} < {extent}")
     pos = [f"a_i{d}" for d in range(nsp)]
-    cin = f"z * {icg} + {mc[-1]}" if groups > 1 else mc[-1]
+    # With one group z is 0, so the grouped form serves it too (one program for both).
+    cin = f"z * {args.index('icg', icg)} + {mc[-1]}"
     a_index = [kc[0], cin, *pos] if fmt == "NCX" else [kc[0], *pos, cin]
 
-    b_lines, bk = split_index("k", (dy[0], *out_sp), "b_k")
-    chan = f"z * {ocg} + n" if groups > 1 else "n"
+    b_lines, bk = split_index("k", positions, "b_k", args)
+    chan = f"z * {args.index('ocg', ocg)} + n"
     b_index = [bk[0], chan, *bk[1:]] if fmt == "NCX" else [*bk, chan]
 
-    d_lines, dm = split_index("m", (*kernel, icg), "d_m")
+    d_lines, dm = split_index("m", window, "d_m", args)
     d_index = [chan, dm[-1], *dm[:-1]] if wfmt == "OIX" else [*dm, chan]
     return Geometry(groups, math.prod(kernel) * icg, ocg, dy[0] * math.prod(out_sp), (),
                     IndexCode(tuple(a_lines), tuple(a_index), " && ".join(valid) or None),
@@ -76,11 +84,11 @@ def backward_geometry(op: Op) -> Geometry:
                     IndexCode(tuple(d_lines), tuple(d_index)), None)
 
 
-def bias_backward_kernel(op: Op, source: LogicalTensor, policy: TypePolicy,
-                         preamble: Preamble) -> tuple[str, int]:
-    """The OpenCL C of a kernel summing dense `source` (BiasAddBackward's input, in
-    the parameter ``src``) per channel into ``dst``; and the channel count (one
-    work item per channel, a grid-stride loop)."""
+def bias_backward_kernel(op: Op, source: LogicalTensor, binding: Binding, policy: TypePolicy,
+                         preamble: Preamble) -> tuple[str, tuple[Param, ...], int]:
+    """The OpenCL C of a kernel summing dense `source` (BiasAddBackward's input, in the
+    parameter ``src``, bound to `binding`) per channel into ``dst``; its parameters; and the
+    channel count (one work item per channel, a grid-stride loop)."""
     shape = known_shape(source)
     fmt = str(attr_of(op, "data_format"))
     if len(shape) < 2:
@@ -91,17 +99,24 @@ def bias_backward_kernel(op: Op, source: LogicalTensor, policy: TypePolicy,
     dst = op.outputs[0]
     preamble.uses(source.dtype)
     preamble.uses(dst.dtype)
-    value, helpers = policy.load(source.dtype, "src", f"(r * {channels} + c) * {inner} + q")
-    store, more = policy.store(dst.dtype, "dst", "c", "sum + comp", "float")
+    args = KernelArgs(preamble)
+    src_name = args.buffer("src", policy.storage(source.dtype), binding, const=True)
+    dst_name = args.buffer("dst", policy.storage(dst.dtype), BufferArg(dst.id), const=False)
+    n_channels, n_outer, n_inner = (args.index(name, value) for name, value in (
+        ("channels", channels), ("outer", outer), ("inner", inner)))
+    value, helpers = policy.load(source.dtype, src_name,
+                                 f"(r * {n_channels} + c) * {n_inner} + q")
+    store, more = policy.store(dst.dtype, dst_name, "c", "sum + comp", "float")
     preamble.need(helpers | more)
+    signature = ",\n    ".join(args.decls())
     code = f"""\
-__kernel void {BIAS_KERNEL}(__global const {policy.storage(source.dtype)}* restrict src,
-    __global {policy.storage(dst.dtype)}* restrict dst)
+__kernel void {BIAS_KERNEL}(
+    {signature})
 {{
-    for (int c = get_global_id(0); c < {channels}; c += get_global_size(0)) {{
+    for (int c = get_global_id(0); c < {n_channels}; c += get_global_size(0)) {{
         float sum = 0.0f, comp = 0.0f;  /* TwoSum: comp collects each addition's error */
-        for (int r = 0; r < {outer}; ++r)
-            for (int q = 0; q < {inner}; ++q) {{
+        for (int r = 0; r < {n_outer}; ++r)
+            for (int q = 0; q < {n_inner}; ++q) {{
                 const float y = {value};
                 const float t = sum + y;
                 const float back = t - sum;
@@ -112,4 +127,4 @@ __kernel void {BIAS_KERNEL}(__global const {policy.storage(source.dtype)}* restr
     }}
 }}
 """
-    return code, channels
+    return code, args.params, channels

@@ -16,7 +16,10 @@ and which element of dst (``idx[]``) the result (z, m, n) is.
   ``i = (y + pads_begin - t*D) / S`` when that division is exact and i is in range.
 
 The decoded coordinates are C locals named after the operand (``a_m1``, ``b_k0`` ...); the kernel
-template declares ``z``, ``m``, ``k``, ``n`` and the arrays.
+template declares ``z``, ``m``, ``k``, ``n`` and the arrays. Every size the index code uses is a
+kernel argument named after its meaning (``batch``, ``out0``, ``ker1``, ``icg``, ``stride0``,
+``pad1``, ``in0`` ...; `fusionspec.accel.codegen.args`), and every coordinate is decoded whatever
+its extent, so one program serves all shapes of a main op's rank, layouts and transposes.
 """
 
 from __future__ import annotations
@@ -28,7 +31,8 @@ from dataclasses import dataclass
 from fusionspec.spec.graph import Op
 from fusionspec.spec.shapes import pads_for, spatial_dims
 
-from ..codegen.access import broadcast_domain, known_shape
+from ..codegen.access import broadcast_domain, known_shape, split_lines
+from ..codegen.args import KernelArgs
 from ..errors import UnsupportedPartitionError
 from .base import attr_of
 
@@ -66,23 +70,22 @@ class Geometry:
     channel: str | None        # the dst channel index (Convolution/ConvTranspose bias)
 
 
-def split_index(var: str, extents: Sequence[int], prefix: str) -> tuple[list[str], list[str]]:
-    """Statements splitting `var` into row-major coordinates over `extents` (named
-    prefix0, prefix1 ...), and those names (``0`` for a dim of extent 1)."""
-    names = [f"{prefix}{i}" if e != 1 else "0" for i, e in enumerate(extents)]
-    live = [i for i, e in enumerate(extents) if e != 1]
-    if not live:
-        return [], names
-    if len(live) == 1:
-        return [f"const int {names[live[0]]} = {var};"], names
+Extents = Sequence[tuple[str, int]]
+
+
+def split_index(var: str, extents: Extents, prefix: str, args: KernelArgs
+                ) -> tuple[list[str], list[str]]:
+    """Statements splitting `var` (below the product of the extents) into row-major coordinates
+    over `extents` ((argument name, extent) pairs; the extents become divisor arguments), named
+    prefix0, prefix1 ...; and those names. A dim of extent 1 is split like any other (its
+    coordinate is 0 at run time), so the code does not depend on where the extents of 1 are."""
+    names = [f"{prefix}{i}" for i in range(len(extents))]
+    if len(extents) <= 1:
+        return [f"const int {name} = {var};" for name in names], names
     rest = f"{prefix}r"
-    lines = [f"int {rest} = {var};"]
-    for i in reversed(live[1:]):
-        lines += [f"const int {names[i]} = {rest} % {extents[i]};", f"{rest} /= {extents[i]};"]
-    lines.append(f"const int {names[live[0]]} = {rest};")
-    return lines, names
-
-
+    coords = [(f"const int {name}", args.divisor(*extent) if i else None)
+              for i, (name, extent) in enumerate(zip(names, extents))]
+    return [f"int {rest} = {var};", *split_lines(rest, coords)], names
 
 
 def ints_of(op: Op, name: str, count: int, fill: int) -> tuple[int, ...]:
@@ -97,21 +100,22 @@ def ints_of(op: Op, name: str, count: int, fill: int) -> tuple[int, ...]:
     return ints
 
 
-def geometry_of(op: Op) -> Geometry:
-    """The implicit GEMM of a MatMul, Convolution or ConvTranspose op (shapes known)."""
+def geometry_of(op: Op, args: KernelArgs) -> Geometry:
+    """The implicit GEMM of a MatMul, Convolution or ConvTranspose op (shapes known); the
+    sizes its index code uses go to `args`."""
     shapes = [known_shape(t) for t in (*op.inputs[:2], op.outputs[0])]
     if max(math.prod(s) for s in shapes) > _INT_LIMIT:
         raise UnsupportedPartitionError(f"op {op.id} ({op.kind}) has a tensor of more than "
                                         f"{_INT_LIMIT} elements")
     if op.kind == "MatMul":
-        return _matmul(op, *shapes)
+        return _matmul(op, args, *shapes)
     if op.kind in ("Convolution", "ConvTranspose"):
-        return _conv(op, *shapes)
+        return _conv(op, args, *shapes)
     raise UnsupportedPartitionError(f"op {op.id} ({op.kind}) is not a GEMM main op")
 
 
-def _matmul(op: Op, sa: tuple[int, ...], sb: tuple[int, ...], sd: tuple[int, ...]
-            ) -> Geometry:
+def _matmul(op: Op, args: KernelArgs, sa: tuple[int, ...], sb: tuple[int, ...],
+            sd: tuple[int, ...]) -> Geometry:
     ta = bool(attr_of(op, "transpose_a")) and len(sa) >= 2
     tb = bool(attr_of(op, "transpose_b")) and len(sb) >= 2
     a2 = sa if len(sa) >= 2 else (1, *sa)
@@ -122,11 +126,15 @@ def _matmul(op: Op, sa: tuple[int, ...], sb: tuple[int, ...], sd: tuple[int, ...
         raise UnsupportedPartitionError(f"MatMul op {op.id}: src {list(sa)} and weights "
                                         f"{list(sb)} disagree on K ({k} vs {kb})")
     batch = broadcast_domain([a2[:-2], b2[:-2]])
-    prologue, zb = split_index("z", batch, "zb")
+    prologue, zb = split_index("z", [(f"batch{j}", e) for j, e in enumerate(batch)], "zb",
+                               args)
 
     def batch_index(shape: tuple[int, ...]) -> list[str]:
+        # Index 0 only where the operand truly broadcasts; a dim of extent 1 like dst's
+        # takes the batch coordinate (0 at run time), so equal batches share one program.
         lead = len(batch) - (len(shape) - 2)
-        return ["0" if d == 1 else zb[lead + j] for j, d in enumerate(shape[:-2])]
+        return ["0" if d == 1 and batch[lead + j] != 1 else zb[lead + j]
+                for j, d in enumerate(shape[:-2])]
 
     a_index = ["k"] if len(sa) == 1 else [*batch_index(sa), *(("k", "m") if ta else ("m", "k"))]
     b_index = ["k"] if len(sb) == 1 else [*batch_index(sb), *(("n", "k") if tb else ("k", "n"))]
@@ -138,8 +146,8 @@ def _matmul(op: Op, sa: tuple[int, ...], sb: tuple[int, ...], sd: tuple[int, ...
                     IndexCode((), tuple(b_index)), IndexCode((), tuple(d_index)), None)
 
 
-def _conv(op: Op, src: tuple[int, ...], wei: tuple[int, ...], dst: tuple[int, ...]
-          ) -> Geometry:
+def _conv(op: Op, args: KernelArgs, src: tuple[int, ...], wei: tuple[int, ...],
+          dst: tuple[int, ...]) -> Geometry:
     transposed = op.kind == "ConvTranspose"
     fmt = str(attr_of(op, "data_format"))
     wfmt = str(attr_of(op, "weights_format"))
@@ -159,38 +167,46 @@ def _conv(op: Op, src: tuple[int, ...], wei: tuple[int, ...], dst: tuple[int, ..
     ocg = oc // groups
     batch = src[0]
 
-    mlines, mc = split_index("m", (batch, *out_sp), "a_m")
-    klines, kc = split_index("k", (*kernel, icg), "a_k")
+    positions = [("batch", batch), *((f"out{d}", o) for d, o in enumerate(out_sp))]
+    window = [*((f"ker{d}", t) for d, t in enumerate(kernel)), ("icg", icg)]
+    mlines, mc = split_index("m", positions, "a_m", args)
+    klines, kc = split_index("k", window, "a_k", args)
     taps, cin = kc[:-1], kc[-1]
     a_lines = [*mlines, *klines]
     pos: list[str] = []
     valid: list[str] = []
     for d in range(nsp):
         o, t = mc[1 + d], taps[d]
+        dil, pad = args.index(f"dil{d}", dilations[d]), args.index(f"pad{d}", begin[d])
+        extent = args.index(f"in{d}", in_sp[d])
         if not transposed:
-            expr = f"{o} * {strides[d]} + {t} * {dilations[d]} - {begin[d]}"
-            a_lines.append(f"const int a_i{d} = {expr};")
-            valid.append(f"a_i{d} >= 0 && a_i{d} < {in_sp[d]}")
+            s = args.index(f"stride{d}", strides[d])
+            a_lines.append(f"const int a_i{d} = {o} * {s} + {t} * {dil} - {pad};")
+            valid.append(f"a_i{d} >= 0 && a_i{d} < {extent}")
         else:
-            num = f"{o} + {begin[d]} - {t} * {dilations[d]}"
-            a_lines += [f"const int a_u{d} = {num};", f"const int a_i{d} = a_u{d} / {strides[d]};"]
-            exact = f" && a_u{d} % {strides[d]} == 0" if strides[d] != 1 else ""
-            valid.append(f"a_u{d} >= 0{exact} && a_i{d} < {in_sp[d]}")
+            # a_u may be negative, where the divisor helpers do not hold; such a tap is not
+            # valid and the && stops before its quotient is used.
+            step = args.divisor(f"stride{d}", strides[d])
+            a_lines += [f"const int a_u{d} = {o} + {pad} - {t} * {dil};",
+                        f"const int a_i{d} = {step.div(f'a_u{d}')};"]
+            valid.append(f"a_u{d} >= 0 && {step.mod(f'a_u{d}')} == 0 && a_i{d} < {extent}")
         pos.append(f"a_i{d}")
-    cidx = f"z * {icg} + {cin}" if groups > 1 else cin
+    # With one group z is 0, so the grouped form serves it too (one program for both).
+    icg_arg, ocg_arg = args.index("icg", icg), args.index("ocg", ocg)
+    cidx = f"z * {icg_arg} + {cin}"
     a_index = [mc[0], cidx, *pos] if fmt == "NCX" else [mc[0], *pos, cidx]
 
-    b_lines, bk = split_index("k", (*kernel, icg), "b_k")
+    b_lines, bk = split_index("k", window, "b_k", args)
     btaps, bc = bk[:-1], bk[-1]
     if transposed:  # IOX (IC, OC/G, K...), XOI (K..., OC/G, IC)
-        wic = f"z * {icg} + {bc}" if groups > 1 else bc
+        wic = f"z * {icg_arg} + {bc}"
         b_index = [wic, "n", *btaps] if wfmt == "IOX" else [*btaps, "n", wic]
     else:  # OIX (OC, IC/G, K...), XIO (K..., IC/G, OC)
-        woc = f"z * {ocg} + n" if groups > 1 else "n"
+        woc = f"z * {ocg_arg} + n"
         b_index = [woc, bc, *btaps] if wfmt == "OIX" else [*btaps, bc, woc]
 
-    d_lines, dm = split_index("m", (batch, *out_sp), "d_m")
-    chan = f"z * {ocg} + n" if groups > 1 else "n"
+    d_lines, dm = split_index("m", positions, "d_m", args)
+    chan = f"z * {ocg_arg} + n"
     d_index = [dm[0], chan, *dm[1:]] if fmt == "NCX" else [*dm, chan]
     return Geometry(groups, batch * math.prod(out_sp), ocg, math.prod(kernel) * icg, (),
                     IndexCode(tuple(a_lines), tuple(a_index), " && ".join(valid) or None),

@@ -5,8 +5,10 @@ One work item computes one dst element. The output size is the dst tensor's know
 (whether it came from the ``sizes`` attribute, the ``scales`` or the optional sizes input), so
 the source index and weight of every output position along every spatial axis are computed at
 build time, with the reference's own f32 coordinate functions
-(`fusionspec.reference.ops.interpolate`), and placed in ``__constant`` tables: the kernel's
-coordinates are therefore exactly the reference's. Nearest copies one source element; linear
+(`fusionspec.reference.ops.interpolate`), and passed in f32 table arguments (`TableArg`,
+uploaded once per compiled partition): the kernel's coordinates are therefore exactly the
+reference's, and its text does not depend on the sizes or scales (extents and strides are
+kernel arguments too). Nearest copies one source element; linear
 combines the 2, 4 or 8 neighbours axis by axis in f32 (the suite allows 7*eps(f32) for it).
 The result goes through the shared epilogue (`fusionspec.accel.codegen.epilogue`).
 """
@@ -18,18 +20,18 @@ from collections.abc import Callable
 from fusionspec.reference.ops.interpolate import linear_taps, nearest_index, source_coords
 from fusionspec.spec.graph import Op, Partition
 
-from ..codegen.access import Domain, buffer_name, known_shape, read_param, stride_exprs
+from ..codegen.access import Domain, known_shape, stride_exprs
+from ..codegen.args import KernelArgs
 from ..codegen.epilogue import Value, emit_epilogue, supported_kinds
-from ..codegen.source import Preamble, render
+from ..codegen.source import render
 from ..codegen.types import TypePolicy, check_supported
 from ..errors import UnsupportedPartitionError
-from ..plan import KernelPlan, Launch, Param
+from ..plan import KernelPlan, Launch
 from .base import BuildContext, Family
 
 __all__ = ["FAMILY", "KERNEL_NAME", "is_interpolate", "build_interpolate"]
 
 KERNEL_NAME = "fs_interpolate"
-_INT_LIMIT = 2 ** 31 - 1
 #: Indices travel in float tables; they are exact below 2**24.
 _TABLE_LIMIT = 1 << 24
 
@@ -42,7 +44,7 @@ def is_interpolate(partition: Partition) -> bool:
                                    if op is not mains[0])
 
 
-def _taps(main: Op, in_sp: list[int], out_sp: list[int], axes: list[int], preamble: Preamble,
+def _taps(main: Op, in_sp: list[int], out_sp: list[int], axes: list[int], args: KernelArgs,
           ) -> tuple[list[str], list[list[tuple[str, str]]]]:
     """Statements declaring each spatial axis's source indices and weights at idx[], and per
     axis its (index variable, weight expression) taps."""
@@ -52,18 +54,16 @@ def _taps(main: Op, in_sp: list[int], out_sp: list[int], axes: list[int], preamb
     taps: list[list[tuple[str, str]]] = []
     for n, (axis, i, o) in enumerate(zip(axes, in_sp, out_sp)):
         coords = source_coords(o, i, ctm)
-        name = f"interp{main.id}_a{n}"
         if mode == "nearest":
-            table = preamble.float_table(f"{name}_n", [float(v) for v in
-                                                       nearest_index(coords, i)])
+            table = args.table("nearest", [float(v) for v in nearest_index(coords, i)])
             lines.append(f"const long n{n} = (long){table}[idx[{axis}]];")
             taps.append([(f"n{n}", "")])
             continue
         left, right, w_left, w_right = linear_taps(coords, i)
-        tl = preamble.float_table(f"{name}_l", [float(v) for v in left])
-        tr = preamble.float_table(f"{name}_r", [float(v) for v in right])
-        twl = preamble.float_table(f"{name}_wl", [float(v) for v in w_left])
-        twr = preamble.float_table(f"{name}_wr", [float(v) for v in w_right])
+        tl = args.table("left", [float(v) for v in left])
+        tr = args.table("right", [float(v) for v in right])
+        twl = args.table("wleft", [float(v) for v in w_left])
+        twr = args.table("wright", [float(v) for v in w_right])
         lines += [f"const long l{n} = (long){tl}[idx[{axis}]];",
                   f"const long r{n} = (long){tr}[idx[{axis}]];",
                   f"const float wl{n} = {twl}[idx[{axis}]];",
@@ -110,40 +110,38 @@ def build_interpolate(partition: Partition, ctx: BuildContext) -> KernelPlan:
         raise fail(f"Interpolate spatial sizes {in_sp} -> {out_sp} are not supported")
     preamble = ctx.preamble()
     preamble.uses(src.dtype)
-    lines, taps = _taps(main, in_sp, out_sp, axes, preamble)
     policy: TypePolicy = ctx.policy
-    src_strides, stride_params = stride_exprs(src)
-    params: list[Param] = [read_param(src, policy), *stride_params]
-    strides = {j: s for j, (s, extent) in enumerate(zip(src_strides, in_shape)) if extent != 1}
+    args = KernelArgs(preamble)
+    buffer = args.read(src)
+    lines, taps = _taps(main, in_sp, out_sp, axes, args)
+    strides = dict(enumerate(stride_exprs(src, args)))
     fixed = {j: f"idx[{j}]" for j in range(rank) if j not in axes}
     helpers: set[str] = set()
 
     def load(index: dict[int, str]) -> str:
         offset = " + ".join(index[j] if strides[j] == "1" else f"{index[j]} * {strides[j]}"
                             for j in sorted(strides)) or "0"
-        expr, needed = policy.load(src.dtype, buffer_name(src), offset)
+        expr, needed = policy.load(src.dtype, buffer, offset)
         helpers.update(needed)
         return expr
 
     value = _combine(taps, axes, fixed, load)
     preamble.need(helpers)
-    domain = Domain(out_shape)
+    domain = Domain(out_shape, args)
     code = emit_epilogue(post, domain=domain, policy=policy, preamble=preamble,
                          given={dst.id: Value("acc")}, outputs=partition.outputs, acc="acc",
                          linear="i")
     missing = [t.id for t in partition.outputs if t.id not in code.stored]
     if missing:
         raise fail(f"outputs {missing} are not computed by the ops")
-    params += [p for p in code.params if p not in params]
-    index_t = "int" if domain.size <= _INT_LIMIT else "long"
+    splits = domain.split("rest")
+    size = domain.size_arg()
     source = render("interpolate.cl.j2", preamble=preamble.render(), name=KERNEL_NAME,
-                    params=[p.decl for p in params], index_t=index_t,
-                    size=f"{domain.size}{'L' if index_t == 'long' else ''}", rank=rank,
-                    splits=[(a, out_shape[a]) for a in reversed(range(rank))],
-                    taps="\n".join(lines), value=value, body=code.body)
+                    params=args.decls(), index_t=domain.index_type, size=size, rank=rank,
+                    splits=splits, taps="\n".join(lines), value=value, body=code.body)
     launches: tuple[Launch, ...] = ()
     if domain.size:
-        launches = (Launch(KERNEL_NAME, tuple(params), *ctx.launch_1d(domain.size)),)
+        launches = (Launch(KERNEL_NAME, args.params, *ctx.launch_1d(domain.size)),)
     return KernelPlan("interpolate", source, launches, reads=tuple(partition.inputs),
                       writes=tuple(partition.outputs))
 

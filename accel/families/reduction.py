@@ -1,9 +1,9 @@
 """The reduction family: the seven reductions (ReduceSum, ReduceMean, ReduceProd, ReduceMax,
 ReduceMin, ReduceL1, ReduceL2) alone or with post-ops (pattern fp.reduction_post_ops).
 
-One work group per dst element (a grid-stride loop over them; the work-group size is the
-device's limit capped at 256 and at the reduced extent, a power of two): its work items stride
-over the reduced extent, then meet in a local-memory tree. Accumulation is f32 but keeps the
+One work group per dst element (a grid-stride loop over them; the work-group size is 16, 64 or
+256 by the reduced extent's size class, within the device's limit): its work items stride over
+the reduced extent, then meet in a local-memory tree. Accumulation is f32 but keeps the
 rounding errors: sums carry a TwoSum compensation term, products a double-float low part
 (through ``fma``), so the result is within the suite's eps(f32) of the reference's f64
 accumulation. Max and Min propagate NaN as NumPy does and start at -inf/+inf. Work item 0
@@ -12,7 +12,8 @@ finishes the value (mean: divide by the reduced count; L2: sqrt), runs the share
 
 The axes come from the ``axes`` attribute (negative ones wrap, ``keep_dims`` either way); axes
 given as a runtime input tensor are not supported, since the kernel's loops are generated for
-known axes.
+known axes. The extents, the counts and the mean's divisor are kernel arguments
+(`fusionspec.accel.codegen.args`): the code depends on the ranks, the axes and the kind.
 """
 
 from __future__ import annotations
@@ -22,12 +23,13 @@ import math
 from fusionspec.spec.categories import REDUCTION
 from fusionspec.spec.graph import Partition
 
-from ..codegen.access import Domain, buffer_name, known_shape, read_param
+from ..codegen.access import Domain, known_shape
+from ..codegen.args import KernelArgs
 from ..codegen.epilogue import Value, emit_epilogue, supported_kinds
 from ..codegen.source import render
-from ..codegen.types import c_float, check_supported
+from ..codegen.types import check_supported
 from ..errors import UnsupportedPartitionError
-from ..plan import KernelPlan, Launch, Param
+from ..plan import KernelPlan, Launch
 from .base import BuildContext, Family
 
 __all__ = ["FAMILY", "KERNEL_NAME", "is_reduction", "build_reduction"]
@@ -95,33 +97,37 @@ def build_reduction(partition: Partition, ctx: BuildContext) -> KernelPlan:
                    f"{list(in_shape)} and axes {axes}")
     preamble = ctx.preamble()
     preamble.uses(src.dtype)
-    offset, strides = Domain(in_shape, index="sidx").read_offset(src)
-    load, helpers = ctx.policy.load(src.dtype, buffer_name(src), offset)
+    args = KernelArgs(preamble)
+    src_domain = Domain(in_shape, args, index="sidx")
+    buffer = args.read(src)
+    load, helpers = ctx.policy.load(src.dtype, buffer, src_domain.read_offset(src))
     preamble.need(helpers)
-    domain = Domain(out_shape)
+    domain = Domain(out_shape, args)
     code = emit_epilogue(post, domain=domain, policy=ctx.policy, preamble=preamble,
                          given={dst.id: Value("acc")}, outputs=partition.outputs, acc="acc")
     missing = [t.id for t in partition.outputs if t.id not in code.stored]
     if missing:
         raise fail(f"outputs {missing} are not computed by the ops")
-    params: list[Param] = [read_param(src, ctx.policy), *strides]
-    params += [p for p in code.params if p not in params]
     extent = math.prod(in_shape[a] for a in axes)
     outputs = domain.size
-    wg = ctx.work_group(min(256, 1 << max(extent - 1, 0).bit_length()))
+    wg = ctx.reduction_work_group(extent)
     init, step, combine, final = _KINDS[main.kind]
+    if "{count}" in final:
+        final = final.format(count=args.f32("red_count", extent))
     kept = [(k, f"idx[{k if keep else n}]") for n, k in enumerate(kept_axes)]
+    out_splits = domain.split("rest")
+    red_splits = src_domain.split("r", axes)
+    outputs_arg, extent_arg = args.long("outputs", outputs), args.long("red_extent", extent)
     source = render("reduction.cl.j2", preamble=preamble.render(), name=KERNEL_NAME,
-                    params=[p.decl for p in params], wg=wg, rank=max(rank, 1),
-                    out_rank=max(len(out_shape), 1), outputs=outputs, extent=extent,
-                    out_splits=[(k, out_shape[k]) for k in reversed(range(len(out_shape)))],
-                    kept=kept, red_splits=[(a, in_shape[a]) for a in reversed(axes)],
-                    init=init, step=step, combine=combine,
-                    finish=final.format(count=c_float(extent)), load=load, body=code.body)
+                    params=args.decls(), wg=wg, rank=max(rank, 1),
+                    out_rank=max(len(out_shape), 1), outputs=outputs_arg, extent=extent_arg,
+                    out_splits=out_splits, kept=kept, red_splits=red_splits, init=init,
+                    out_index_t=domain.index_type, red_index_t=src_domain.index_type,
+                    step=step, combine=combine, finish=final, load=load, body=code.body)
     launches: tuple[Launch, ...] = ()
     if outputs:
         groups = min(outputs, _MAX_GROUPS)
-        launches = (Launch(KERNEL_NAME, tuple(params), (groups * wg,), (wg,)),)
+        launches = (Launch(KERNEL_NAME, args.params, (groups * wg,), (wg,)),)
     return KernelPlan("reduction", source, launches, reads=tuple(partition.inputs),
                       writes=tuple(partition.outputs))
 

@@ -9,13 +9,18 @@ finally normalise each element, which goes through the shared post-op generator
 optional statistics output (``max + log(sum)``, f32). Accumulation is f32; the exponent's
 argument keeps the rounding error of ``x - max`` (see ``fs_sm_exp`` in the template), so the
 result stays within the suite's 10*eps(f32) of the reference's f64 computation.
+
+The row count, the row length and the extents that split a row index are kernel arguments
+(`fusionspec.accel.codegen.args`); the work-group size comes from a few classes of the row
+length (`reduction_work_group`), so one program serves many shapes of a rank and axis.
 """
 
 from __future__ import annotations
 
 from fusionspec.spec.graph import Op, Partition
 
-from ..codegen.access import Domain, buffer_name, known_shape, read_param, write_param
+from ..codegen.access import Domain, known_shape
+from ..codegen.args import KernelArgs
 from ..codegen.epilogue import Value, emit_epilogue, supported_kinds
 from ..codegen.source import render
 from ..codegen.types import check_supported
@@ -70,12 +75,16 @@ def build_softmax(partition: Partition, ctx: BuildContext) -> KernelPlan:
         raise UnsupportedPartitionError(f"SoftMax axis {axis} is out of range for rank {rank}",
                                         pattern=partition.pattern, kinds=kinds)
     axis %= rank
-    domain = Domain(shape)
     preamble = ctx.preamble()
+    args = KernelArgs(preamble)
+    domain = Domain(shape, args)
     preamble.uses(src.dtype)
-    offset, strides = domain.read_offset(src)
-    load, helpers = ctx.policy.load(src.dtype, buffer_name(src), offset)
+    buffer = args.read(src)
+    load, helpers = ctx.policy.load(src.dtype, buffer, domain.read_offset(src))
     preamble.need(helpers)
+    stats_name = ""
+    if stats is not None and any(t.id == stats.id for t in partition.outputs):
+        stats_name = args.write(stats)
     outputs = [t for t in partition.outputs if stats is None or t.id != stats.id]
     code = emit_epilogue(post, domain=domain, policy=ctx.policy, preamble=preamble,
                          given={dst.id: Value("acc")}, outputs=outputs, acc="acc")
@@ -83,27 +92,23 @@ def build_softmax(partition: Partition, ctx: BuildContext) -> KernelPlan:
     if missing:
         raise UnsupportedPartitionError(f"outputs {missing} are not computed by the ops",
                                         pattern=partition.pattern, kinds=kinds)
-    params = [read_param(src, ctx.policy), *strides]
-    stats_name = ""
-    if stats is not None and any(t.id == stats.id for t in partition.outputs):
-        params.append(write_param(stats, ctx.policy))
-        stats_name = buffer_name(stats)
-    for p in code.params:
-        if p not in params:
-            params.append(p)
     length = shape[axis]
     rows = domain.size // length if length else 0
-    wg = ctx.work_group(min(256, 1 << max(length - 1, 0).bit_length()))
-    splits = [(k, shape[k]) for k in reversed(range(rank)) if k != axis and shape[k] != 1]
+    wg = ctx.reduction_work_group(length)
+    # Every other axis is split from the row index, whatever its extent (no extent of 1 is
+    # special), so the code depends on the rank and the axis only.
+    splits = domain.split("rest", [k for k in range(rank) if k != axis])
+    rows_arg, length_arg = args.long("rows", rows), args.long("row_length", length)
     source = render("softmax.cl.j2", preamble=preamble.render(), name=KERNEL_NAME,
-                    params=[p.decl for p in params], wg=wg, rank=rank, rows=rows,
-                    splits=splits, axis=axis, length=length, load=load,
+                    params=args.decls(), wg=wg, rank=rank, rows=rows_arg, splits=splits,
+                    index_t=domain.index_type,
+                    axis=axis, length=length_arg, load=load,
                     inf_as_zero=main.attrs.get("mode", "none") == "inf_as_zero",
                     stats=stats_name, body=code.body)
     launches: tuple[Launch, ...] = ()
     if rows:
         groups = min(rows, _MAX_GROUPS)
-        launches = (Launch(KERNEL_NAME, tuple(params), (groups * wg,), (wg,)),)
+        launches = (Launch(KERNEL_NAME, args.params, (groups * wg,), (wg,)),)
     return KernelPlan("softmax", source, launches, reads=tuple(partition.inputs),
                       writes=tuple(partition.outputs))
 

@@ -13,6 +13,10 @@ partitions, and the pattern train.relu_bwd_bn_bwd (ReLUBackward feeding the batc
 
 Sums use f32 with TwoSum compensation (and the exact rounding errors of ``x - mean`` and of
 the product), so they match the reference's f64 sums within the suite's tolerances.
+
+Extents, counts and epsilon are kernel arguments (`fusionspec.accel.codegen.args`), each kernel
+with its own canonical names; the code depends on the rank, the channel axis, the dtypes and
+the layouts only.
 """
 
 from __future__ import annotations
@@ -22,24 +26,17 @@ import math
 from fusionspec.spec.graph import LogicalTensor, Op, Partition
 from fusionspec.spec.shapes import channel_axis
 
-from ..codegen.access import (
-    Domain,
-    buffer_name,
-    channel_offset,
-    known_shape,
-    read_param,
-    write_param,
-)
+from ..codegen.access import Domain, channel_offset, known_shape
+from ..codegen.args import INT_LIMIT, KernelArgs
 from ..codegen.source import Preamble, render
-from ..codegen.types import TypePolicy, c_float, check_supported
+from ..codegen.types import TypePolicy, check_supported
 from ..errors import UnsupportedPartitionError
-from ..plan import KernelPlan, Launch, Param, Scratch, ScratchArg
+from ..plan import KernelPlan, Launch, Scratch, ScratchArg
 from .base import BuildContext, Family
 
 __all__ = ["FAMILY", "is_training", "build_training"]
 
 TRAINING_KINDS = ("ReLUBackward", "BatchNormTrainingBackward", "BiasAddBackward")
-_INT_LIMIT = 2 ** 31 - 1
 _MAX_GROUPS = 1 << 16
 _SCRATCH = "bn_stats"
 
@@ -51,57 +48,54 @@ def is_training(partition: Partition) -> bool:
         sorted(kinds) == ["BatchNormTrainingBackward", "ReLUBackward"]
 
 
-class _Loads:
-    """Loads of one program's tensors: full-shape ones at ``idx[]`` through their strides,
-    per-channel ones at ``c``; collects the kernel parameters they need."""
+class _Kernel:
+    """The loads and stores of one kernel of the program: full-shape tensors at ``idx[]``
+    through their strides, per-channel ones at ``c``; its parameters in `args`."""
 
     def __init__(self, shape: tuple[int, ...], policy: TypePolicy, preamble: Preamble) -> None:
-        self.domain = Domain(shape)
+        self.args = KernelArgs(preamble)
+        self.domain = Domain(shape, self.args)
         self.policy = policy
         self.preamble = preamble
-        self.params: dict[Param, None] = {}
 
     def full(self, tensor: LogicalTensor) -> str:
         if known_shape(tensor) != self.domain.shape:
             raise UnsupportedPartitionError(f"tensor {tensor.id} of shape "
                                             f"{list(known_shape(tensor))} differs from "
                                             f"{list(self.domain.shape)}")
-        offset, strides = self.domain.read_offset(tensor)
-        for p in (read_param(tensor, self.policy), *strides):
-            self.params.setdefault(p, None)
-        return self._load(tensor, offset)
+        buffer = self.args.read(tensor)
+        return self._load(tensor, buffer, self.domain.read_offset(tensor))
 
     def channel(self, tensor: LogicalTensor) -> str:
-        offset, stride = channel_offset(tensor, "c")
-        for p in (read_param(tensor, self.policy), *stride):
-            self.params.setdefault(p, None)
-        return self._load(tensor, offset)
+        buffer = self.args.read(tensor)
+        return self._load(tensor, buffer, channel_offset(tensor, "c", self.args))
 
-    def _load(self, tensor: LogicalTensor, offset: str) -> str:
+    def _load(self, tensor: LogicalTensor, buffer: str, offset: str) -> str:
         check_supported(tensor.dtype, f"tensor {tensor.id}")
         self.preamble.uses(tensor.dtype)
-        expr, helpers = self.policy.load(tensor.dtype, buffer_name(tensor), offset)
+        expr, helpers = self.policy.load(tensor.dtype, buffer, offset)
         self.preamble.need(helpers)
         return self.policy.as_float(expr, self.policy.kind(tensor.dtype))
 
     def store(self, tensor: LogicalTensor, offset: str, value: str) -> str:
         check_supported(tensor.dtype, f"tensor {tensor.id}")
         self.preamble.uses(tensor.dtype)
-        self.params.setdefault(write_param(tensor, self.policy), None)
-        statement, helpers = self.policy.store(tensor.dtype, buffer_name(tensor), offset,
-                                               value, "float")
+        buffer = self.args.write(tensor)
+        statement, helpers = self.policy.store(tensor.dtype, buffer, offset, value, "float")
         self.preamble.need(helpers)
         return statement
 
-    def take(self) -> tuple[Param, ...]:
-        """The parameters collected so far (then start a new kernel's list)."""
-        params = tuple(self.params)
-        self.params = {}
-        return params
+    def stats_scratch(self) -> str:
+        return self.args.buffer(_SCRATCH, "float", ScratchArg(_SCRATCH), const=False)
+
+    def splits(self, rest: str, skip: int | None = None) -> list[str]:
+        """Statements splitting the linear index in `rest` into every entry of ``idx[]`` but
+        `skip`'s."""
+        return self.domain.split(rest, [a for a in range(self.domain.rank) if a != skip])
 
 
-def _relu_value(relu: Op, loads: _Loads) -> str:
-    return f"({loads.full(relu.inputs[0])} > 0.0f ? {loads.full(relu.inputs[1])} : 0.0f)"
+def _relu_value(relu: Op, kernel: _Kernel) -> str:
+    return f"({kernel.full(relu.inputs[0])} > 0.0f ? {kernel.full(relu.inputs[1])} : 0.0f)"
 
 
 def _epsilon(op: Op) -> float:
@@ -130,23 +124,29 @@ def build_training(partition: Partition, ctx: BuildContext) -> KernelPlan:
     shape = known_shape(main.inputs[0])
     rank = len(shape)
     preamble = ctx.preamble()
-    loads = _Loads(shape, ctx.policy, preamble)
     outputs = {t.id for t in partition.outputs}
+    size = math.prod(shape)
+    # Template values: those of the statistics kernel (stats_*) and of the element-wise one.
     values: dict[str, object] = {"rank": max(rank, 1), "bn": False, "stats": False,
-                                 "elementwise": False, "stats_stores": []}
+                                 "elementwise": False, "stats_stores": [],
+                                 "index_t": "int" if size <= INT_LIMIT else "long"}
     launches: list[Launch] = []
     scratch: tuple[Scratch, ...] = ()
-    size = math.prod(shape)
-    index_t = "int" if size <= _INT_LIMIT else "long"
-    values.update(index_t=index_t, size=f"{size}{'L' if index_t == 'long' else ''}",
-                  splits=[(a, shape[a]) for a in reversed(range(rank))])
-    if main.kind == "ReLUBackward":
-        values.update(elementwise=True, x=_relu_value(main, loads),
-                      store=loads.store(main.outputs[0], "i", "value"))
-        params = loads.take()
-        values["ew_params"] = [p.decl for p in params]
+
+    def elementwise(kernel: _Kernel) -> None:
+        """Finish the element-wise kernel (its value and store already generated)."""
+        values.update(elementwise=True, splits=kernel.splits("rest"),
+                      size=kernel.domain.size_arg())
+        values["ew_params"] = kernel.args.decls()
         if size:
-            launches.append(Launch("fs_train_elementwise", params, *ctx.launch_1d(size)))
+            launches.append(Launch("fs_train_elementwise", kernel.args.params,
+                                   *ctx.launch_1d(size)))
+
+    if main.kind == "ReLUBackward":
+        kernel = _Kernel(shape, ctx.policy, preamble)
+        values.update(x=_relu_value(main, kernel),
+                      store=kernel.store(main.outputs[0], "i", "value"))
+        elementwise(kernel)
     else:
         fmt = str(main.attrs.get("data_format", "NXC"))
         if rank < 2 or fmt not in ("NCX", "NXC"):
@@ -154,48 +154,47 @@ def build_training(partition: Partition, ctx: BuildContext) -> KernelPlan:
         caxis = channel_axis(fmt, rank)
         channels = shape[caxis]
         per_channel = size // channels if channels else 0
-        wg = ctx.work_group(min(256, 1 << max(per_channel - 1, 0).bit_length()))
+        wg = ctx.reduction_work_group(per_channel)
         bn = main.kind == "BatchNormTrainingBackward"
-        values.update(stats=True, bn=bn, wg=wg, caxis=caxis, channels=channels,
-                      per_channel=per_channel,
-                      others=[(a, shape[a]) for a in reversed(range(rank)) if a != caxis])
+        values.update(stats=True, bn=bn, wg=wg, caxis=caxis)
+        stats = _Kernel(shape, ctx.policy, preamble)
         if bn:
-            x = _relu_value(relu, loads) if relu is not None else loads.full(main.inputs[0])
-            values.update(x=x, dy=loads.full(main.inputs[1]), mean=loads.channel(main.inputs[2]),
-                          variance=loads.channel(main.inputs[3]),
-                          epsilon=c_float(_epsilon(main)))
-            loads.params.setdefault(Param(f"__global float* restrict {_SCRATCH}",
-                                          ScratchArg(_SCRATCH)), None)
+            x = _relu_value(relu, stats) if relu is not None else stats.full(main.inputs[0])
+            values.update(stats_x=x, stats_dy=stats.full(main.inputs[1]),
+                          stats_mean=stats.channel(main.inputs[2]),
+                          stats_variance=stats.channel(main.inputs[3]),
+                          stats_epsilon=stats.args.f32("epsilon", _epsilon(main)),
+                          stats_scratch=stats.stats_scratch())
             scratch = (Scratch(_SCRATCH, 8 * max(channels, 1)),)
             stores = []
             if len(main.outputs) == 3:
                 for tensor, value in ((main.outputs[1], "diff_gamma"),
                                       (main.outputs[2], "sum_dy")):
                     if tensor.id in outputs:
-                        stores.append(loads.store(tensor, "c", value))
+                        stores.append(stats.store(tensor, "c", value))
             values["stats_stores"] = stores
         else:
-            values.update(dy=loads.full(main.inputs[0]),
-                          stats_stores=[loads.store(main.outputs[0], "c", "sum_dy")])
-        params = loads.take()
-        values["stats_params"] = [p.decl for p in params]
+            values.update(stats_dy=stats.full(main.inputs[0]),
+                          stats_stores=[stats.store(main.outputs[0], "c", "sum_dy")])
+        values.update(others=stats.splits("r", skip=caxis),
+                      channels=stats.args.long("channels", channels),
+                      per_channel=stats.args.long("per_channel", per_channel))
+        values["stats_params"] = stats.args.decls()
         if channels:
-            launches.append(Launch("fs_train_stats", params, (min(channels, _MAX_GROUPS) * wg,),
-                                   (wg,)))
+            launches.append(Launch("fs_train_stats", stats.args.params,
+                                   (min(channels, _MAX_GROUPS) * wg,), (wg,)))
         if bn:
-            gamma = loads.channel(main.inputs[4]) if len(main.inputs) > 4 else "1.0f"
-            values.update(elementwise=True, gamma=gamma, count=c_float(per_channel),
-                          x=_relu_value(relu, loads) if relu is not None
-                          else loads.full(main.inputs[0]),
-                          dy=loads.full(main.inputs[1]), mean=loads.channel(main.inputs[2]),
-                          variance=loads.channel(main.inputs[3]),
-                          store=loads.store(main.outputs[0], "i", "value"))
-            loads.params.setdefault(Param(f"__global float* restrict {_SCRATCH}",
-                                          ScratchArg(_SCRATCH)), None)
-            params = loads.take()
-            values["ew_params"] = [p.decl for p in params]
-            if size:
-                launches.append(Launch("fs_train_elementwise", params, *ctx.launch_1d(size)))
+            kernel = _Kernel(shape, ctx.policy, preamble)
+            gamma = kernel.channel(main.inputs[4]) if len(main.inputs) > 4 else "1.0f"
+            values.update(gamma=gamma, count=kernel.args.f32("channel_count", per_channel),
+                          x=_relu_value(relu, kernel) if relu is not None
+                          else kernel.full(main.inputs[0]),
+                          dy=kernel.full(main.inputs[1]), mean=kernel.channel(main.inputs[2]),
+                          variance=kernel.channel(main.inputs[3]),
+                          epsilon=kernel.args.f32("epsilon", _epsilon(main)),
+                          scratch=kernel.stats_scratch(),
+                          store=kernel.store(main.outputs[0], "i", "value"))
+            elementwise(kernel)
     source = render("training.cl.j2", preamble=preamble.render(), **values)
     return KernelPlan("training", source, tuple(launches), reads=tuple(partition.inputs),
                       writes=tuple(partition.outputs), scratch=scratch)

@@ -16,9 +16,12 @@ from testkit.accel import first_device, requires_device
 
 from fusionspec.accel.backend import AccelBackend
 from fusionspec.accel.codegen.access import Domain, is_dense
+from fusionspec.accel.codegen.args import KernelArgs
+from fusionspec.accel.codegen.source import Preamble
+from fusionspec.accel.codegen.types import TypePolicy
 from fusionspec.accel.devices import DeviceInfo
 from fusionspec.accel.families import BuildContext, family_for
-from fusionspec.accel.plan import StrideArg
+from fusionspec.accel.plan import ScalarArg, StrideArg
 from fusionspec.reference import execute
 from fusionspec.reference.partitioner import partition
 from fusionspec.spec.dtypes import DataType
@@ -39,10 +42,27 @@ def _device(kind: str = "cpu", compute_units: int = 2) -> DeviceInfo:
         correctly_rounded_divide_sqrt=True)
 
 
-def _evaluate(expr: str, declarations: list[str], i: int, strides: dict[str, int]) -> int:
-    """The value of a generated C index expression at linear index `i` (all operands are
-    non-negative, so C's integer division is Python's floor division)."""
-    scope: dict[str, int] = {"i": i, **strides}
+def _scalars(args: KernelArgs) -> dict[str, Any]:
+    """The integer and divisor arguments `args` recorded, by name (what the executor would
+    pass)."""
+    return {p.decl.split()[-1]: p.binding.value for p in args.params
+            if isinstance(p.binding, ScalarArg)}
+
+
+def _fs_div(n: int, d: tuple[int, int, int, int]) -> int:
+    """The generated code's ``fs_div``: a multiply and a shift by the divisor's magic."""
+    return (n * d[1]) >> d[2]
+
+
+def _fs_mod(n: int, d: tuple[int, int, int, int]) -> int:
+    return n - _fs_div(n, d) * d[0]
+
+
+def _evaluate(expr: str, declarations: list[str], i: int, values: dict[str, Any]) -> int:
+    """The value of a generated C index expression at linear index `i`, given the kernel's
+    argument values (all operands are non-negative, so C's integer division is Python's floor
+    division)."""
+    scope: dict[str, Any] = {"i": i, "fs_div": _fs_div, "fs_mod": _fs_mod, **values}
     for line in declarations:
         match = re.fullmatch(r"const (?:int|long) (\w+) = (.+);", line)
         assert match, f"unexpected axis declaration {line!r}"
@@ -63,12 +83,13 @@ OFFSET_CASES = [
                          ids=[f"{d}<-{s}" for d, s in OFFSET_CASES])
 def test_lazy_dense_offsets_are_numpy_broadcasting(domain_shape: tuple[int, ...],
                                                    shape: tuple[int, ...]) -> None:
-    domain = Domain(domain_shape, linear="i")
+    args = KernelArgs(Preamble(TypePolicy()))
+    domain = Domain(domain_shape, args, linear="i")
     tensor = LogicalTensor(3, F32, shape)
     expr = domain.dense_offset(tensor)
     declarations = domain.axis_declarations()
     want = np.broadcast_to(np.arange(math.prod(shape)).reshape(shape), domain_shape).ravel()
-    got = [_evaluate(expr, declarations, i, {}) for i in range(domain.size)]
+    got = [_evaluate(expr, declarations, i, _scalars(args)) for i in range(domain.size)]
     assert got == want.tolist(), \
         f"offsets of {shape} in {domain_shape} from {expr!r} ({declarations}): {got}"
     lead, runs, live_before = len(domain_shape) - len(shape), 0, False
@@ -77,7 +98,8 @@ def test_lazy_dense_offsets_are_numpy_broadcasting(domain_shape: tuple[int, ...]
             live = k >= lead and shape[k - lead] != 1
             runs += live and not live_before
             live_before = live
-    assert expr.count("/") <= runs and expr.count("%") <= runs and not declarations, \
+    assert expr.count("fs_div") <= runs and expr.count("fs_mod") <= runs and \
+        "/" not in expr and "%" not in expr and not declarations, \
         f"{expr!r} ({declarations}) takes more than one division and one remainder per " \
         f"run of the {runs} runs of dims {shape} does not broadcast in {domain_shape}"
     if math.prod(shape) == domain.size:
@@ -93,18 +115,20 @@ STRIDED_CASES = [((3, 4), (1, 3)), ((3, 4), (8, 1)), ((3, 4), (0, 1)), ((2, 3, 2
                          ids=[f"{s}@{st}" for s, st in STRIDED_CASES])
 def test_lazy_strided_offsets_use_runtime_strides(shape: tuple[int, ...],
                                                   strides: tuple[int, ...]) -> None:
-    domain = Domain(shape, linear="i")
+    args = KernelArgs(Preamble(TypePolicy()))
+    domain = Domain(shape, args, linear="i")
     tensor = LogicalTensor(4, F32, shape, strides)
     assert not is_dense(tensor), f"strides {strides} of {shape} are not row-major"
-    expr, params = domain.read_offset(tensor)
-    bound = {p.decl.split()[-1]: strides[p.binding.dim] for p in params
+    expr = domain.read_offset(tensor)
+    declarations = domain.axis_declarations()
+    bound = {p.decl.split()[-1]: strides[p.binding.dim] for p in args.params
              if isinstance(p.binding, StrideArg)}
     assert len(bound) == sum(1 for d in shape if d != 1), \
-        f"one runtime stride per dim of extent > 1, got {[p.decl for p in params]}"
-    declarations = domain.axis_declarations()
+        f"one runtime stride per dim of extent > 1, got {args.decls()}"
     index = np.indices(shape).reshape(len(shape), -1).T
     want = [int(np.dot(ix, strides)) for ix in index]
-    got = [_evaluate(expr, declarations, i, bound) for i in range(domain.size)]
+    got = [_evaluate(expr, declarations, i, {**bound, **_scalars(args)})
+           for i in range(domain.size)]
     assert got == want, f"strided offsets of {shape}@{strides} from {expr!r}: {got}"
 
 
@@ -146,21 +170,23 @@ def test_dense_chain_has_no_division_no_strides_and_no_loop() -> None:
         f"a dense same-shape chain needs no index division:\n{kernel}"
     assert "_s0" not in kernel and "long" not in kernel, \
         f"dense operands take no runtime strides:\n{kernel}"
-    assert "for (" not in kernel and "if (i < 16000)" in kernel, \
+    assert "for (" not in kernel and "if (i < idx_size)" in kernel, \
         f"a launch that covers the domain runs each work item once:\n{kernel}"
 
 
 def test_broadcast_operands_compute_only_their_index() -> None:
     kernel = _kernel_of(_chain((2, 3, 4, 5), b_shape=(1, 3, 1, 1), c_shape=(5,)), _device())
-    assert "t1[(i / 20) % 3]" in kernel and "t2[i % 5]" in kernel, \
+    assert "t1[fs_mod(fs_div(i, idx_in1_div), idx_n1_div)]" in kernel and \
+        "t2[fs_mod(i, idx_n3_div)]" in kernel, \
         f"a (1,3,1,1) operand is one division and remainder, a (5,) one a remainder:\n{kernel}"
-    assert "idx" not in kernel, f"no axis index is needed by dense operands:\n{kernel}"
+    assert "idx1 " not in kernel and "idx3 " not in kernel, \
+        f"no axis index is needed by dense operands:\n{kernel}"
 
 
 def test_capped_launch_keeps_the_grid_stride_loop() -> None:
     device = _device("gpu", compute_units=1)
     kernel = _kernel_of(_chain((1 << 20,)), device)
-    assert "for (int i = get_global_id(0); i < 1048576; i += get_global_size(0))" in kernel, \
+    assert "for (int i = get_global_id(0); i < idx_size; i += get_global_size(0))" in kernel, \
         f"a GPU launch capped below the element count loops over the rest:\n{kernel}"
 
 

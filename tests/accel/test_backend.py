@@ -12,11 +12,12 @@ from testkit.accel import OnDevice, first_device, first_info, requires_device
 
 from fusionspec.accel.backend import AccelBackend, AccelOpByOpBackend
 from fusionspec.accel.codegen.access import Domain
+from fusionspec.accel.codegen.args import KernelArgs
 from fusionspec.accel.codegen.epilogue import Value, emit_epilogue
 from fusionspec.accel.compiled import AccelCompiledPartition
 from fusionspec.accel.errors import UnsupportedPartitionError
 from fusionspec.accel.families import FAMILIES, BuildContext, Family, family_for
-from fusionspec.accel.plan import KernelPlan, Launch
+from fusionspec.accel.plan import BufferArg, KernelPlan, Launch
 from fusionspec.accel.runtime import runtime_for
 from fusionspec.reference import execute
 from fusionspec.reference.dtypes import cast_to
@@ -70,8 +71,10 @@ def test_fused_is_one_kernel_without_intermediate_buffers() -> None:
     assert len(on.parts) == 1 and len(on.compiled[0].plans) == 1, "one partition, one plan"
     plan = on.compiled[0].plans[0]
     assert len(plan.launches) == 1, "one kernel launch"
-    buffers = {p.decl.split()[-1] for p in plan.launches[0].params if "__global" in p.decl}
-    assert buffers == {"t0", "t1", "t3", "t6"}, \
+    buffers = {p.binding.tensor_id for p in plan.launches[0].params
+               if isinstance(p.binding, BufferArg)}
+    assert buffers == {0, 1, 3, 6} and \
+        sum("__global" in p.decl for p in plan.launches[0].params) == len(buffers), \
         f"only the partition's inputs and output are global buffers: {buffers}"
     on.check(_feeds(_chain()), label="fused chain")
 
@@ -120,21 +123,20 @@ def _scale_family_build(partition: Partition, ctx: BuildContext) -> KernelPlan:
     finishes and stores."""
     main, *post = partition.ops
     x, dst = main.inputs[0], main.outputs[0]
-    domain = Domain(dst.shape or ())
     preamble = ctx.preamble()
+    args = KernelArgs(preamble)
+    src = args.read(x)
+    domain = Domain(dst.shape or (), args)
     code = emit_epilogue(post, domain=domain, policy=ctx.policy, preamble=preamble,
                          given={dst.id: Value("acc")}, outputs=partition.outputs, acc="acc",
                          linear="i")
-    params = [f"__global const float* restrict t{x.id}", *(p.decl for p in code.params)]
+    size = domain.size_arg()
     body = "\n        ".join(code.body.splitlines())
-    source = (f"{preamble.render()}\n__kernel void toy({', '.join(params)}) {{\n"
-              f"    for (int i = get_global_id(0); i < {domain.size}; i += get_global_size(0))"
-              f" {{\n        int idx[1]; idx[0] = i;\n        float acc = 2.0f * t{x.id}[i];\n"
+    source = (f"{preamble.render()}\n__kernel void toy({', '.join(args.decls())}) {{\n"
+              f"    for (int i = get_global_id(0); i < {size}; i += get_global_size(0))"
+              f" {{\n        int idx[1]; idx[0] = i;\n        float acc = 2.0f * {src}[i];\n"
               f"        {body}\n    }}\n}}\n")
-    from fusionspec.accel.codegen.access import read_param
-
-    launch = Launch("toy", (read_param(x, ctx.policy), *code.params), *ctx.launch_1d(
-        domain.size))
+    launch = Launch("toy", args.params, *ctx.launch_1d(domain.size))
     return KernelPlan("toy", source, (launch,), tuple(partition.inputs),
                       tuple(partition.outputs))
 
@@ -148,7 +150,7 @@ def test_epilogue_api_for_a_main_op_family() -> None:
     part = Partition(0, ops, (x, b), (z,))
     info = first_info()
     plan = _scale_family_build(part, BuildContext.for_device(info))
-    assert "acc = v4;" in plan.source, "the epilogue writes the final value back to acc"
+    assert "acc = v2;" in plan.source, "the epilogue writes the final value back to acc"
     compiled = AccelCompiledPartition(part, runtime_for(info), [plan])
     xs = np.linspace(-3, 3, n, dtype=np.float32)
     bs = np.linspace(1, -1, n, dtype=np.float32)

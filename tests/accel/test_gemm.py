@@ -14,6 +14,7 @@ from testkit.accel import OnDevice, first_info, requires_device
 
 from fusionspec.accel.families import BuildContext, family_for
 from fusionspec.accel.families.gemm import choose_tiles
+from fusionspec.accel.plan import BufferArg, TableArg
 from fusionspec.reference.dtypes import cast_to
 from fusionspec.spec.dtypes import DataType
 from fusionspec.spec.graph import AttrValue, Graph, LogicalTensor, Op
@@ -201,9 +202,13 @@ def test_int8_matmul_folds_dequantize_into_loads(quantize_weights: bool) -> None
     graph = _int8_graph(mm, (13, 11), 1, quantize_weights=quantize_weights)
     on = _run(graph, f"int8 MatMul (weights quantized in graph: {quantize_weights})")
     plan = on.compiled[0].plans[0]
-    buffers = {p.decl.split()[-1] for p in plan.launches[0].params if "__global" in p.decl}
-    assert buffers == {"t10", "t11", "t21", "t24"}, \
+    params = plan.launches[0].params
+    buffers = {p.binding.tensor_id for p in params if isinstance(p.binding, BufferArg)}
+    assert buffers == {10, 11, 21, 24}, \
         f"only the int8 inputs, the f32/s8 weights and the u8 output are buffers: {buffers}"
+    tables = [p for p in params if isinstance(p.binding, TableArg)]
+    assert sum("__global" in p.decl for p in params) == len(buffers) + len(tables), \
+        "the other global parameters are the per-channel scale and zero-point tables"
     assert "char" in plan.source and "uchar" in plan.source, "int8 data is loaded as is"
 
 

@@ -1,3 +1,9 @@
+/* n / d.x for 0 <= n < 2**31 as a multiply and a shift (d from the host: divisor, multiplier,
+   shift): vectorises like a division by a constant, where a division by an argument does not */
+inline int fs_div(int n, uint4 d) { return (int)(((ulong)(uint)n * d.y) >> d.z); }
+
+inline int fs_mod(int n, uint4 d) { return n - fs_div(n, d) * (int)d.x; }
+
 inline float fs_nan_to_zero(float value) { return value != value ? 0.0f : value; }
 
 inline float fs_quantize_rne(float a, float zp) {
@@ -11,25 +17,30 @@ inline float fs_quantize_rne(float a, float zp) {
     return (a == INFINITY || a == -INFINITY) ? a : q;
 }
 
-__constant float op1_scales[3] = {0x1p-2f, 0x1p-1f, 0x1p+0f};
-
-__constant float op1_zps[3] = {0x0p+0f, 0x0p+0f, 0x0p+0f};
-
 __kernel void fs_elementwise(
-    __global const uchar* restrict t1,
+    __global const float* restrict scales0,
+    __global const float* restrict zps0,
     __global const uchar* restrict t0,
-    __global uchar* restrict t6)
+    const float scale0,
+    const float zp0,
+    __global const uchar* restrict t1,
+    const float scale1,
+    const float zp1,
+    __global uchar* restrict t2,
+    const int idx_size,
+    const uint4 idx_in1_div,
+    const uint4 idx_n1_div)
 {
     const int i = get_global_id(0);
-    if (i < 24) {
-        const int idx1 = (i / 4) % 3;
-        const long v1 = (long)t1[i];
-        const float v3 = (convert_float(v1) - op1_zps[idx1]) * op1_scales[idx1];
+    if (i < idx_size) {
+        const int idx1 = fs_mod(fs_div(i, idx_in1_div), idx_n1_div);
         const long v0 = (long)t0[i];
-        const float v2 = (convert_float(v0) - 0x1.8p+1f) * 0x1p-1f;
-        const float v4 = v2;
-        const float v5 = v4 + v3;
-        const long v6 = (long)convert_uchar_sat_rte(fs_nan_to_zero(fs_quantize_rne(v5 / 0x1p-1f, 0x1.8p+1f)));
-        t6[i] = (uchar)clamp((long)(v6), 0L, 255L);
+        const float v1 = (convert_float(v0) - zps0[idx1]) * scales0[idx1];
+        const long v2 = (long)t1[i];
+        const float v3 = (convert_float(v2) - zp0) * scale0;
+        const float v4 = v3;
+        const float v5 = v4 + v1;
+        const long v6 = (long)convert_uchar_sat_rte(fs_nan_to_zero(fs_quantize_rne(v5 / scale1, zp1)));
+        t2[i] = (uchar)clamp((long)(v6), 0L, 255L);
     }
 }
