@@ -27,6 +27,7 @@ import numpy as np
 from fusionspec.reference.dtypes import numpy_dtype
 from fusionspec.reference.errors import InputMismatchError
 from fusionspec.spec.graph import LogicalTensor, Partition, row_major_strides
+from fusionspec.spec.types import Array
 
 from .codegen.access import known_shape
 from .codegen.types import HOST, check_supported, from_host, to_host
@@ -34,8 +35,6 @@ from .plan import BufferArg, KernelPlan, Launch, Param, ScalarArg, ScratchArg, S
 from .runtime import Runtime
 
 __all__ = ["AccelCompiledPartition"]
-
-Array = np.ndarray[Any, np.dtype[Any]]
 
 _SCALARS: dict[str, type[np.generic]] = {"int": np.int32, "uint": np.uint32, "long": np.int64,
                                          "float": np.float32}

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 
 from .categories import BINARY, REDUCTION, UNARY
 from .dtypes import FLOAT_TYPES, DataType
-from .ir import Op
+from .ir import AttrValue, Op
 from .schema import AttrKind, AttrSpec, Constraint, OpSchema, PortSpec
 from .shapes import (
     filled_default,
@@ -32,7 +32,7 @@ from .shapes import (
     infer_softmax,
 )
 
-__all__ = ["SCHEMAS", "OPAQUE_KINDS", "COMMUTATIVE_KINDS", "schema_for"]
+__all__ = ["SCHEMAS", "OPAQUE_KINDS", "COMMUTATIVE_KINDS", "schema_for", "attribute"]
 
 D = DataType
 F = FLOAT_TYPES
@@ -510,6 +510,16 @@ OPAQUE_KINDS: frozenset[str] = frozenset({
     "SoftPlusBackward", "SqrtBackward", "SquaredDifference", "StaticReshape", "StaticTranspose",
     "TanhBackward", "Wildcard",
 })
+
+
+def attribute(op: Op, name: str) -> AttrValue | None:
+    """Attribute `name` of `op` as given, else its schema default, else None (the one reading
+    of "the attribute's value" for code that also serves ops not yet finalized)."""
+    if name in op.attrs:
+        return op.attrs[name]
+    schema = SCHEMAS.get(op.kind)
+    spec = schema.attr_spec(name) if schema is not None else None
+    return None if spec is None else spec.default
 
 
 def schema_for(kind: str) -> OpSchema | None:

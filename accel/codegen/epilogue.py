@@ -38,24 +38,17 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from fusionspec.spec.graph import AttrValue, LogicalTensor, Op
-from fusionspec.spec.opschemas import SCHEMAS
+from fusionspec.spec.graph import LogicalTensor, Op
 
 from ..errors import UnsupportedPartitionError
 from .access import Domain, channel_offset
+from .opctx import OpCtx, Value
+from .ops import OP_TABLE
 from .source import Preamble
-from .types import Kind, TypePolicy, c_float, check_supported
+from .types import Kind, TypePolicy, check_supported
 
 __all__ = ["Value", "OpCtx", "EpilogueCode", "emit_epilogue", "supported_kinds",
            "ordered_ops"]
-
-
-@dataclass(frozen=True)
-class Value:
-    """A register (or C expression) and its kind: f32 ``float`` or exact integer ``long``."""
-
-    text: str
-    kind: Kind = "float"
 
 
 @dataclass(frozen=True)
@@ -75,8 +68,6 @@ class EpilogueCode:
 
 def supported_kinds() -> frozenset[str]:
     """The op kinds the generator can emit (the table's keys)."""
-    from .ops import OP_TABLE
-
     return frozenset(OP_TABLE)
 
 
@@ -104,85 +95,9 @@ def ordered_ops(ops: Sequence[Op]) -> list[Op]:
     return order
 
 
-class OpCtx:
-    """What an op-table entry sees: the op, its operands' registers, its attributes, and ways
-    to declare per-channel loads, attribute arguments, tables, helpers and temporaries."""
-
-    def __init__(self, emitter: _Emitter, op: Op) -> None:
-        self.op = op
-        self._e = emitter
-        self.policy: TypePolicy = emitter.policy
-
-    # operands
-    def arg(self, port: int) -> Value:
-        """The register of input `port` at the domain index (loaded on first use)."""
-        return self._e.value(self.op.inputs[port])
-
-    def f(self, port: int) -> str:
-        """Input `port` as an f32 expression (integers are converted as NumPy does)."""
-        value = self.arg(port)
-        return self.policy.as_float(value.text, value.kind)
-
-    def input(self, port: int) -> LogicalTensor:
-        return self.op.inputs[port]
-
-    def output(self, port: int = 0) -> LogicalTensor:
-        return self.op.outputs[port]
-
-    def channel_index(self, port: int, axis: int) -> str:
-        """The index of input `port`'s tensor along `axis` at the domain index."""
-        return self._e.domain.index_along(self.op.inputs[port], axis)
-
-    def load_at(self, port: int, index: str) -> str:
-        """Element `index` of input `port`, a 1-D partition input (per-channel parameters:
-        bias, gamma, scales given as tensors), as an f32 expression."""
-        return self._e.load_1d(self.op.inputs[port], index, self.op)
-
-    # attributes and constants
-    def attr(self, name: str) -> AttrValue:
-        """Attribute `name`, or its schema default; UnsupportedPartitionError when absent."""
-        if name in self.op.attrs:
-            return self.op.attrs[name]
-        spec = SCHEMAS[self.op.kind].attr_spec(name) if self.op.kind in SCHEMAS else None
-        if spec is None or spec.default is None:
-            raise UnsupportedPartitionError(f"op {self.op.id} ({self.op.kind}) has no attribute "
-                                            f"{name!r} (finalize the graph first)")
-        return spec.default
-
-    def fattr(self, name: str) -> float:
-        value = self.attr(name)
-        if not isinstance(value, int | float) or isinstance(value, bool):
-            raise UnsupportedPartitionError(f"op {self.op.id} ({self.op.kind}) attribute "
-                                            f"{name!r} is {value!r}, not a number")
-        return float(value)
-
-    @staticmethod
-    def lit(value: float) -> str:
-        """An exact f32 literal of `value`, for the constants of a formula (never for an
-        attribute: those are arguments, `farg`)."""
-        return c_float(value)
-
-    def farg(self, name: str) -> str:
-        """Numeric attribute `name` as an f32 kernel argument (``<name><n>``)."""
-        return self.float_arg(name, self.fattr(name))
-
-    def float_arg(self, prefix: str, value: float) -> str:
-        """`value` as an f32 kernel argument named ``<prefix><n>``."""
-        return self._e.args.numbered_f32(prefix, value)
-
-    def table(self, prefix: str, values: Sequence[float]) -> str:
-        """An f32 table argument ``<prefix><n>`` holding `values` (per-channel parameters)."""
-        return self._e.args.table(prefix, values)
-
-    def need(self, *helpers: str) -> None:
-        self._e.preamble.need(helpers)
-
-    def let(self, expr: str, kind: Kind = "float") -> str:
-        """Emit ``const <type> eN = expr;`` and return ``eN`` (to use a value twice)."""
-        return self._e.temp(expr, kind)
-
-
 class _Emitter:
+    """Generates the statements of one epilogue (the `Emitter` an `OpCtx` talks to)."""
+
     def __init__(self, ops: Sequence[Op], domain: Domain, policy: TypePolicy,
                  preamble: Preamble, given: Mapping[int, Value],
                  outputs: Sequence[LogicalTensor], linear: str | None) -> None:
@@ -199,8 +114,6 @@ class _Emitter:
         self.produced = {t.id for op in self.ops for t in op.outputs}
 
     def run(self) -> None:
-        from .ops import OP_TABLE
-
         for tid in list(self.values):
             self._maybe_store(tid)
         for op in self.ops:

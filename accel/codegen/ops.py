@@ -23,18 +23,20 @@ import math
 from collections.abc import Callable, Sequence
 
 from fusionspec.reference.errors import OpInputError
+from fusionspec.reference.ops.unary import EXP_OVERFLOW_BOUND as REFERENCE_EXP_BOUND
 from fusionspec.spec.dtypes import DataType
 from fusionspec.spec.shapes import channel_axis
 
 from ..errors import UnsupportedPartitionError
-from .epilogue import OpCtx, Value
+from .opctx import OpCtx, Value
+from .types import c_float
 
 __all__ = ["OP_TABLE", "EXP_OVERFLOW_BOUND", "Builder"]
 
 Builder = Callable[[OpCtx], Value]
 
 #: oneDNN's f32 exp overflow bound (Sigmoid and SoftPlus guards), as an exact literal.
-EXP_OVERFLOW_BOUND = "88.72283172607421875f"
+EXP_OVERFLOW_BOUND = c_float(float(REFERENCE_EXP_BOUND))
 
 
 def _unary(template: str) -> Builder:

@@ -1,7 +1,7 @@
 """The registry of kernel families: each partition is compiled by the first family that
 matches it.
 
-To add a family, write its module (a `Family` named ``FAMILY``, see `base`) and add it to
+To add a family, write its module (a `KernelFamily` named ``FAMILY``, see `base`) and add it to
 `FAMILIES` below; order matters only where two families match the same partition.
 """
 
@@ -13,11 +13,11 @@ from fusionspec.spec.graph import Partition
 
 from ..errors import UnsupportedPartitionError
 from . import elementwise, gemm, interpolate, pool, reduction, softmax, training
-from .base import BuildContext, Family
+from .base import BuildContext, KernelFamily
 
-__all__ = ["FAMILIES", "Family", "BuildContext", "family_for"]
+__all__ = ["FAMILIES", "KernelFamily", "BuildContext", "family_for"]
 
-FAMILIES: tuple[Family, ...] = (
+FAMILIES: tuple[KernelFamily, ...] = (
     elementwise.FAMILY,
     gemm.FAMILY,
     softmax.FAMILY,
@@ -28,7 +28,7 @@ FAMILIES: tuple[Family, ...] = (
 )
 
 
-def family_for(partition: Partition, families: Sequence[Family] = FAMILIES) -> Family:
+def family_for(partition: Partition, families: Sequence[KernelFamily] = FAMILIES) -> KernelFamily:
     """The first family that matches `partition`; UnsupportedPartitionError names the pattern
     and its ops when none does."""
     for family in families:

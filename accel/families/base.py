@@ -2,7 +2,7 @@
 
 A family turns the partitions it recognises into a `KernelPlan`:
 
-    Family(name="elementwise", matches=is_elementwise, build=build_elementwise)
+    KernelFamily(name="elementwise", matches=is_elementwise, build=build_elementwise)
 
 - ``matches(partition) -> bool`` says, from the ops alone (kinds, pattern, attributes), whether
   the family handles the partition; it must be cheap and must not generate code;
@@ -21,17 +21,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from fusionspec.spec.graph import AttrValue, Op, Partition
-from fusionspec.spec.opschemas import SCHEMAS
+from fusionspec.spec.graph import Partition
 
 from ..codegen.source import Preamble
 from ..codegen.types import TypePolicy
 from ..devices import DeviceInfo
-from ..errors import UnsupportedPartitionError
 from ..plan import KernelPlan
 from ..runtime import launch_1d, pick_work_group
 
-__all__ = ["Family", "BuildContext", "attr_of"]
+__all__ = ["KernelFamily", "BuildContext"]
 
 
 @dataclass(frozen=True)
@@ -74,20 +72,9 @@ class BuildContext:
 
 
 @dataclass(frozen=True)
-class Family:
+class KernelFamily:
     """A kernel family: a name, a matcher and a builder (see the module docstring)."""
 
     name: str
     matches: Callable[[Partition], bool]
     build: Callable[[Partition, BuildContext], KernelPlan]
-
-
-def attr_of(op: Op, name: str) -> AttrValue:
-    """Attribute `name` of `op`, or its schema default (validated graphs have every default
-    filled in; this also serves partitions built by hand)."""
-    if name in op.attrs:
-        return op.attrs[name]
-    spec = SCHEMAS[op.kind].attr_spec(name)
-    if spec is None or spec.default is None:
-        raise UnsupportedPartitionError(f"op {op.id} ({op.kind}) has no attribute {name!r}")
-    return spec.default

@@ -28,7 +28,7 @@ from ..codegen.epilogue import emit_epilogue, supported_kinds
 from ..codegen.source import render
 from ..errors import UnsupportedPartitionError
 from ..plan import KernelPlan, Launch
-from .base import BuildContext, Family
+from .base import BuildContext, KernelFamily
 
 __all__ = ["FAMILY", "KERNEL_NAME", "is_elementwise", "build_elementwise"]
 
@@ -73,4 +73,4 @@ def build_elementwise(partition: Partition, ctx: BuildContext) -> KernelPlan:
                       writes=tuple(partition.outputs))
 
 
-FAMILY = Family("elementwise", is_elementwise, build_elementwise)
+FAMILY = KernelFamily("elementwise", is_elementwise, build_elementwise)

@@ -42,7 +42,7 @@ from ..codegen.source import Preamble, render
 from ..codegen.types import HOST, is_integer
 from ..errors import UnsupportedPartitionError
 from ..plan import Binding, BufferArg, KernelPlan, Launch, Scratch, ScratchArg
-from .base import BuildContext, Family
+from .base import BuildContext, KernelFamily
 from .gemm_backward import BIAS_KERNEL, backward_geometry, bias_backward_kernel
 from .gemm_geometry import MAIN_KINDS, Geometry, IndexCode, geometry_of
 
@@ -288,4 +288,4 @@ def build_gemm(partition: Partition, ctx: BuildContext) -> KernelPlan:
                       scratch=scratch)
 
 
-FAMILY = Family("gemm", is_gemm, build_gemm)
+FAMILY = KernelFamily("gemm", is_gemm, build_gemm)

@@ -23,11 +23,12 @@ from fusionspec.spec.shapes import pads_for, spatial_dims
 
 from ..codegen.access import known_shape
 from ..codegen.args import KernelArgs
+from ..codegen.opctx import attr_of
 from ..codegen.source import Preamble
 from ..codegen.types import TypePolicy
 from ..errors import UnsupportedPartitionError
 from ..plan import Binding, BufferArg, Param
-from .gemm_geometry import Geometry, IndexCode, attr_of, ints_of, split_index
+from .gemm_geometry import Geometry, IndexCode, ints_of, split_index
 
 __all__ = ["backward_geometry", "bias_backward_kernel", "BIAS_KERNEL"]
 

@@ -33,11 +33,10 @@ from fusionspec.spec.shapes import pads_for, spatial_dims
 
 from ..codegen.access import broadcast_domain, known_shape, split_lines
 from ..codegen.args import KernelArgs
+from ..codegen.opctx import attr_of
 from ..errors import UnsupportedPartitionError
-from .base import attr_of
 
-__all__ = ["Geometry", "IndexCode", "geometry_of", "MAIN_KINDS", "split_index", "attr_of",
-           "ints_of"]
+__all__ = ["Geometry", "IndexCode", "geometry_of", "MAIN_KINDS", "split_index", "ints_of"]
 
 #: The main ops of the family.
 MAIN_KINDS = frozenset({"MatMul", "Convolution", "ConvTranspose"})

@@ -27,7 +27,7 @@ from ..codegen.source import render
 from ..codegen.types import TypePolicy, check_supported
 from ..errors import UnsupportedPartitionError
 from ..plan import KernelPlan, Launch
-from .base import BuildContext, Family
+from .base import BuildContext, KernelFamily
 
 __all__ = ["FAMILY", "KERNEL_NAME", "is_interpolate", "build_interpolate"]
 
@@ -146,4 +146,4 @@ def build_interpolate(partition: Partition, ctx: BuildContext) -> KernelPlan:
                       writes=tuple(partition.outputs))
 
 
-FAMILY = Family("interpolate", is_interpolate, build_interpolate)
+FAMILY = KernelFamily("interpolate", is_interpolate, build_interpolate)

@@ -29,11 +29,12 @@ from fusionspec.spec.shapes import filled_default, pads_for
 from ..codegen.access import Domain, known_shape
 from ..codegen.args import KernelArgs
 from ..codegen.epilogue import Value, emit_epilogue, supported_kinds
+from ..codegen.opctx import attr_of
 from ..codegen.source import render
 from ..codegen.types import c_float, check_supported
 from ..errors import UnsupportedPartitionError
 from ..plan import KernelPlan, Launch
-from .base import BuildContext, Family, attr_of
+from .base import BuildContext, KernelFamily
 
 __all__ = ["FAMILY", "KERNEL_NAME", "is_pool", "build_pool"]
 
@@ -153,4 +154,4 @@ def build_pool(partition: Partition, ctx: BuildContext) -> KernelPlan:
                       writes=tuple(partition.outputs))
 
 
-FAMILY = Family("pool", is_pool, build_pool)
+FAMILY = KernelFamily("pool", is_pool, build_pool)

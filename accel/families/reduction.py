@@ -30,7 +30,7 @@ from ..codegen.source import render
 from ..codegen.types import check_supported
 from ..errors import UnsupportedPartitionError
 from ..plan import KernelPlan, Launch
-from .base import BuildContext, Family
+from .base import BuildContext, KernelFamily
 
 __all__ = ["FAMILY", "KERNEL_NAME", "is_reduction", "build_reduction"]
 
@@ -132,4 +132,4 @@ def build_reduction(partition: Partition, ctx: BuildContext) -> KernelPlan:
                       writes=tuple(partition.outputs))
 
 
-FAMILY = Family("reduction", is_reduction, build_reduction)
+FAMILY = KernelFamily("reduction", is_reduction, build_reduction)

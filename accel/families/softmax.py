@@ -26,7 +26,7 @@ from ..codegen.source import render
 from ..codegen.types import check_supported
 from ..errors import UnsupportedPartitionError
 from ..plan import KernelPlan, Launch
-from .base import BuildContext, Family
+from .base import BuildContext, KernelFamily
 
 __all__ = ["FAMILY", "KERNEL_NAME", "is_softmax", "build_softmax"]
 
@@ -113,4 +113,4 @@ def build_softmax(partition: Partition, ctx: BuildContext) -> KernelPlan:
                       writes=tuple(partition.outputs))
 
 
-FAMILY = Family("softmax", is_softmax, build_softmax)
+FAMILY = KernelFamily("softmax", is_softmax, build_softmax)

@@ -32,7 +32,7 @@ from ..codegen.source import Preamble, render
 from ..codegen.types import TypePolicy, check_supported
 from ..errors import UnsupportedPartitionError
 from ..plan import KernelPlan, Launch, Scratch, ScratchArg
-from .base import BuildContext, Family
+from .base import BuildContext, KernelFamily
 
 __all__ = ["FAMILY", "is_training", "build_training"]
 
@@ -200,4 +200,4 @@ def build_training(partition: Partition, ctx: BuildContext) -> KernelPlan:
                       writes=tuple(partition.outputs), scratch=scratch)
 
 
-FAMILY = Family("training", is_training, build_training)
+FAMILY = KernelFamily("training", is_training, build_training)

@@ -26,9 +26,9 @@ from fusionspec.reference import execute
 from fusionspec.reference.partitioner import partition
 from fusionspec.spec.dtypes import DataType
 from fusionspec.spec.graph import Graph, LogicalTensor, Op, Partition
+from fusionspec.spec.types import Array
 
 F32 = DataType.f32
-Array = np.ndarray[Any, np.dtype[Any]]
 RNG = np.random.default_rng(11)
 
 

@@ -16,7 +16,7 @@ from fusionspec.accel.codegen.args import KernelArgs
 from fusionspec.accel.codegen.epilogue import Value, emit_epilogue
 from fusionspec.accel.compiled import AccelCompiledPartition
 from fusionspec.accel.errors import UnsupportedPartitionError
-from fusionspec.accel.families import FAMILIES, BuildContext, Family, family_for
+from fusionspec.accel.families import FAMILIES, BuildContext, KernelFamily, family_for
 from fusionspec.accel.plan import BufferArg, KernelPlan, Launch
 from fusionspec.accel.runtime import runtime_for
 from fusionspec.reference import execute
@@ -61,7 +61,8 @@ def test_registry_picks_elementwise_and_names_what_it_cannot() -> None:
                          Op(1, "MatMul", inputs=(c, d), outputs=(e,))), (a, b, d), (e,))
     with pytest.raises(UnsupportedPartitionError, match="MatMul"):
         AccelBackend().compile(part, first_device())
-    never = Family("never", lambda p: False, lambda p, c: (_ for _ in ()).throw(AssertionError))
+    never = KernelFamily("never", lambda p: False,
+                         lambda p, c: (_ for _ in ()).throw(AssertionError))
     with pytest.raises(UnsupportedPartitionError, match="families: never"):
         family_for(on.parts[0], (never,))
 

@@ -4,8 +4,6 @@ padded, zero strides), outputs smaller than the kernel's domain, rank-0 and empt
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 import pytest
 from testkit.accel import OnDevice, requires_device
@@ -14,14 +12,13 @@ from fusionspec.accel.backend import AccelBackend
 from fusionspec.reference.dtypes import cast_to
 from fusionspec.spec.dtypes import DataType
 from fusionspec.spec.graph import Graph, LogicalTensor, Op, Partition
+from fusionspec.spec.types import Array
 
 pytestmark = [requires_device, pytest.mark.filterwarnings("ignore::RuntimeWarning")]
 
 F32, BF16, F16, S8, U8 = (DataType.f32, DataType.bf16, DataType.f16, DataType.s8,
                           DataType.u8)
 RNG = np.random.default_rng(7)
-Array = np.ndarray[Any, np.dtype[Any]]
-
 
 def _values(shape: tuple[int, ...], scale: float = 4.0) -> Array:
     return np.asarray(RNG.standard_normal(shape) * scale, dtype=np.float32)

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from _accel_util import OnDevice, first_device, requires_device
+from testkit.accel import OnDevice, first_device, requires_device
 
 from fusionspec.accel import compiled as compiled_module
 from fusionspec.accel.backend import AccelBackend

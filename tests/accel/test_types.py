@@ -5,8 +5,6 @@ ties at .5, saturation and NaN -> 0."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 import pytest
 from testkit.accel import first_info, requires_device
@@ -16,10 +14,9 @@ from fusionspec.accel.codegen.types import HOST, TypePolicy, c_float, from_host,
 from fusionspec.accel.runtime import runtime_for
 from fusionspec.reference.dtypes import cast_to, numpy_dtype
 from fusionspec.spec.dtypes import DataType
+from fusionspec.spec.types import Array
 
 pytestmark = [requires_device, pytest.mark.filterwarnings("ignore::RuntimeWarning")]
-
-Array = np.ndarray[Any, np.dtype[Any]]
 
 
 def _f32_bits(bits: list[int]) -> Array:

@@ -4,9 +4,7 @@ backend partition by partition next to the reference, compared with the suite's 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
-import numpy as np
 import pytest
 
 from fusionspec.accel.backend import AccelBackend
@@ -18,8 +16,7 @@ from fusionspec.conformance.grade.verdicts import ancestors
 from fusionspec.reference import execute
 from fusionspec.reference.partitioner import external_tensors, partition
 from fusionspec.spec.graph import Graph, Partition
-
-Array = np.ndarray[Any, np.dtype[Any]]
+from fusionspec.spec.types import Array
 
 # Only devices that passed their probe (a compiler that crashes or returns broken programs is
 # reported, with the reason, as the skip reason, not met inside a test).
