@@ -21,22 +21,18 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-from fusionspec.backend import (
-    BackendUnavailableError,
-    Device,
-    available_backends,
-    device_problems,
-    load_backend,
-)
+from fusionspec.backend import BackendUnavailableError, Device, available_backends
+from fusionspec.backend.describe import describe_isolated
 from fusionspec.conformance.cases import Case, CaseKind, Status, Verdict
 from fusionspec.conformance.grade.results import ResultsCollector
-from fusionspec.spec.errors import FusionspecError
 
 from .output import emit
 
 HELP = "run the conformance suite against a backend and write the results"
 #: The exit code of a run whose backend has no usable device.
 UNAVAILABLE_EXIT = 3
+#: The exit code of a run stopped with Ctrl-C (what it judged is written, marked incomplete).
+INTERRUPTED_EXIT = 130
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -45,18 +41,45 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--device", help="device id (default: the backend's first device)")
     parser.add_argument("--out", type=Path, help="folder for results.json and failure folders")
     parser.add_argument("--patterns", help="comma-separated pattern ids (default: all)")
-    parser.add_argument("--kinds", default="valid,near-miss,ill-formed",
-                        help="comma-separated case kinds (default: all three)")
+    parser.add_argument("--kinds", type=_kinds, default=list(CaseKind), metavar="KINDS",
+                        help="comma-separated case kinds among "
+                             f"{', '.join(k.value for k in CaseKind)} (default: all three)")
     parser.add_argument("--profile", choices=("ci", "thorough"), default="ci")
     parser.add_argument("--seed", type=int, default=0, help="seed of the input data")
     parser.add_argument("--jobs", type=_jobs, default=1, metavar="N",
                         help="cases judged at a time, each job in its own worker process "
                              "('auto': one per CPU core; default 1)")
+    parser.add_argument("--memory-limit", type=_gigabytes, default=None, metavar="GB",
+                        help="address-space cap of each backend process in GB (default: half "
+                             "the machine's memory; 0: no cap)")
     parser.add_argument("--no-isolate", action="store_true",
                         help="judge cases in this process (faster; no timeout or crash guard)")
     parser.add_argument("--replay", type=Path, help="re-run one saved failure folder")
     parser.add_argument("--list", action="store_true", help="list backends and devices")
     parser.add_argument("--json", action="store_true", help="machine-readable summary")
+
+
+def _kinds(text: str) -> list[CaseKind]:
+    """``--kinds``: one or more case kinds, comma-separated."""
+    names = [k.strip() for k in text.split(",") if k.strip()]
+    known = {k.value: k for k in CaseKind}
+    wrong = [n for n in names if n not in known]
+    if wrong or not names:
+        raise argparse.ArgumentTypeError(
+            f"{', '.join(map(repr, wrong)) if wrong else 'no kind'} given; choose among "
+            f"{', '.join(known)}")
+    return [known[n] for n in dict.fromkeys(names)]
+
+
+def _gigabytes(text: str) -> int:
+    """``--memory-limit``: gigabytes as a number of bytes (0 for no cap)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of gigabytes") from None
+    if not value >= 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"--memory-limit must be 0 or more, got {text}")
+    return int(value * 2**30)
 
 
 def _jobs(text: str) -> int:
@@ -81,22 +104,25 @@ def run(args: argparse.Namespace) -> int:
         return _replay(args)
     from fusionspec.conformance.suite import PROFILES, run_suite
 
-    kinds = [CaseKind(k.strip()) for k in args.kinds.split(",") if k.strip()]
     patterns = [p.strip() for p in args.patterns.split(",")] if args.patterns else None
     progress = _Progress(quiet=args.json)
     try:
-        collector = run_suite(args.backend, device=args.device, patterns=patterns, kinds=kinds,
-                              profile=PROFILES[args.profile], out_dir=args.out,
+        collector = run_suite(args.backend, device=args.device, patterns=patterns,
+                              kinds=args.kinds, profile=PROFILES[args.profile], out_dir=args.out,
                               isolate=not args.no_isolate, seed=args.seed, progress=progress,
-                              jobs=args.jobs)
+                              jobs=args.jobs, memory_limit=args.memory_limit)
     except BackendUnavailableError as exc:
         return _unavailable(args, exc)
     progress.flush()
+    if not collector.cases and collector.incomplete is None:
+        collector.incomplete = "no case was judged"
     document = collector.to_dict()
     written = collector.write(args.out / "results.json") if args.out is not None else None
-    totals = ", ".join(f"{n} {s}" for s, n in sorted(collector.totals.items()))
-    verdict = "FAIL" if collector.failed else "PASS"
+    totals = ", ".join(f"{n} {s}" for s, n in sorted(collector.totals.items())) or "no case"
+    verdict = "INCOMPLETE" if collector.incomplete else "FAIL" if collector.failed else "PASS"
     lines = [f"{verdict}: {collector.backend} on {collector.device.id}: {totals}"]
+    if collector.incomplete:
+        lines.append(f"  the run is incomplete: {collector.incomplete}")
     for failure in collector.failures[:20]:
         lines.append(f"  {failure['status']}: {failure['case_id']}: {failure['reason']}")
         for command in failure["replay"].get("commands", [])[:1]:
@@ -105,9 +131,13 @@ def run(args: argparse.Namespace) -> int:
         lines.append(f"  ... {len(collector.failures) - 20} more failures in the results file")
     if written is not None:
         lines.append(f"results: {written}")
-    emit(args, "\n".join(lines), {"ok": not collector.failed, "results": str(written or ""),
-                                  "totals": document["totals"]})
-    return 1 if collector.failed else 0
+    ok = not collector.failed and not collector.incomplete
+    emit(args, "\n".join(lines), {"ok": ok, "verdict": verdict, "results": str(written or ""),
+                                  "totals": document["totals"],
+                                  "incomplete": collector.incomplete})
+    if collector.interrupted:
+        return INTERRUPTED_EXIT
+    return 0 if ok else 1
 
 
 class _Progress:
@@ -156,30 +186,17 @@ def _unavailable(args: argparse.Namespace, exc: BackendUnavailableError) -> int:
 
 
 def _list(args: argparse.Namespace) -> int:
-    rows: list[dict[str, object]] = []
-    for name in available_backends():
-        try:
-            backend = load_backend(name)
-            devices = [d.id for d in backend.devices()]
-            row: dict[str, object] = {"backend": name, "devices": devices,
-                                      "problems": device_problems(backend)}
-            if not devices:
-                explain = getattr(backend, "unavailable_reason", None)
-                row["unavailable"] = explain() if callable(explain) else "it lists no device"
-            rows.append(row)
-        except FusionspecError as exc:
-            rows.append({"backend": name, "devices": [], "problems": {},
-                         "unavailable": str(exc)})
+    # Each backend is loaded in a process of its own: a plugin that crashes while loading is
+    # listed as unavailable, and the others are still listed.
+    rows = [describe_isolated(name) for name in available_backends()]
     lines = []
     for r in rows:
         found, problems = r["devices"], r["problems"]
-        assert isinstance(found, list) and isinstance(problems, dict)
         shown = ", ".join(found) if found else f"unavailable ({r.get('unavailable')})"
         lines.append(f"{r['backend']}: {shown}")
         if found:
             lines += [f"  {ident} unavailable: {why}" for ident, why in problems.items()]
-    text = "\n".join(lines)
-    emit(args, text, {"backends": rows})
+    emit(args, "\n".join(lines), {"backends": rows})
     return 0
 
 

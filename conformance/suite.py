@@ -37,7 +37,8 @@ from .generate.instances import instance_cases
 from .generate.near_miss import near_miss_rules, near_misses
 from .generate.strategies import ill_formed_cases, near_miss_cases, valid_cases
 from .grade.results import ResultsCollector
-from .runner import Runner, RunnerPool
+from .pool import RunnerPool
+from .runner import Runner
 
 __all__ = ["Profile", "PROFILES", "Progress", "select_patterns", "draw_cases", "run_pattern",
            "run_suite"]
@@ -165,20 +166,26 @@ def run_suite(backend: str, *, device: str | None = None, patterns: Sequence[str
               kinds: Sequence[CaseKind] = tuple(CaseKind), profile: Profile = PROFILES["ci"],
               out_dir: Path | None = None, isolate: bool = True, seed: int = 0,
               sys_path: Sequence[str] = (), progress: Progress | None = None, jobs: int = 1,
-              ) -> ResultsCollector:
+              memory_limit: int | None = None) -> ResultsCollector:
     """Grade `backend` (a registered name or ``module:attr``) on every selected pattern,
-    `jobs` cases at a time."""
+    `jobs` cases at a time. Ctrl-C stops the run: what was judged is kept, and the collector
+    is marked `interrupted` (its document `incomplete`)."""
     entries = select_patterns(patterns)
     database_dir = out_dir / "hypothesis-db" if out_dir is not None else None
     log_path = out_dir / "worker.log" if out_dir is not None else None
     with RunnerPool(backend, device, profile.timeout_s, jobs=jobs, isolate=isolate, seed=seed,
-                    sys_path=sys_path, log_path=log_path) as runner:
+                    sys_path=sys_path, log_path=log_path, memory_limit=memory_limit) as runner:
         collector = ResultsCollector(runner.backend_name, runner.device, seed=seed,
                                      out_dir=out_dir, device_problems=runner.device_problems)
-        for pattern in entries:
-            for kind in kinds:
-                run_pattern(pattern, kind, runner, collector, profile, progress=progress,
-                            database_dir=database_dir)
+        try:
+            for pattern in entries:
+                for kind in kinds:
+                    run_pattern(pattern, kind, runner, collector, profile, progress=progress,
+                                database_dir=database_dir)
+        except KeyboardInterrupt:
+            collector.interrupted = True
+            collector.incomplete = (f"interrupted after {collector.cases} case(s); the "
+                                    "patterns and kinds not reached were not judged")
     collector.counters = dict(runner.counters)  # complete once the workers have stopped
     collector.finish()
     return collector

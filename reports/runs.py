@@ -156,9 +156,11 @@ def run_view(run: Doc, index: int, label_suffix: str = "") -> RunView:
     suite_errors = sum(1 for f in run.objects("failures")
                        if f.obj("details").raw("suite_error") is True and not f.text("minimal_of"))
     verdict, summary = _summary(totals, len(run.objects("limitations")), suite_errors)
-    unavailable = run.text("unavailable")
+    unavailable, incomplete = run.text("unavailable"), run.text("incomplete")
     if unavailable:
         verdict, summary = "UNAVAILABLE", f"the backend could not run: {unavailable}"
+    elif incomplete:
+        verdict, summary = "INCOMPLETE", f"{summary}; the run is incomplete: {incomplete}"
     return RunView(
         index=index, key=f"run-{index + 1}", backend=run.text("backend", "?") + label_suffix,
         device_id=device.text("id", "?"), device_kind=device.text("kind"),

@@ -21,7 +21,9 @@ and checks its schema version). Its top-level keys:
   that failed its probe); ``backend_counters``: what the backend reported doing (the OpenCL
   backend: programs built and taken from its caches), summed over the run's worker processes;
 - ``unavailable``: present (with the reason) only in the document of a run that could not
-  start because the backend had no usable device; it has no cases.
+  start because the backend had no usable device; it has no cases;
+- ``incomplete``: present (with the reason) when the run did not judge everything it was asked
+  to (stopped with Ctrl-C, or no case at all): such a run is never a PASS.
 
 With an output folder, each failing case also gets ``failures/<case id>/`` (an extension
 ``extensions/<case id>/``) holding ``graph.json`` (oneDNN graph JSON), ``inputs.npz`` (the filled
@@ -131,6 +133,9 @@ class ResultsCollector:
         self.device_problems = dict(device_problems or {})
         self.unavailable = unavailable
         self.counters: dict[str, int] = {}
+        #: Why the run did not judge everything it was asked to (Ctrl-C, no case at all).
+        self.incomplete: str | None = None
+        self.interrupted = False
         self.out_dir = Path(out_dir) if out_dir is not None else None
         self.started = _now()
         self.finished: str | None = None
@@ -145,6 +150,11 @@ class ResultsCollector:
         self.extensions: list[dict[str, Any]] = []
         self.limitations: list[dict[str, Any]] = []
         self._used_names: set[str] = set()
+
+    @property
+    def cases(self) -> int:
+        """How many cases have been recorded."""
+        return len(self.verdicts)
 
     @property
     def failed(self) -> bool:
@@ -239,6 +249,8 @@ class ResultsCollector:
             "device_problems": self.device_problems, "backend_counters": self.counters}
         if self.unavailable is not None:
             document["unavailable"] = self.unavailable
+        if self.incomplete is not None:
+            document["incomplete"] = self.incomplete
         result: dict[str, Any] = _jsonable(document)
         return result
 

@@ -39,6 +39,7 @@ from fusionspec.spec.rules import UnknownRuleError, rule
 from fusionspec.spec.types import Array
 
 from ..cases import STRUCTURAL_RULES, Case, CaseKind, Status, Verdict
+from ..transport import BackendFailure, Failure, Foreign
 from .tolerances import compare, dtype_name, dtype_reason, tolerance_for
 
 __all__ = ["judge", "matching_limitation", "apply_limitation", "rejection_types",
@@ -124,20 +125,35 @@ def _short_traceback(exc: BaseException) -> str:
     return "\n".join(lines[-TRACEBACK_LINES:])
 
 
+def _described(exc: BaseException, backend: object) -> Failure:
+    """What grading needs to know of an exception a backend raised: here, or in its worker
+    process (`BackendFailure` carries the worker's description)."""
+    if isinstance(exc, BackendFailure):
+        return exc.failure
+    rule = getattr(exc, "rule", None)
+    message = f"the backend called sys.exit({exc.code!r})" if isinstance(exc, SystemExit) \
+        else str(exc)
+    return Failure(stage="", type_name=type(exc).__name__, message=message,
+                   rule=rule if isinstance(rule, str) else None,
+                   is_rejection=isinstance(exc, rejection_types(backend)),
+                   traceback=_short_traceback(exc))
+
+
 def _call_backend(stage: str, backend: object, fn: Callable[[], T], *,
                   rejection: Status | None) -> T:
     """Run one backend call. A declared rejection becomes `rejection` (when given), anything
     else an ``error`` naming the stage."""
     try:
         return fn()
-    except Exception as exc:
-        if rejection is not None and isinstance(exc, rejection_types(backend)):
-            raise _Stop(rejection, f"{stage}() rejected the graph: {type(exc).__name__}: {exc}",
-                        stage=stage, error_type=type(exc).__name__, message=str(exc),
-                        error_rule=getattr(exc, "rule", None)) from exc
-        raise _Stop(Status.error, f"{stage}() raised {type(exc).__name__}: {exc}",
-                    stage=stage, error_type=type(exc).__name__, message=str(exc),
-                    traceback=_short_traceback(exc)) from exc
+    except (Exception, SystemExit) as exc:  # a backend may even try to end the process
+        said = _described(exc, backend)
+        if rejection is not None and said.is_rejection:
+            raise _Stop(rejection, f"{stage}() rejected the graph: {said.type_name}: "
+                        f"{said.message}", stage=stage, error_type=said.type_name,
+                        message=said.message, error_rule=said.rule) from None
+        raise _Stop(Status.error, f"{stage}() raised {said.type_name}: {said.message}",
+                    stage=stage, error_type=said.type_name, message=said.message,
+                    traceback=said.traceback) from None
 
 
 def _call_reference(what: str, fn: Callable[[], T]) -> T:
@@ -187,12 +203,15 @@ def _judge_well_formed(case: Case, backend: Backend, device: Device, seed: int,
     details: dict[str, object] = {"expected_partitions": _describe_all(expected),
                                   "actual_partitions": _describe_all(parts)}
     if fusion == "mismatch":
-        # Fusion is graded first; the numerics are still run, for the report's drill-down.
+        # Fusion is graded first and stands on its own; the numerics are still run for the
+        # report's drill-down, and whatever they run into only lands in the details.
         try:
             outcome = _numerics(graph, backend, device, parts, seed)
             details["numerics"] = outcome["summary"]
         except _Stop as stop:
             details["numerics"] = f"{stop.status.value}: {stop.reason}"
+        except Exception as exc:
+            details["numerics"] = f"not run: {type(exc).__name__}: {exc}"
         return Status.fusion_mismatch, _fusion_reason(graph, expected, parts), details
     numerics = _numerics(graph, backend, device, parts, seed)
     details["numerics"] = numerics["summary"]
@@ -215,7 +234,9 @@ def _kinds(ops: Sequence[Op]) -> str:
 
 
 def _describe(part: object) -> dict[str, object]:
-    if not isinstance(part, Partition):  # a broken backend may return anything
+    if isinstance(part, Foreign):  # what a broken backend returned, as its worker saw it
+        return {"not_a_partition": f"{part.type_name}: {part.text}"}
+    if not isinstance(part, Partition):
         return {"not_a_partition": repr(part)[:200]}
     ops = sorted(part.ops, key=lambda o: o.id)
     return {"ops": [op.id for op in ops], "kinds": [op.kind for op in ops],
@@ -233,8 +254,9 @@ def _check_cover(graph: Graph, parts: Sequence[object]) -> None:
     seen: dict[int, int] = {}
     for index, part in enumerate(parts):
         if not isinstance(part, Partition):
-            raise _Stop(Status.error, f"partition() returned a {type(part).__name__}, not a "
-                        "fusionspec Partition", stage="partition")
+            kind = part.type_name if isinstance(part, Foreign) else type(part).__name__
+            raise _Stop(Status.error, f"partition() returned a {kind}, not a fusionspec "
+                        "Partition", stage="partition")
         for op in part.ops:
             if op.id not in graph.op_by_id:
                 raise _Stop(Status.fusion_mismatch, f"partition {index} holds op {op.id}, "
@@ -397,18 +419,28 @@ def _numerics(graph: Graph, backend: Backend, device: Device, parts: Sequence[Pa
         compiled = _call_backend("compile", backend, partial(backend.compile, part, device),
                                  rejection=Status.rejected_valid)
         sources.append(_kernel_source(compiled, part))
+        unfed = [t.id for t in part.inputs if t.id not in values]
+        if unfed:  # an intermediate the backend keeps inside another partition
+            raise _Stop(Status.fusion_mismatch, f"partition {_kinds(part.ops)} reads tensor(s) "
+                        f"{unfed}, which no partition outputs", tensors=unfed,
+                        actual_partitions=_describe_all(parts))
         feed: dict[int, Any] = {t.id: values[t.id] for t in part.inputs}
         produced: object = _call_backend("execute", backend, partial(compiled.execute, feed),
                                          rejection=None)
         if not isinstance(produced, Mapping):
-            raise _Stop(Status.numeric_mismatch, f"execute() returned a "
-                        f"{type(produced).__name__}, not a mapping of tensor id to array")
+            kind = produced.type_name if isinstance(produced, Foreign) else \
+                type(produced).__name__
+            raise _Stop(Status.numeric_mismatch, f"execute() returned a {kind}, not a mapping "
+                        "of tensor id to array")
         for t in part.outputs:
             if t.id not in produced:
                 raise _Stop(Status.numeric_mismatch, f"execute() of partition "
                             f"{_kinds(part.ops)} returned no array for output tensor {t.id}",
                             tensor=t.id)
             array = produced[t.id]
+            if isinstance(array, Foreign):
+                raise _Stop(Status.numeric_mismatch, f"execute() returned a {array.type_name} "
+                            f"for output tensor {t.id}, not an array", tensor=t.id)
             want = graph.tensors[t.id].dtype
             if isinstance(array, np.ndarray) and array.dtype != numpy_dtype(want):
                 raise _Stop(Status.numeric_mismatch,

@@ -16,7 +16,8 @@ from fusionspec.backend import (
     select_device,
 )
 from fusionspec.conformance.cases import CaseKind, Status
-from fusionspec.conformance.runner import Runner, RunnerPool
+from fusionspec.conformance.pool import RunnerPool
+from fusionspec.conformance.runner import Runner
 from fusionspec.conformance.suite import PROFILES, draw_cases
 from fusionspec.spec.catalog import entry
 

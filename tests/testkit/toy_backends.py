@@ -189,6 +189,62 @@ def _sleep(tid: int, array: Array) -> Array:
     return array
 
 
+class PrintsToStdout(_Toy):
+    """Prints to standard output (as a library's verbose mode does) at every call."""
+
+    name = "prints"
+
+    def partition(self, graph: Graph) -> list[Partition]:
+        print("verbose: partitioning", flush=True)
+        os.write(1, b"verbose: native line\n")
+        return super().partition(graph)
+
+
+class SpawnsAndHangs(_Toy):
+    """Starts a helper process (its pid written to $FUSIONSPEC_TOY_PIDFILE), then hangs."""
+
+    name = "spawns-and-hangs"
+
+    def compile(self, partition: Partition, device: Device) -> CompiledPartition:
+        import subprocess
+
+        child = subprocess.Popen(["sleep", "600"])
+        with open(os.environ["FUSIONSPEC_TOY_PIDFILE"], "w") as handle:
+            handle.write(str(child.pid))
+        time.sleep(600)
+        return super().compile(partition, device)
+
+
+class ForgesGrades(WrongMath):
+    """Computes wrong and replaces the suite's grading in its own process with one that always
+    passes: grading happens in the runner, so the forgery changes nothing."""
+
+    name = "forges-grades"
+
+    def __init__(self) -> None:
+        from fusionspec.conformance.cases import Status, Verdict
+        from fusionspec.conformance.grade import verdicts
+
+        def always_pass(case: Any, backend: Any, device: Any, **_: Any) -> Verdict:
+            return Verdict(case.id, case.pattern, case.kind, Status.passed)
+
+        verdicts.judge = always_pass
+
+
+class HogsMemory(_Toy):
+    """Allocates (and touches) 6 GiB in execute."""
+
+    name = "hogs-memory"
+
+    def compile(self, partition: Partition, device: Device) -> CompiledPartition:
+        return _Compiled(partition, _hog)
+
+
+def _hog(tid: int, array: Array) -> Array:
+    block = np.ones(6 * 2**30 // 8)
+    return array + float(block[-1]) - 1.0
+
+
 class Crashes(_Toy):
     """Kills its own process in execute, when the graph has a MatMul (other graphs run)."""
 

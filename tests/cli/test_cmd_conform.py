@@ -1,0 +1,57 @@
+"""``fusionspec conform`` on bad flags and interrupted runs: a bad value is a one-line usage
+error (exit 2), a run stopped with Ctrl-C writes what it judged marked incomplete (exit 130),
+and a run that judged nothing is never a PASS."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from fusionspec.cli.main import main
+from fusionspec.conformance.grade.results import ResultsCollector
+from fusionspec.reference.backend import NUMPY_DEVICE
+
+CLI = [sys.executable, "-m", "fusionspec.cli", "conform"]
+
+
+@pytest.mark.parametrize("flag,value", [("--kinds", "bogus"), ("--kinds", ""),
+                                        ("--kinds", "valid,sideways"),
+                                        ("--memory-limit", "-1"), ("--memory-limit", "lots")])
+def test_bad_values_are_usage_errors(flag: str, value: str) -> None:
+    done = subprocess.run([*CLI, flag, value], capture_output=True, text=True, timeout=120,
+                          check=False)
+    assert done.returncode == 2, f"{flag} {value!r}: exit {done.returncode}: {done.stderr}"
+    assert flag in done.stderr and "Traceback" not in done.stderr, done.stderr
+
+
+def test_ctrl_c_keeps_what_was_judged_marked_incomplete(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    run = subprocess.Popen([*CLI, "--backend", "reference", "--out", str(out)],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(6)  # long enough to judge some cases, far too short for all of them
+    run.send_signal(signal.SIGINT)
+    stdout, stderr = run.communicate(timeout=120)
+    assert run.returncode == 130, f"exit {run.returncode}: {stdout[-800:]} {stderr[-800:]}"
+    assert "Traceback" not in stderr, stderr[-1500:]
+    document = json.loads((out / "results.json").read_text())
+    assert "interrupted" in document["incomplete"], document.get("incomplete")
+    assert 0 < sum(document["totals"].values()) < 2743, \
+        f"some cases were judged and kept: {document['totals']}"
+    assert "INCOMPLETE" in stdout, stdout[-800:]
+
+
+def test_a_run_that_judged_nothing_is_not_a_pass(monkeypatch: pytest.MonkeyPatch,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    empty = ResultsCollector("reference", NUMPY_DEVICE)
+    monkeypatch.setattr("fusionspec.conformance.suite.run_suite",
+                        lambda *args, **kwargs: empty)
+    code = main(["conform", "--backend", "reference", "--json"])
+    said = json.loads(capsys.readouterr().out)
+    assert code == 1 and said["ok"] is False and said["verdict"] == "INCOMPLETE", said
+    assert said["incomplete"] == "no case was judged", said
