@@ -27,8 +27,9 @@ and checks its schema version). Its top-level keys:
 
 With an output folder, each failing case also gets ``failures/<case id>/`` (an extension
 ``extensions/<case id>/``) holding ``graph.json`` (oneDNN graph JSON), ``inputs.npz`` (the filled
-inputs, keyed by tensor id, in `fusionspec.reference.arrays`' encoding), ``case.json`` (the case and
-verdict) and ``replay.txt`` (the commands that replay it); `load_failure` turns such a folder back
+inputs, from the case's value domains, keyed by tensor id, in `fusionspec.reference.arrays`'
+encoding), ``case.json`` (the case, its value domains and the verdict) and ``replay.txt`` (the
+commands that replay it); `load_failure` turns such a folder back
 into the case and its seed.
 """
 
@@ -214,7 +215,8 @@ class ResultsCollector:
                 saved, self.backend, self.device.id, (saved / "inputs.npz").exists()))
         return {"case_id": case.id, "pattern": case.pattern, "kind": case.kind.value,
                 "rule": case.rule, "dtype": case.dtype, "description": case.description,
-                "features": _jsonable(case.features), "status": verdict.status.value,
+                "features": _jsonable(case.features), "values": _jsonable(case.values),
+                "status": verdict.status.value,
                 "reason": verdict.reason, "details": _jsonable(verdict.details),
                 "replay": replay}
 
@@ -315,12 +317,13 @@ def write_failure(folder: str | Path, case: Case, verdict: Verdict, *, backend: 
         notes.append(f"graph.json not written: {type(exc).__name__}: {exc}")
     try:
         graph = case.graph if case.graph.finalized else case.graph.finalize()
-        write_npz(target / "inputs.npz", fill_inputs(graph, seed), graph.tensors)
+        write_npz(target / "inputs.npz", fill_inputs(graph, seed, case.values), graph.tensors)
     except (FusionspecError, ValueError, TypeError) as exc:
         notes.append(f"inputs.npz not written: {type(exc).__name__}: {exc}")
     record = {"case_id": case.id, "kind": case.kind.value, "pattern": case.pattern,
               "rule": case.rule, "dtype": case.dtype, "features": case.features,
-              "description": case.description, "seed": seed, "backend": backend,
+              "values": case.values, "description": case.description, "seed": seed,
+              "backend": backend,
               "device": device_id, "status": verdict.status.value, "reason": verdict.reason,
               "details": verdict.details, "notes": notes}
     (target / "case.json").write_text(
@@ -340,7 +343,8 @@ def load_failure(folder: str | Path) -> tuple[Case, int]:
                     pattern=str(record["pattern"]), graph=graph, rule=record.get("rule"),
                     dtype=str(record.get("dtype", "f32")),
                     features=dict(record.get("features") or {}),
-                    description=str(record.get("description", "")))
+                    description=str(record.get("description", "")),
+                    values={int(k): str(v) for k, v in (record.get("values") or {}).items()})
         return case, int(record.get("seed", 0))
     except (OSError, json.JSONDecodeError, KeyError, ValueError, TypeError) as exc:
         raise ResultsFormatError(f"{target}: not a failure folder: {type(exc).__name__}: "
