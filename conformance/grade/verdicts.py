@@ -40,7 +40,9 @@ from fusionspec.spec.rules import UnknownRuleError, rule
 from ..cases import STRUCTURAL_RULES, Case, CaseKind, Status, Verdict
 from ..transport import BackendFailure, Failure, Foreign
 from .bounds import error_bounds
+from .culprit import isolate
 from .tolerances import Bound, chain_of, compare, dtype_name, dtype_reason
+from .triage import explain, who_is_right
 
 __all__ = ["judge", "matching_limitation", "apply_limitation", "rejection_types",
            "rule_statement", "TRACEBACK_LINES", "ancestors"]
@@ -217,6 +219,7 @@ def _judge_well_formed(case: Case, backend: Backend, device: Device, seed: int,
     details["numerics"] = numerics["summary"]
     if numerics["failure"] is not None:
         failure = numerics["failure"]
+        failure.update(_diagnose(graph, backend, device, parts, numerics["context"], failure))
         return Status.numeric_mismatch, str(failure["reason"]), {**details, **failure}
     if fusion == "extension":
         merged = [_kinds(p.ops) for p in parts if _key(p) not in {_key(e) for e in expected}]
@@ -433,7 +436,45 @@ def _numerics(case: Case, graph: Graph, backend: Backend, device: Device,
                           if k not in ("reason", "passed")}}
             if any(sources):
                 failure["kernel_source"] = "\n".join(src for src in sources if src)
-    return {"summary": summary, "failure": failure}
+    context = {"inputs": inputs, "reference": reference, "values": values, "radii": radii}
+    return {"summary": summary, "failure": failure, "context": context}
+
+
+def _diagnose(graph: Graph, backend: Backend, device: Device, parts: Sequence[Partition],
+              context: Mapping[str, Any], failure: Mapping[str, object]) -> dict[str, object]:
+    """What the details of a numeric mismatch add: who is right (the float64 evaluation,
+    also on each worst element), the known departures that explain it, and the culprit (the
+    smallest piece that still fails). A failure here is noted, never the verdict's end."""
+    added: dict[str, object] = {}
+    tensor = failure.get("tensor")
+    if not isinstance(tensor, int):
+        return added
+    inputs, reference = context["inputs"], context["reference"]
+    actual, radius = context["values"].get(tensor), context["radii"][tensor]
+    if not isinstance(actual, np.ndarray) or actual.shape != reference[tensor].shape:
+        return added
+    try:
+        verdict = who_is_right(graph, inputs, tensor, reference[tensor], actual, radius)
+        high = verdict.pop("high_precision")
+        worst = failure.get("worst")
+        if isinstance(worst, list):
+            added["worst"] = [{**w, "high_precision": _json_float(float(high[tuple(
+                w["index"])]))} for w in worst if isinstance(w, dict)]
+        added["triage"] = verdict
+        added["departures"] = explain(graph, inputs, parts, tensor, actual, radius)
+    except Exception as exc:  # the diagnosis is a courtesy; the verdict stands without it
+        added["diagnosis_error"] = f"{type(exc).__name__}: {exc}"
+    try:
+        culprit = isolate(graph, backend, device, reference, tensor, parts)
+        if culprit is not None:
+            added["culprit"] = culprit.to_dict()
+    except Exception as exc:
+        added["culprit_error"] = f"{type(exc).__name__}: {exc}"
+    return added
+
+
+def _json_float(value: float) -> float | str:
+    return value if np.isfinite(value) else str(value)
 
 
 def _kernel_source(compiled: object, part: Partition) -> str:
