@@ -49,8 +49,9 @@ AUTO_BROADCAST = AttrSpec("auto_broadcast", AttrKind.string, default="numpy",
                           allowed=("none", "numpy"))
 
 
-def _req(name: str, kind: AttrKind, **limits: float) -> AttrSpec:
-    return AttrSpec(name, kind, required=True, **limits)
+def _req(name: str, kind: AttrKind, *, minimum: float | None = None,
+         maximum: float | None = None) -> AttrSpec:
+    return AttrSpec(name, kind, required=True, minimum=minimum, maximum=maximum)
 
 
 #: The largest stride, pad, dilation or kernel extent: oneDNN's dims are 64-bit, but a window

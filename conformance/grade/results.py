@@ -272,8 +272,9 @@ def load_results(path: str | Path) -> dict[str, Any]:
     """Read a results document; ResultsFormatError if it is not one of this schema version."""
     try:
         document = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ResultsFormatError(f"{path}: cannot read a results document: {exc}") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
+        raise ResultsFormatError(f"{path}: cannot read a results document: "
+                                 f"{type(exc).__name__}: {exc}") from None
     if not isinstance(document, dict):
         raise ResultsFormatError(f"{path}: a results document is a JSON object, got "
                                  f"{type(document).__name__}")
@@ -342,6 +343,7 @@ def load_failure(folder: str | Path) -> tuple[Case, int]:
                     features=dict(record.get("features") or {}),
                     description=str(record.get("description", "")))
         return case, int(record.get("seed", 0))
-    except (OSError, json.JSONDecodeError, KeyError, ValueError, TypeError) as exc:
+    except (OSError, json.JSONDecodeError, KeyError, ValueError, TypeError, RecursionError,
+            FusionspecError) as exc:
         raise ResultsFormatError(f"{target}: not a failure folder: {type(exc).__name__}: "
                                  f"{exc}") from None
