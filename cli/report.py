@@ -24,7 +24,7 @@ from pathlib import Path
 from fusionspec.conformance.grade.results import load_results
 from fusionspec.spec.catalog import CATALOG
 
-from .output import emit
+from .output import check_paths, emit
 
 HELP = "render the HTML compliance report from results documents"
 
@@ -49,6 +49,9 @@ def run(args: argparse.Namespace) -> int:
     from fusionspec.reports.render import write
     from fusionspec.reports.runs import RunInput
 
+    check_paths({**{f"RESULTS[{i}]": p for i, p in enumerate(args.results)},
+                 **{f"--baseline[{i}]": p for i, p in enumerate(args.baseline)}},
+                {"--out": args.out})
     runs = [RunInput(load_results(path), path) for path in args.results]
     baselines = [RunInput(load_results(path), path) for path in args.baseline]
     required = _required()

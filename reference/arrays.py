@@ -8,11 +8,8 @@ its own NumPy dtype. `read_npz` checks ids, dtypes and shapes against the tensor
 
 from __future__ import annotations
 
-import contextlib
 import math
-import os
 import re
-import tempfile
 import zipfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -21,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from fusionspec.spec.dtypes import DataType
+from fusionspec.spec.files import atomic_open
 from fusionspec.spec.graph import LogicalTensor
 from fusionspec.spec.types import Array
 
@@ -160,16 +158,8 @@ def _load(archive: zipfile.ZipFile, name: str) -> Array:
 
 def write_npz(path: str | Path, arrays: Mapping[int, Array],
               tensors: Mapping[int, LogicalTensor]) -> None:
-    """Write `arrays` keyed by tensor id, atomically: to a temporary file beside `path`, then
-    renamed over it, so a failed write never leaves a truncated file behind."""
+    """Write `arrays` keyed by tensor id, atomically (`fusionspec.spec.files.atomic_open`): a
+    failed write never leaves a truncated file behind."""
     payload = {str(tid): to_transport(arr, tensors[tid].dtype) for tid, arr in arrays.items()}
-    target = Path(path)
-    handle, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(handle, "wb") as out:
-            np.savez(out, **payload)  # type: ignore[arg-type]
-        os.replace(tmp, target)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+    with atomic_open(path) as out:
+        np.savez(out, **payload)  # type: ignore[arg-type]

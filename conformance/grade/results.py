@@ -37,7 +37,6 @@ from __future__ import annotations
 import json
 import math
 import platform
-import re
 import shlex
 from collections import Counter, defaultdict
 from collections.abc import Mapping
@@ -50,6 +49,7 @@ from fusionspec.backend import Device
 from fusionspec.reference.arrays import write_npz
 from fusionspec.reference.filling import fill_inputs
 from fusionspec.spec.errors import FusionspecError
+from fusionspec.spec.files import atomic_write_text, safe_component
 from fusionspec.spec.graph import Graph
 from fusionspec.spec.onednn_json import dump, load
 from fusionspec.spec.pages import PAGES
@@ -113,7 +113,7 @@ def _jsonable(value: object) -> Any:
 
 def artifact_name(case_id: str) -> str:
     """A folder name for a case id: letters, digits, '.', '_' and '-' only."""
-    return re.sub(r"[^A-Za-z0-9._-]+", "_", case_id).strip("._")[:120] or "case"
+    return safe_component(case_id, fallback="case", limit=120)
 
 
 def _tally() -> defaultdict[str, Counter[str]]:
@@ -258,8 +258,7 @@ class ResultsCollector:
         """Write the document as JSON (strict: no NaN tokens) and return its path."""
         target = Path(path)
         target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(json.dumps(self.to_dict(), indent=1, allow_nan=False) + "\n",
-                          encoding="utf-8")
+        atomic_write_text(target, json.dumps(self.to_dict(), indent=1, allow_nan=False) + "\n")
         return target
 
 
@@ -324,10 +323,10 @@ def write_failure(folder: str | Path, case: Case, verdict: Verdict, *, backend: 
               "description": case.description, "seed": seed, "backend": backend,
               "device": device_id, "status": verdict.status.value, "reason": verdict.reason,
               "details": verdict.details, "notes": notes}
-    (target / "case.json").write_text(
-        json.dumps(_jsonable(record), indent=1, allow_nan=False) + "\n", encoding="utf-8")
+    atomic_write_text(target / "case.json",
+                      json.dumps(_jsonable(record), indent=1, allow_nan=False) + "\n")
     lines = _replay_lines(target, backend, device_id, (target / "inputs.npz").exists())
-    (target / "replay.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    atomic_write_text(target / "replay.txt", "\n".join(lines) + "\n")
     return target
 
 
