@@ -260,7 +260,7 @@ def expectations_toml(failures: Iterable[Mapping[str, Any]],
     for (pattern, status, reason, link), cases in groups.items():
         seen = " ".join(first_reason[(pattern, status, reason, link)].split())[:160]
         table: dict[str, Any] = {
-            "status": "fail", "pattern": pattern, "verdicts": [status],
+            "status": "fail", "pattern": pattern, "verdicts": status,
             "case": cases if len(cases) > 1 else cases[0],
             "reason": reason or f"TODO: say why (the run said: {status}: {seen})"}
         if link:
