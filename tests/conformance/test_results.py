@@ -4,9 +4,8 @@ replay a case."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
-
 from importlib.metadata import version
+from pathlib import Path
 
 import numpy as np
 import pytest

@@ -125,7 +125,7 @@ def test_shards_split_the_cases_into_disjoint_slices(ids: list[str], count: int)
 
 @pytest.mark.parametrize("text", ["0/3", "4/3", "1/0", "x", "1-3", "1/3/5", ""])
 def test_a_malformed_shard_is_refused(text: str) -> None:
-    with pytest.raises(ValueError, match="shard|K/N"):
+    with pytest.raises(ValueError, match=r"shard|K/N"):
         Shard.parse(text)
 
 
