@@ -25,7 +25,8 @@ One results document is written whatever the parallelism: ``--fs-out`` (default
 ``results/conformance/<backend>-<device>``) gets ``results.json`` and the failure folders.
 Under pytest-xdist each worker judges its share and hands its part to the controller, which
 joins them (`fusionspec.conformance.grade.merge`) into the document a single process writes.
-Without ``--fs-backend`` the conformance test is skipped.
+Without ``--fs-backend`` the conformance test is skipped. The thorough profile's search for
+minimal failing cases is the command line's (``fusionspec conform --profile thorough``).
 """
 
 from __future__ import annotations
