@@ -14,6 +14,7 @@
     nox -s bench-reference  reference executor vs PyTorch CPU on realistic shapes
     nox -s bench-partition  partitioner on 10,000- and 20,000-op graphs
     nox -s bench-accel      OpenCL kernels: fused vs op-by-op, copy bandwidth, reference
+    nox -s bench-conform    the reference's ci run with --jobs 1 and --jobs 2, side by side
     nox -s conformance-onednn   the suite on the real oneDNN library, each graded version
                           (3.2 and 3.13, installed from PyPI), results next to the others,
                           the HTML report and docs/onednn-findings.md
@@ -212,6 +213,15 @@ def conformance_reference(session: nox.Session) -> None:
     """The conformance suite on the reference backend."""
     _install(session, "conformance")
     _conform(session, ["reference"])
+
+
+@nox.session(name="bench-conform", python=PYTHON)
+def bench_conform(session: nox.Session) -> None:
+    """`fusionspec conform` on the reference with --jobs 1 and 2, interleaved; writes
+    results/bench_conform.json."""
+    _install(session, "conformance")
+    session.run("python", "bench/bench_conform.py", "--out",
+                str(ROOT / "results" / "bench_conform.json"), *session.posargs)
 
 
 @nox.session(name="bench-accel", python=PYTHON)

@@ -19,8 +19,20 @@ from types import ModuleType
 
 from fusionspec.spec.errors import FusionspecError
 
-from . import conform, explain, findings, partition, patterns, report, run, validate
+from . import (
+    conform,
+    diff,
+    explain,
+    findings,
+    merge,
+    partition,
+    patterns,
+    report,
+    run,
+    validate,
+)
 from .output import UsageError, emit
+from .version import VersionAction
 
 __all__ = ["main", "COMMANDS", "build_parser"]
 
@@ -32,6 +44,8 @@ COMMANDS: dict[str, ModuleType] = {
     "explain": explain,
     "run": run,
     "conform": conform,
+    "merge": merge,
+    "diff": diff,
     "report": report,
     "findings": findings,
 }
@@ -41,6 +55,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="fusionspec",
         description="Conformance suite and reference for the oneDNN Graph fusion patterns.")
+    parser.add_argument("--version", action=VersionAction,
+                        help="the suite's and the spec's versions, Python, the backends found")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for command, module in COMMANDS.items():
         help_text: str = module.HELP

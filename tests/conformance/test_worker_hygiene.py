@@ -44,7 +44,7 @@ def test_a_timed_out_workers_helper_processes_die_with_it(tmp_path: Path,
                                                           monkeypatch: pytest.MonkeyPatch
                                                           ) -> None:
     pidfile = tmp_path / "child.pid"
-    monkeypatch.setenv("FUSIONSPEC_TOY_PIDFILE", str(pidfile))
+    monkeypatch.chdir(tmp_path)
     with Runner("testkit.toy_backends:SpawnsAndHangs", None, 15.0, sys_path=[TESTS]) as run:
         verdict = run.run(VALID)
     assert verdict.status is Status.timeout, f"{verdict.status}: {verdict.reason}"

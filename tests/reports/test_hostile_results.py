@@ -237,3 +237,24 @@ def test_wrongly_typed_fields_are_one_line_in_findings(
     code, err = _findings(capsys, results, "-o", tmp_path / "f.md")
     assert code == 1 and field in err, f"{field}={value!r}: one line naming it: {code} {err!r}"
     json.dumps(value)  # the case itself is valid JSON: only its shape is wrong
+
+
+def test_diff_markdown_escapes_everything(never_fuses_results: Path, reference_results: Path,
+                                          tmp_path: Path,
+                                          capsys: pytest.CaptureFixture[str]) -> None:
+    old = copy_results(reference_results, tmp_path / "old")
+    new = copy_results(never_fuses_results, tmp_path / "new")
+    doc = load(new)
+    doc["backend"] = HOSTILE
+    for number, verdict in enumerate(doc["verdicts"]):
+        verdict["reason"] = f"reason {ATTACKS[number % len(ATTACKS)]}"
+    save(new, doc)
+    summary = tmp_path / "summary.md"
+    code = main(["diff", str(old), str(new), "--markdown", str(summary)])
+    err = capsys.readouterr().err
+    assert code == 1 and "Traceback" not in err, f"new failures are a regression: {code} {err}"
+    root = _markdown_html(summary.read_text(encoding="utf-8"))
+    _assert_inert(root, "diff --markdown")
+    assert HOSTILE in root.text(), "the hostile backend name reads back as text"
+    code = main(["diff", str(old), str(new), "--markdown", str(new)])
+    assert code == 2 and load(new) == doc, "diff --markdown NEW is refused, NEW untouched"
