@@ -373,6 +373,22 @@ def run_suite(backend: str, *, device: str | None = None, patterns: Sequence[str
         # has started: the workers log to a scratch folder meanwhile.
         scratch = log_dir = Path(tempfile.mkdtemp(prefix="fusionspec-logs-"))
     log_path = log_dir / "worker.log" if log_dir is not None else None
+    try:
+        collector = _run_in_pool(backend, device, chosen, profile, out_dir, isolate, seed,
+                                 sys_path, progress, jobs, memory_limit, shard, expectations,
+                                 strict, log_path)
+    finally:
+        if scratch is not None:
+            # Also when the workers never started: the scratch folder is this run's alone.
+            _move_logs(scratch, None)
+    return collector
+
+
+def _run_in_pool(backend: str, device: str | None, chosen: Selection, profile: Profile,
+                 out_dir: OutDir, isolate: bool, seed: int, sys_path: Sequence[str],
+                 progress: Progress | None, jobs: int, memory_limit: int | None,
+                 shard: Shard | None, expectations: Expectations | None, strict: bool,
+                 log_path: Path | None) -> ResultsCollector:
     with RunnerPool(backend, device, profile.timeout_s, jobs=jobs, isolate=isolate, seed=seed,
                     sys_path=sys_path, log_path=log_path, memory_limit=memory_limit) as runner:
         target = out_dir(runner.backend_name, runner.device) if callable(out_dir) else out_dir
@@ -394,8 +410,8 @@ def run_suite(backend: str, *, device: str | None = None, patterns: Sequence[str
                                     "cases not reached were not judged")
     collector.counters = dict(runner.counters)  # complete once the workers have stopped
     collector.finish()
-    if scratch is not None:
-        _move_logs(scratch, collector.out_dir)
+    if log_path is not None and callable(out_dir):
+        _move_logs(log_path.parent, collector.out_dir)
     return collector
 
 

@@ -151,8 +151,11 @@ def _check_header(tensor: LogicalTensor, shape: tuple[int, ...], dtype: np.dtype
 
 
 def _load(archive: zipfile.ZipFile, name: str) -> Array:
-    with archive.open(name) as member:
-        array: Array = np.lib.format.read_array(member, allow_pickle=False)
+    try:
+        with archive.open(name) as member:
+            array: Array = np.lib.format.read_array(member, allow_pickle=False)
+    except ValueError as exc:  # NumPy's word for data shorter than its header says
+        raise InputMismatchError(f"member {name!r} is not a whole NumPy array: {exc}") from None
     return array
 
 

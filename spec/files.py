@@ -56,9 +56,17 @@ def inside(path: str | Path, root: str | Path) -> Path | None:
 @contextlib.contextmanager
 def atomic_open(path: str | Path) -> Iterator[BinaryIO]:
     """A binary file to write that replaces `path` when the block ends without an error; on an
-    error (or Ctrl-C) `path` is left as it was and the temporary file is removed."""
+    error (or Ctrl-C) `path` is left as it was and the temporary file is removed. The folder
+    of `path` is created when missing."""
     target = Path(path)
-    handle, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    try:
+        # The user named this path: its folder is made as `conform --out` makes its own.
+        target.parent.mkdir(parents=True, exist_ok=True)
+        handle, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.",
+                                       suffix=".tmp")
+    except OSError as exc:
+        # Name the file asked for, not the temporary one.
+        raise OSError(exc.errno, exc.strerror, str(target)) from None
     try:
         with os.fdopen(handle, "wb") as out:
             yield out

@@ -53,6 +53,7 @@ folder back into the case and its seed.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import platform
@@ -61,6 +62,7 @@ import shlex
 from collections import Counter, defaultdict
 from collections.abc import Mapping
 from datetime import UTC, datetime
+from importlib import resources
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
@@ -408,7 +410,28 @@ def load_results(path: str | Path) -> dict[str, Any]:
     missing = [key for key in _REQUIRED_KEYS if key not in document]
     if missing:
         raise ResultsFormatError(f"{path}: results document lacks {', '.join(missing)}")
+    _check_shape(document, path)
     return document
+
+
+@functools.cache
+def _validator() -> Any:
+    from jsonschema import Draft202012Validator
+
+    schema = json.loads(resources.files(__package__).joinpath("results.schema.json")
+                        .read_text(encoding="utf-8"))
+    return Draft202012Validator(schema)
+
+
+def _check_shape(document: dict[str, Any], path: str | Path) -> None:
+    """Every member a reader relies on has the type `results.schema.json` gives it."""
+    from jsonschema.exceptions import best_match
+
+    error = best_match(_validator().iter_errors(document))
+    if error is not None:
+        where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error.absolute_path)
+        message = error.message if len(error.message) <= 200 else error.message[:200] + "..."
+        raise ResultsFormatError(f"{path}: ${where}: {message}")
 
 
 # -- failure artifacts -------------------------------------------------------------------------

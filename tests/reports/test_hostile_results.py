@@ -12,8 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from markdown_it import MarkdownIt
-from testkit.html import Node, parse
+from testkit.fuzz import assert_inert, markdown_html
 from testkit.report import copy_results, load, save
 from testkit.report_backends import HOSTILE
 
@@ -23,21 +22,6 @@ from fusionspec.cli.main import main
 ATTACKS = (HOSTILE, '<img src=x onerror="alert(1)">', "[click](javascript:alert(1))",
            "x; rm -rf ~ #", "$(touch pwned)", "`whoami`", "a | b", "line\nbreak",
            "**bold** _it_ &lt;b&gt;")
-
-
-def _markdown_html(text: str) -> Node:
-    """The findings Markdown as a CommonMark renderer with tables (GitHub's dialect) shows it;
-    raw HTML is enabled, as on most Markdown hosts, so escaped markup is the only defence."""
-    return parse(MarkdownIt("commonmark").enable("table").render(text))
-
-
-def _assert_inert(root: Node, where: str) -> None:
-    for node in root.walk():
-        assert node.tag not in {"script", "img", "iframe", "style"}, \
-            f"{where}: a <{node.tag}> element came from the data"
-        for name, value in node.attrs.items():
-            assert not name.startswith("on"), f"{where}: event attribute {name} on <{node.tag}>"
-            assert "javascript:" not in value.lower(), f"{where}: javascript: URL in {name}"
 
 
 def _snapshot(root: Path) -> dict[str, bytes]:
@@ -152,8 +136,8 @@ def test_findings_markdown_escapes_and_quotes_everything(
     code, err = _findings(capsys, results, "-o", out, "--title", HOSTILE)
     assert code == 0, err
     text = out.read_text(encoding="utf-8")
-    root = _markdown_html(text)
-    _assert_inert(root, "findings")
+    root = markdown_html(text)
+    assert_inert(root, "findings")
     shown = root.text()
     for attack in (HOSTILE, ATTACKS[1], ATTACKS[2], "x; rm -rf ~ #"):
         assert attack in shown, f"{attack!r} reads back as text in the rendered findings"
@@ -253,8 +237,8 @@ def test_diff_markdown_escapes_everything(never_fuses_results: Path, reference_r
     code = main(["diff", str(old), str(new), "--markdown", str(summary)])
     err = capsys.readouterr().err
     assert code == 1 and "Traceback" not in err, f"new failures are a regression: {code} {err}"
-    root = _markdown_html(summary.read_text(encoding="utf-8"))
-    _assert_inert(root, "diff --markdown")
+    root = markdown_html(summary.read_text(encoding="utf-8"))
+    assert_inert(root, "diff --markdown")
     assert HOSTILE in root.text(), "the hostile backend name reads back as text"
     code = main(["diff", str(old), str(new), "--markdown", str(new)])
     assert code == 2 and load(new) == doc, "diff --markdown NEW is refused, NEW untouched"
