@@ -59,7 +59,10 @@ class Case:
     `features` records what the case exercises, for grammar coverage in the report: e.g.
     ``{"post_ops": 2, "alternative": "Binary", "bias": "yes", "dtype_row": "u8,s8,f32,u8"}``.
     `dtype` is the case's headline data type for the report's matrix (``f32``, ``bf16``,
-    ``int8`` ...).
+    ``int8`` ...). `values` names the value domain of the graph inputs that are not filled
+    from the default grid (tensor id -> a `fusionspec.reference.filling.DOMAINS` name): the
+    inputs are ``fill_inputs(graph, seed, values)``, so a case with the same seed always gets
+    the same data.
     """
 
     id: str
@@ -70,6 +73,7 @@ class Case:
     dtype: str = "f32"
     features: Mapping[str, str | int] = field(default_factory=dict)
     description: str = ""
+    values: Mapping[int, str] = field(default_factory=dict)
 
 
 class Status(StrEnum):

@@ -4,7 +4,11 @@ Storage: each `DataType` is held in one NumPy dtype (`numpy_dtype`): bf16 and th
 from ml_dtypes (``bfloat16``, ``float8_e4m3fn``, ``float8_e5m2``), boolean is ``bool_``.
 
 Compute: the reference computes every floating-point value in float32 (`widen` turns bf16, f16
-and f8 into float32, exactly); integer data keeps its own dtype.
+and f8 into float32, exactly); integer data keeps its own dtype. Under `high_precision()` the
+same op functions compute in float64 instead and skip the f32 roundings between operations
+(`compute_dtype`, `to_compute`): a third opinion, closer to the exact value, for judging who is
+right when a backend and the reference disagree, and for evaluating an op at the edges of an
+error interval without rounding them away.
 
 Casts (`cast_to`) happen only where the spec converts: at partition outputs, in TypeCast and in
 Quantize. Floating-point targets round to nearest, ties to even (overflow gives inf, or NaN for
@@ -14,6 +18,9 @@ saturate to the target's range, NaN becoming 0.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
 import ml_dtypes
@@ -29,6 +36,9 @@ __all__ = [
     "cast_to",
     "is_float_dtype",
     "integer_range",
+    "high_precision",
+    "compute_dtype",
+    "to_compute",
 ]
 
 _NUMPY: dict[DataType, np.dtype[Any]] = {
@@ -50,6 +60,34 @@ _BY_NUMPY: dict[np.dtype[Any], DataType] = {v: k for k, v in _NUMPY.items()}
 _FLOAT_NUMPY = frozenset(np.dtype(t) for t in (
     np.float16, np.float32, np.float64, ml_dtypes.bfloat16, ml_dtypes.float8_e4m3fn,
     ml_dtypes.float8_e5m2))
+
+
+_HIGH_PRECISION: ContextVar[bool] = ContextVar("fusionspec_high_precision", default=False)
+_F32 = np.dtype(np.float32)
+_F64 = np.dtype(np.float64)
+
+
+@contextmanager
+def high_precision() -> Iterator[None]:
+    """Within this block the op functions compute in float64 and return float64 results (the
+    roundings the spec defines as conversions, TypeCast and Quantize, still happen)."""
+    token = _HIGH_PRECISION.set(True)
+    try:
+        yield
+    finally:
+        _HIGH_PRECISION.reset(token)
+
+
+def compute_dtype() -> np.dtype[Any]:
+    """float32, or float64 inside `high_precision()`."""
+    return _F64 if _HIGH_PRECISION.get() else _F32
+
+
+def to_compute(array: npt.ArrayLike) -> np.ndarray[Any, np.dtype[Any]]:
+    """`array` as a floating-point array of the compute dtype (see `compute_dtype`); a float64
+    value beyond the f32 range becomes +-inf, the f32 result."""
+    with np.errstate(over="ignore"):
+        return np.asarray(array).astype(compute_dtype())
 
 
 def numpy_dtype(dtype: DataType) -> np.dtype[Any]:
@@ -82,10 +120,11 @@ def integer_range(dtype: DataType) -> tuple[int, int]:
 
 def widen(array: npt.ArrayLike) -> np.ndarray[Any, np.dtype[Any]]:
     """The compute form of `array`: float32 for every floating-point type (exact for bf16, f16
-    and f8; float64 is rounded to float32), integers and booleans unchanged."""
+    and f8; float64 is rounded to float32; float64 everywhere inside `high_precision()`),
+    integers and booleans unchanged."""
     arr = np.asarray(array)
     if is_float_dtype(arr.dtype):
-        return arr.astype(np.float32)
+        return arr.astype(compute_dtype())
     return arr
 
 

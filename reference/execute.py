@@ -32,14 +32,15 @@ from fusionspec.spec.opschemas import OPAQUE_KINDS, SCHEMAS
 from fusionspec.spec.types import Array
 from fusionspec.spec.validate import validate_op
 
-from .dtypes import cast_to, is_float_dtype, numpy_dtype, widen
+from .dtypes import cast_to, compute_dtype, high_precision, is_float_dtype, numpy_dtype, widen
 from .errors import ExecutionError, InputMismatchError, OpInputError, UnsupportedOpError
 from .memory import budget, check_budget
 from .partitioner import partition
 from .registry import implementation
 
-__all__ = ["execute", "execute_partition", "execute_graph", "single_op_partitions",
-           "read_input", "default_partitioner", "Partitioner"]
+__all__ = ["execute", "execute_partition", "execute_graph", "execute_high_precision",
+           "run_op", "partition_order", "single_op_partitions", "read_input",
+           "default_partitioner", "Partitioner"]
 
 #: A function that splits a finalized graph into partitions covering every op once.
 Partitioner: TypeAlias = Callable[[Graph], Sequence[Partition]]
@@ -135,8 +136,8 @@ def execute_partition(partition: Partition, inputs: Mapping[int, Array], *,
     values: dict[int, Array] = {t.id: widen(read_input(t, inputs[t.id]))
                                 for t in partition.inputs}
     declared: dict[int, LogicalTensor] = {t.id: t for t in partition.inputs}
-    for op in _partition_order(partition):
-        results = _run_op(op, [values[t.id] for t in op.inputs])
+    for op in partition_order(partition):
+        results = run_op(op, [values[t.id] for t in op.inputs])
         for tensor, result in zip(op.outputs, results):
             values[tensor.id] = result
             declared[tensor.id] = tensor
@@ -144,7 +145,7 @@ def execute_partition(partition: Partition, inputs: Mapping[int, Array], *,
     return {tid: cast_to(values[tid], t.dtype) for tid, t in wanted.items()}
 
 
-def _partition_order(partition: Partition) -> list[Op]:
+def partition_order(partition: Partition) -> list[Op]:
     """The partition's ops with producers first; checks that every op input is available."""
     available = {t.id for t in partition.inputs}
     produced = {t.id for op in partition.ops for t in op.outputs}
@@ -172,7 +173,10 @@ def _partition_order(partition: Partition) -> list[Op]:
     return order
 
 
-def _run_op(op: Op, args: list[Array]) -> list[Array]:
+def run_op(op: Op, args: Sequence[Array]) -> list[Array]:
+    """One op on its input values (compute dtype), with its schema's defaults filled in: its
+    outputs in the compute dtype (f32, or float64 under `high_precision`), never cast to their
+    declared types. Errors are the executor's typed errors, naming the op."""
     if op.kind in OPAQUE_KINDS or op.kind not in SCHEMAS:
         raise UnsupportedOpError("the reference does not execute this op kind: it is outside "
                                  "the spec pages", op_id=op.id, op_kind=op.kind)
@@ -185,7 +189,9 @@ def _run_op(op: Op, args: list[Array]) -> list[Array]:
     if impl.wants_dst_dtype:
         kwargs["dst_dtype"] = op.outputs[0].dtype
     try:
-        result = impl.fn(*args, **kwargs)
+        # inf and NaN are IEEE results of the spec's arithmetic here, not accidents to warn of
+        with np.errstate(all="ignore"):
+            result = impl.fn(*args, **kwargs)
     except ExecutionError as exc:
         raise exc.at_op(op.id, op.kind) from exc
     except (ValueError, IndexError, TypeError) as exc:
@@ -198,8 +204,8 @@ def _run_op(op: Op, args: list[Array]) -> list[Array]:
     out: list[Array] = []
     for tensor, value in zip(op.outputs, results):
         arr = np.asarray(value)
-        if is_float_dtype(arr.dtype) and arr.dtype != np.float32:
-            arr = arr.astype(np.float32)
+        if is_float_dtype(arr.dtype) and arr.dtype != compute_dtype():
+            arr = arr.astype(compute_dtype())
         if tensor.shape is not None and not _shape_fits(tensor.shape, arr.shape):
             raise ExecutionError(f"computed shape {list(arr.shape)} differs from the declared "
                                  f"{_fmt(tensor.shape)}", op_id=op.id, op_kind=op.kind,
@@ -253,6 +259,24 @@ def execute_graph(graph: Graph, inputs: Mapping[int, Array], *,
         raise ExecutionError(f"graph output(s) {lost} are not outputs of any partition",
                              tensor_id=lost[0])
     return {t.id: values[t.id] for t in graph.output_tensors}
+
+
+def execute_high_precision(graph: Graph, inputs: Mapping[int, Array]) -> dict[int, Array]:
+    """Every tensor of `graph`, inputs included, computed by the same op functions under
+    `high_precision()`: float64 throughout, with no rounding to f32 or to any declared type
+    between ops or partitions; only the conversions an op means (TypeCast, Quantize, Round)
+    still round. This is not the spec's value (which rounds where the spec says) but a closer
+    estimate of the exact one, to tell how far the reference and a backend each are from it."""
+    if not graph.finalized:
+        graph = graph.finalize()
+    with high_precision():
+        values: dict[int, Array] = {t.id: widen(read_input(t, inputs[t.id]))
+                                    for t in graph.input_tensors}
+        for op in graph.ops:
+            for tensor, result in zip(op.outputs, run_op(op, [values[t.id]
+                                                                for t in op.inputs])):
+                values[tensor.id] = result
+    return values
 
 
 def _check_cover(graph: Graph, parts: Sequence[Partition]) -> None:

@@ -19,11 +19,31 @@ overflow the small types, and respect each consuming op's domain.
 
 Each tensor draws from its own generator seeded with ``(seed, tensor id)``, so a tensor's data
 does not depend on the other tensors or on their order.
+
+A tensor may be given a *value domain* (`DOMAINS`; ``fill_inputs(..., domains={id: name})``),
+which replaces the grid above for that tensor. Two kinds:
+
+- clean variants, for well-conditioned data with a clear signal: ``positive`` (the grid's
+  positive half, [0.25, 4]: keeps a Log, Sqrt or Pow downstream of a convolution in its
+  domain), ``small`` (multiples of 1/16 in [-1, 1]: keeps chains of Exp and Square far from
+  overflow), ``dense`` (full-precision random values in the consumer's range instead of the
+  grid: inexact products, sums and roundings everywhere);
+- corners, the values where implementations go wrong: ``special`` (NaN, +-inf, -0 and +0 in
+  about a quarter of the elements), ``huge`` (magnitudes up to half the type's largest value),
+  ``large`` (magnitudes from 60 to 2048, half of them at the f32 exp overflow edge [60, 90]:
+  where an Exp must stay finite up to 88.72 and a SoftMax must subtract the maximum),
+  ``subnormal`` (magnitudes below the type's smallest normal), ``ties`` (exact rounding ties
+  for the consumer: k + 0.5 for Round, a .5 tie of x/scale + zp for Quantize, the midpoint of
+  two neighbours of the destination type for TypeCast and, by default, of two bf16 values),
+  ``neg-inf-rows`` (a third of a SoftMax's rows all -inf, a few -inf elements elsewhere) and
+  ``saturate`` (a Quantize source far beyond its destination's range). A corner changes about
+  half of the elements and leaves the grid in the others; integer tensors under ``special`` or
+  ``huge`` take their type's extremes.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from enum import IntEnum
 
 import numpy as np
@@ -36,7 +56,14 @@ from fusionspec.spec.types import Array
 from .dtypes import cast_to, is_float_dtype, numpy_dtype
 from .errors import ExecutionError
 
-__all__ = ["fill_inputs", "fill_tensor"]
+__all__ = ["fill_inputs", "fill_tensor", "DOMAINS", "CLEAN_DOMAINS", "CORNER_DOMAINS"]
+
+#: Clean variants of the grid (see the module docstring).
+CLEAN_DOMAINS = ("grid", "positive", "small", "dense")
+#: Corner domains (see the module docstring).
+CORNER_DOMAINS = ("special", "huge", "large", "subnormal", "ties", "neg-inf-rows", "saturate")
+#: Every value domain a tensor may be filled from.
+DOMAINS = CLEAN_DOMAINS + CORNER_DOMAINS
 
 
 class Need(IntEnum):
@@ -82,11 +109,13 @@ def _need(op: Op, port: int) -> Need:
     return Need.ANY
 
 
-def fill_inputs(target: Partition | Graph, seed: int = 0) -> dict[int, Array]:
-    """Arrays for every input of `target`, keyed by tensor id, in their storage dtypes.
+def fill_inputs(target: Partition | Graph, seed: int = 0,
+                domains: Mapping[int, str] | None = None) -> dict[int, Array]:
+    """Arrays for every input of `target`, keyed by tensor id, in their storage dtypes; a
+    tensor listed in `domains` is filled from that value domain (see the module docstring).
 
     A graph is finalized first (to learn inferred shapes). Raises `ExecutionError` for an input
-    whose shape is not known.
+    whose shape is not known or an unknown domain.
     """
     if isinstance(target, Graph):
         graph = target if target.finalized else target.finalize()
@@ -98,11 +127,19 @@ def fill_inputs(target: Partition | Graph, seed: int = 0) -> dict[int, Array]:
     for op in ops:
         for port, t in enumerate(op.inputs):
             uses.setdefault(t.id, []).append((op, port))
-    return {t.id: fill_tensor(t, uses.get(t.id, ()), seed) for t in tensors}
+    chosen = domains or {}
+    return {t.id: fill_tensor(t, uses.get(t.id, ()), seed, chosen.get(t.id))
+            for t in tensors}
 
 
-def fill_tensor(tensor: LogicalTensor, uses: Iterable[tuple[Op, int]], seed: int = 0) -> Array:
-    """Data for one tensor consumed at `uses` ((op, input port) pairs); see the module doc."""
+def fill_tensor(tensor: LogicalTensor, uses: Iterable[tuple[Op, int]], seed: int = 0,
+                domain: str | None = None) -> Array:
+    """Data for one tensor consumed at `uses` ((op, input port) pairs), from `domain` when
+    given; see the module doc."""
+    if domain is not None and domain not in DOMAINS:
+        raise ExecutionError(f"no value domain {domain!r}; known: {', '.join(DOMAINS)}",
+                             tensor_id=tensor.id)
+    uses = list(uses)
     if tensor.shape is None or not tensor.shape_known:
         raise ExecutionError("cannot fill an input whose shape is not known",
                              tensor_id=tensor.id)
@@ -118,12 +155,17 @@ def fill_tensor(tensor: LogicalTensor, uses: Iterable[tuple[Op, int]], seed: int
         return rng.random(shape) < 0.5
     if tensor.dtype in _INT_RANGES:
         lo, hi = _INT_RANGES[tensor.dtype]
+        if domain in ("special", "huge"):
+            info = np.iinfo(numpy_dtype(tensor.dtype))
+            lo, hi = int(info.min), int(info.max)
         return rng.integers(lo, hi, size=shape, endpoint=True).astype(numpy_dtype(tensor.dtype))
     if not is_float_dtype(numpy_dtype(tensor.dtype)):
         raise ExecutionError(f"no filling is defined for dtype {tensor.dtype}",
                              tensor_id=tensor.id)
     if need is Need.QUANTIZE_SOURCE and op is not None:
-        values = _quantize_source(rng, shape, op)
+        values = _quantize_source(rng, shape, op, saturate=domain == "saturate")
+    elif domain in ("positive", "small", "dense"):
+        values = _clean_variant(rng, shape, need, domain, uses)
     elif need is Need.POSITIVE:
         values = rng.integers(2, 32, size=shape, endpoint=True) / 8.0
     elif need is Need.NONZERO:
@@ -133,7 +175,122 @@ def fill_tensor(tensor: LogicalTensor, uses: Iterable[tuple[Op, int]], seed: int
     else:
         values = rng.integers(-32, 32, size=shape, endpoint=True) / 8.0
         values = values * (rng.random(shape) < _density(uses))
-    return cast_to(np.asarray(values, dtype=np.float32), tensor.dtype)
+    if domain in CORNER_DOMAINS:
+        values = _corner(rng, np.asarray(values, dtype=np.float64), domain, tensor, uses)
+    with np.errstate(over="ignore", invalid="ignore"):
+        return cast_to(np.asarray(values, dtype=np.float32), tensor.dtype)
+
+
+def _clean_variant(rng: np.random.Generator, shape: tuple[int, ...], need: Need, domain: str,
+                   uses: Sequence[tuple[Op, int]]) -> Array:
+    """The `positive`, `small` and `dense` domains (see the module docstring)."""
+    if domain == "positive":
+        return rng.integers(2, 32, size=shape, endpoint=True) / 8.0
+    if domain == "small":
+        if need is Need.POSITIVE:
+            return rng.integers(1, 16, size=shape, endpoint=True) / 16.0
+        if need in (Need.NONZERO, Need.PRODUCT):
+            return rng.integers(8, 16, size=shape, endpoint=True) / 16.0 * _signs(rng, shape)
+        small: Array = rng.integers(-16, 16, size=shape, endpoint=True) / 16.0
+        return small * (rng.random(shape) < _density(uses))
+    if need is Need.POSITIVE:
+        return rng.uniform(0.25, 4.0, size=shape)
+    if need is Need.NONZERO:
+        return rng.uniform(0.5, 4.0, size=shape) * _signs(rng, shape)
+    if need is Need.PRODUCT:
+        return rng.uniform(0.5, 2.0, size=shape) * _signs(rng, shape)
+    dense: Array = rng.uniform(-4.0, 4.0, size=shape)
+    return dense * (rng.random(shape) < _density(uses))
+
+
+#: The largest finite value of each floating-point type.
+_TYPE_MAX: dict[DataType, float] = {
+    DataType.f32: float(np.finfo(np.float32).max), DataType.bf16: 3.3895313892515355e38,
+    DataType.f16: 65504.0, DataType.f8_e4m3: 448.0, DataType.f8_e5m2: 57344.0}
+#: log2 of the smallest subnormal and of the smallest normal of each floating-point type.
+_SUBNORMAL_EXPONENTS: dict[DataType, tuple[int, int]] = {
+    DataType.f32: (-149, -126), DataType.bf16: (-133, -126), DataType.f16: (-24, -14),
+    DataType.f8_e4m3: (-9, -6), DataType.f8_e5m2: (-16, -14)}
+#: Significand bits (with the implicit one) of the types a TypeCast or an output may round to.
+_SIGNIFICAND_BITS: dict[DataType, int] = {DataType.bf16: 8, DataType.f16: 11}
+
+
+def _corner(rng: np.random.Generator, values: Array, domain: str, tensor: LogicalTensor,
+            uses: Sequence[tuple[Op, int]]) -> Array:
+    """Put the corner `domain` into about half of `values` (a quarter for `special`)."""
+    shape = values.shape
+    if domain == "neg-inf-rows":
+        return _neg_inf_rows(rng, values, uses)
+    share = 0.25 if domain == "special" else 0.5
+    mask: Array = np.asarray(rng.random(shape) < share)
+    if mask.size and not mask.any():
+        mask.flat[int(rng.integers(mask.size))] = True
+    signs = _signs(rng, shape)
+    if domain == "special":
+        picks = np.array([np.nan, np.inf, -np.inf, -0.0, 0.0])
+        corner = rng.choice(picks, size=shape)
+    elif domain == "huge":
+        top = _TYPE_MAX.get(tensor.dtype, _TYPE_MAX[DataType.f32])
+        corner = top * rng.uniform(1 / 64, 1 / 2, size=shape) * signs
+    elif domain == "large":
+        # Half at the edge of the f32 exp range ([60, 90]: finite exp up to 88.72, inf past
+        # it), half beyond it, log-uniform up to 2048.
+        edge = rng.uniform(60.0, 90.0, size=shape)
+        beyond = np.exp2(rng.uniform(np.log2(90.0), 11.0, size=shape))
+        corner = np.where(rng.random(shape) < 0.5, edge, beyond) * signs
+    elif domain == "subnormal":
+        low, high = _SUBNORMAL_EXPONENTS.get(tensor.dtype, _SUBNORMAL_EXPONENTS[DataType.f32])
+        corner = np.exp2(rng.integers(low, high - 1, size=shape, endpoint=True)) * signs
+        corner = corner * rng.integers(1, 4, size=shape, endpoint=True)
+    elif domain == "ties":
+        corner = _ties(rng, values, tensor, uses)
+    else:  # saturate outside a Quantize source: far beyond any 8-bit range
+        corner = rng.uniform(300.0, 1000.0, size=shape) * signs
+    result: Array = np.where(mask, corner, values)
+    return result
+
+
+def _ties(rng: np.random.Generator, values: Array, tensor: LogicalTensor,
+          uses: Sequence[tuple[Op, int]]) -> Array:
+    """Exact rounding ties for the first consumer that rounds (see the module docstring)."""
+    shape = values.shape
+    for op, _ in uses:
+        if op.kind == "Round":
+            halves = rng.integers(-8, 8, size=shape, endpoint=True) + 0.5
+            return np.asarray(halves, dtype=np.float64)
+        if op.kind == "Quantize":
+            return _quantize_source(rng, shape, op, offset=0.5)
+        if op.kind == "TypeCast" and op.outputs and op.outputs[0].dtype in _SIGNIFICAND_BITS:
+            return _midpoints(values, _SIGNIFICAND_BITS[op.outputs[0].dtype])
+    return _midpoints(values, _SIGNIFICAND_BITS[DataType.bf16])
+
+
+def _midpoints(values: Array, bits: int) -> Array:
+    """For each value, the midpoint between it (rounded to `bits` significant bits) and the
+    next such number up: an exact tie for a rounding to that precision (exact in f32)."""
+    v = np.where(values == 0, 1.0, values)
+    exponent = np.floor(np.log2(np.abs(v)))
+    step = np.exp2(exponent - (bits - 1))
+    base = np.round(v / step) * step
+    result: Array = base + np.sign(v) * step / 2
+    return result
+
+
+def _neg_inf_rows(rng: np.random.Generator, values: Array,
+                  uses: Sequence[tuple[Op, int]]) -> Array:
+    """A third of the rows along a SoftMax's axis all -inf, and a few single -inf elements."""
+    result = np.array(values, dtype=np.float64)
+    softmax = next((op for op, _ in uses if op.kind == "SoftMax"), None)
+    if result.ndim == 0:
+        return result
+    attr = softmax.attrs.get("axis", 1) if softmax is not None else -1
+    axis = (attr if isinstance(attr, int) else 1) % result.ndim
+    rows_shape = list(result.shape)
+    rows_shape[axis] = 1
+    rows = rng.random(rows_shape) < 1 / 3
+    result = np.where(rows, -np.inf, result)
+    result = np.where(rng.random(result.shape) < 1 / 16, -np.inf, result)
+    return result
 
 
 def _density(uses: Iterable[tuple[Op, int]]) -> float:
@@ -170,10 +327,14 @@ def _signs(rng: np.random.Generator, shape: tuple[int, ...]) -> Array:
     return np.where(rng.random(shape) < 0.5, -1.0, 1.0)
 
 
-def _quantize_source(rng: np.random.Generator, shape: tuple[int, ...], op: Op) -> Array:
-    """f32 values that Quantize maps exactly onto small integers of its destination type."""
+def _quantize_source(rng: np.random.Generator, shape: tuple[int, ...], op: Op, *,
+                     offset: float = 0.0, saturate: bool = False) -> Array:
+    """f32 values that Quantize maps exactly onto small integers of its destination type (onto
+    exact .5 ties with `offset` 0.5; far outside the type's range with `saturate`)."""
     dst = op.outputs[0].dtype if op.outputs else DataType.u8
     lo, hi = _INT_RANGES.get(dst, (-8, 8))
+    if saturate:
+        lo, hi = (-400, 400)
     scales = np.asarray(op.attrs.get("scales") or (1.0,), dtype=np.float32)
     zps_attr = op.attrs.get("zps") or (0,) * scales.size
     zps = np.asarray(zps_attr, dtype=np.float32)
@@ -189,7 +350,7 @@ def _quantize_source(rng: np.random.Generator, shape: tuple[int, ...], op: Op) -
     if dst in (DataType.f8_e4m3, DataType.f8_e5m2):
         grid = rng.integers(-32, 32, size=shape, endpoint=True) / 8.0
         return np.asarray(grid * scales, dtype=np.float32)
-    q = rng.integers(lo, hi, size=shape, endpoint=True).astype(np.float32)
+    q = rng.integers(lo, hi, size=shape, endpoint=True).astype(np.float32) + np.float32(offset)
     return np.asarray((q - zps) * scales, dtype=np.float32)
 
 

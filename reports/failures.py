@@ -3,7 +3,8 @@
 `failure_view` turns one entry of a results document's ``failures`` list into a `FailureView`:
 the graph drawn as a chain diagram and its oneDNN JSON (both from the failure folder's
 ``graph.json``, when the folder is still there), expected vs actual partitions, the numerics
-summary, the worst elements, the error against the tolerance, the backend's message and
+summary, the worst elements, the error against its bound, the smallest failing piece found by
+culprit isolation (``culprit``), the backend's message and
 traceback, the generated kernel source when the details carry one (``kernel_source``), the
 replay commands, and every other detail as JSON so that nothing a backend reported is lost.
 
@@ -29,7 +30,8 @@ from .document import Doc
 from .legend import StatusInfo, status_info
 from .svg import MAX_DIAGRAM_OPS, DiagramOp, TensorRef, chain_diagram
 
-__all__ = ["PartitionRow", "OutputRow", "WorstRow", "ToleranceView", "ErrorView", "FailureView",
+__all__ = ["PartitionRow", "OutputRow", "WorstRow", "BoundView", "CulpritView", "ErrorView",
+           "FailureView",
            "FailureLine", "failure_view", "failure_line", "find_folder", "MAX_JSON_CHARS"]
 
 #: A graph.json longer than this is cut in the page (the file itself is named for the rest).
@@ -40,8 +42,8 @@ MAX_GRAPH_BYTES = 64 * 2**20
 #: Detail keys the drill-down renders in their own place; any other key goes to "more details".
 _SHOWN = frozenset({
     "expected_partitions", "actual_partitions", "numerics", "reason", "tensor", "dtype", "shape",
-    "tolerance", "max_abs_error", "max_rel_error", "mismatches", "total", "worst", "stage",
-    "error_type", "message", "traceback", "kernel_source", "suite_error"})
+    "bound", "max_abs_error", "max_rel_error", "max_excess", "mismatches", "total", "worst",
+    "stage", "error_type", "message", "traceback", "kernel_source", "suite_error", "culprit"})
 
 
 @dataclass(frozen=True)
@@ -66,8 +68,8 @@ class OutputRow:
     passed: bool
     max_abs: str
     max_rel: str
-    rtol: str
-    atol: str
+    max_radius: str
+    excess: str
 
 
 @dataclass(frozen=True)
@@ -77,24 +79,35 @@ class WorstRow:
     actual: str
     abs_error: str
     rel_error: str
+    bound: str
 
 
 @dataclass(frozen=True)
-class ToleranceView:
-    """The failing output against its tolerance."""
+class BoundView:
+    """The failing output against its error bound (per element; the largest shown)."""
 
     tensor: str
     dtype: str
     shape: str
-    rtol: str
-    atol: str
     chain: str
-    basis: tuple[str, ...]
-    off_by_one: bool
+    max_radius: str
+    uncertain: str
     mismatches: str
     max_abs: str
     max_rel: str
-    ratio: str
+    excess: str
+
+
+@dataclass(frozen=True)
+class CulpritView:
+    """The smallest piece of the graph that still fails on the backend, alone."""
+
+    kinds: str
+    signature: str
+    summary: str
+    reason: str
+    graph_json: str
+    benchdnn: str
 
 
 @dataclass(frozen=True)
@@ -135,7 +148,8 @@ class FailureView:
     numerics_note: str
     outputs: tuple[OutputRow, ...]
     worst: tuple[WorstRow, ...]
-    tolerance: ToleranceView | None
+    bound: BoundView | None
+    culprit: CulpritView | None
     error: ErrorView | None
     kernel_source: str | None
     replay: tuple[str, ...]
@@ -331,7 +345,7 @@ def _outputs(details: Doc) -> tuple[tuple[OutputRow, ...], str]:
     for row in details.objects("numerics") if isinstance(numerics, list) else ():
         rows.append(OutputRow(row.text("tensor"), row.text("dtype"), bool(row.raw("passed")),
                               _num(row.raw("max_abs_error")), _num(row.raw("max_rel_error")),
-                              _num(row.raw("rtol")), _num(row.raw("atol"))))
+                              _num(row.raw("max_radius")), _excess(row.raw("max_excess"))))
     return tuple(rows), ""
 
 
@@ -345,32 +359,46 @@ def _worst(details: Doc) -> tuple[WorstRow, ...]:
         rows.append(WorstRow(_ids(item.raw("index")), _num(item.raw("expected"), 7),
                              _num(item.raw("actual"), 7),
                              _num(diff) if diff is not None else "—",
-                             _num(rel) if rel is not None else "—"))
+                             _num(rel) if rel is not None else "—", _num(item.raw("bound"))))
     return tuple(rows)
 
 
-def _tolerance(details: Doc) -> ToleranceView | None:
-    if details.raw("tolerance") is None:
+def _excess(value: object) -> str:
+    """How far past its bound the worst element is (``× its bound``)."""
+    number = _float(value)
+    if number is None:
+        return "—"
+    if math.isinf(number):
+        return "bound 0"
+    return f"{number:,.3g} × its bound"
+
+
+def _bound(details: Doc) -> BoundView | None:
+    if details.raw("bound") is None:
         return None
-    tol = details.obj("tolerance")
+    bound = details.obj("bound")
     mismatches, total = details.raw("mismatches"), details.raw("total")
     share = ""
     if isinstance(mismatches, int) and isinstance(total, int) and total > 0:
         share = f"{mismatches} of {total} elements ({100 * mismatches / total:.1f} %)"
-    rtol, max_rel = _float(tol.raw("rtol")), _float(details.raw("max_rel_error"))
-    ratio = ""
-    if rtol and max_rel is not None and math.isfinite(max_rel):
-        ratio = f"max rel error = {max_rel / rtol:,.0f} × rtol" if max_rel >= rtol else \
-            f"max rel error = {max_rel / rtol:.2f} × rtol"
-    basis = tol.raw("basis")
     shape = details.raw("shape")
-    return ToleranceView(details.text("tensor"), tol.text("dtype", details.text("dtype")),
-                         "x".join(str(d) for d in shape) if isinstance(shape, list) else "",
-                         _num(tol.raw("rtol")), _num(tol.raw("atol")), tol.text("chain"),
-                         tuple(str(b) for b in basis) if isinstance(basis, list) else (),
-                         bool(tol.raw("off_by_one")), share,
-                         _num(details.raw("max_abs_error")), _num(details.raw("max_rel_error")),
-                         ratio)
+    uncertain = bound.raw("uncertain")
+    return BoundView(details.text("tensor"), bound.text("dtype", details.text("dtype")),
+                     "x".join(str(d) for d in shape) if isinstance(shape, list) else "",
+                     bound.text("chain"), _num(bound.raw("max_radius")),
+                     str(uncertain) if isinstance(uncertain, int) and uncertain else "",
+                     share, _num(details.raw("max_abs_error")),
+                     _num(details.raw("max_rel_error")), _excess(details.raw("max_excess")))
+
+
+def _culprit(details: Doc) -> CulpritView | None:
+    if details.raw("culprit") is None:
+        return None
+    found = details.obj("culprit")
+    graph = found.raw("graph")
+    return CulpritView(found.text("kinds"), found.text("signature"), found.text("summary"),
+                       found.text("reason"), _json(graph) if graph is not None else "",
+                       found.text("benchdnn"))
 
 
 def _error(details: Doc) -> ErrorView | None:
@@ -412,7 +440,7 @@ def failure_view(failure: Doc, *, anchor: str, run_label: str, results_path: Pat
         expected_partitions=_partition_rows(expected, actual if actual else None),
         actual_partitions=_partition_rows(actual, expected if expected else None),
         numerics_note=numerics_note, outputs=outputs, worst=_worst(details),
-        tolerance=_tolerance(details), error=_error(details),
+        bound=_bound(details), culprit=_culprit(details), error=_error(details),
         kernel_source=kernel if isinstance(kernel, str) else (
             None if kernel is None else _json(kernel)),
         replay=tuple(replay.texts("commands")), seed=replay.text("seed"), more=more)

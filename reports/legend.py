@@ -38,7 +38,7 @@ class StatusInfo:
 STATUSES: tuple[StatusInfo, ...] = (
     StatusInfo("pass", "pass", False, "st-pass",
                "The backend did what the spec requires for the case: the right partitions, "
-               "outputs within tolerance, or a typed rejection of an ill-formed graph."),
+               "outputs within their error bounds, or a typed rejection of an ill-formed graph."),
     StatusInfo("extension", "extension", False, "st-extension",
                "On a near-miss graph the backend fused more than the spec allows and computed "
                "the result right: reported, not a failure."),
@@ -50,7 +50,7 @@ STATUSES: tuple[StatusInfo, ...] = (
                "into one partition of exactly its ops, or wrong partition inputs/outputs."),
     StatusInfo("numeric-mismatch", "numeric", True, "st-numeric",
                "The partitions are right but an output differs from the reference beyond the "
-               "tolerance, or has the wrong data type or shape."),
+               "error bound, or has the wrong data type or shape."),
     StatusInfo("rejected-valid", "rejected", True, "st-rejected",
                "The backend refused a graph the spec declares valid (raised on partition or "
                "compile, or marked a partition unsupported)."),
@@ -95,13 +95,19 @@ METRICS: tuple[tuple[str, str], ...] = (
     ("grammar coverage", "The share of the pattern's required grammar items (each repetition "
                          "count, alternative, category member, dtype row and attribute variant) "
                          "that at least one case exercised."),
-    ("tolerance", "An element passes when |actual - expected| <= rtol*|expected| + "
-                  "atol*max(1, M), M being the output's largest finite reference magnitude; "
-                  "8-bit and integer outputs must be exact, up to a rounding tie."),
+    ("error bound", "Each element has its own bound, computed with the reference from each "
+                    "op's accuracy (correctly rounded operations: none; transcendental "
+                    "functions: a few ulp) and the chain's conditioning; a rounded result may "
+                    "be the other neighbour only where its interval holds the tie. NaN and inf "
+                    "must match; an uncertain element (its interval crosses a pole or a domain "
+                    "edge) accepts any value."),
     ("max abs / rel error", "The largest absolute and relative difference between backend and "
                             "reference over the finite elements of the failing output."),
-    ("worst elements", "The elements with the largest errors, with their index, the reference's "
-                       "value and the backend's."),
+    ("worst elements", "The elements furthest past their bound, with their index, the "
+                       "reference's value, the backend's and the bound."),
+    ("culprit", "For a numeric mismatch, the smallest piece of the graph (one op, or a short "
+                "chain, with the reference's values as its inputs) that the backend still gets "
+                "wrong alone; findings are grouped by it."),
 )
 
 FAMILY_TITLES: Mapping[str, str] = {

@@ -79,8 +79,8 @@ def _pow(ctx: OpCtx) -> Value:
 
 def _sigmoid(ctx: OpCtx) -> Value:
     x = ctx.f(0)
-    # -x >= bound (and NaN) gives 0, as the reference's where(-x < bound, ..., 0).
-    return Value(f"-{x} < {EXP_OVERFLOW_BOUND} ? 1.0f / (1.0f + exp(-{x})) : 0.0f")
+    # -x >= bound gives 0, as the reference's guard; a NaN fails the test and propagates.
+    return Value(f"-{x} >= {EXP_OVERFLOW_BOUND} ? 0.0f : 1.0f / (1.0f + exp(-{x}))")
 
 
 def _softplus(ctx: OpCtx) -> Value:

@@ -315,7 +315,7 @@ def draw_interpolate(draw: st.DrawFn) -> InterpolateSpec:
             attrs["sizes"] = sizes
         else:
             sizes_input = sizes
-    ctm = draw(st.sampled_from(("half_pixel", "half_pixel", "align_corners")),
+    ctm = draw(st.sampled_from(("half_pixel", "align_corners")),
                label="coordinate_transformation_mode")
     maybe_default(draw, attrs, "coordinate_transformation_mode", ctm, "half_pixel")
     maybe_default(draw, attrs, "data_format", layout.data_format, "NXC")
@@ -363,7 +363,11 @@ def draw_unary_attrs(draw: st.DrawFn, kind: str) -> dict[str, AttrValue]:
     if kind == "Clamp":
         low = draw(st.integers(-8, 0), label="clamp min") / 4
         return {"min": low, "max": draw(st.integers(0, 8), label="clamp max") / 4}
-    if kind in ("Elu", "LeakyReLU"):
+    if kind == "LeakyReLU":
+        # Above 1 as often as below: max(x, alpha*x) equals LeakyReLU only for alpha <= 1.
+        return {"alpha": draw(st.sampled_from((0.5, 2.0, 0.25, 1.5, 1.0, 4.0, 0.125)),
+                              label="alpha")}
+    if kind == "Elu":
         return {"alpha": draw(st.sampled_from((0.5, 0.25, 1.0, 2.0, 0.125)), label="alpha")}
     if kind == "Pow":
         return {"beta": draw(st.sampled_from((2.0, 1.0, 3.0)), label="beta")}
@@ -381,14 +385,18 @@ def draw_unary_attrs(draw: st.DrawFn, kind: str) -> dict[str, AttrValue]:
 
 
 def draw_qparams(draw: st.DrawFn, qdtype: str, *, channels: int | None = None,
-                 axis: int = 1, zero_zps: bool = False) -> dict[str, AttrValue]:
+                 axis: int = 1, rank: int | None = None,
+                 zero_zps: bool = False) -> dict[str, AttrValue]:
     """Quantize/Dequantize attributes: power-of-two scales, small zero points (none for f8,
-    all zero per channel, as oneDNN requires), per-tensor unless `channels` is given."""
+    all zero per channel, as oneDNN requires), per-tensor unless `channels` is given. A
+    per-channel `axis` of a rank-`rank` tensor is written negative (counted from the end) as
+    often as not."""
     count = channels or 1
     scales = tuple(draw(st.sampled_from(POW2), label="scale") for _ in range(count))
     attrs: dict[str, AttrValue] = {"scales": scales}
     if channels is not None:
-        attrs.update(qtype="per_channel", axis=axis)
+        negative = rank is not None and draw(st.booleans(), label="negative axis")
+        attrs.update(qtype="per_channel", axis=axis - rank if negative and rank else axis)
     if qdtype.startswith("f8"):
         return attrs
     if channels is not None or zero_zps:

@@ -135,8 +135,12 @@ class _Builder:
             channels = shape[oc_axis]
         self.note("weights_quantization", "per_channel" if channels else "per_tensor")
         params = draw_qparams(self.draw, qdtype.value, channels=channels,
-                              axis=oc_axis if oc_axis is not None else 1,
+                              axis=oc_axis if oc_axis is not None else 1, rank=len(shape),
                               zero_zps=self.plan.gpu)
+        if channels:
+            axis = params.get("axis")
+            self.note("quantization_axis", "negative" if isinstance(axis, int) and axis < 0
+                      else "non-negative")
         src = self.tensor(shape, F32 if quantize_first else qdtype)
         if quantize_first:
             src = self.add("Quantize", [src], dict(params), [qdtype]).outputs[0]
@@ -240,6 +244,10 @@ class _Builder:
         dtypes = [dt]
         if kind in UNARY:
             attrs = draw_unary_attrs(draw, kind)
+            if kind == "LeakyReLU":
+                alpha = attrs["alpha"]
+                self.note("leaky_relu_alpha", "above 1" if isinstance(alpha, float)
+                          and alpha > 1 else "at most 1")
             if attrs:
                 words += "(" + ", ".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}"
                                          for k, v in attrs.items()) + ")"

@@ -87,9 +87,12 @@ def variant_items(entry: PatternEntry) -> tuple[Item, ...]:
         wanted["exclude_pad"] = ("yes", "no")
     if "Interpolate" in kinds:
         wanted.update(mode=("nearest", "linear", "bilinear", "trilinear"),
-                      size_source=("sizes", "scales", "sizes input"))
+                      size_source=("sizes", "scales", "sizes input"),
+                      coordinate_transformation_mode=("half_pixel", "align_corners"))
     if kinds & set(REDUCTION):
         wanted["keep_dims"] = ("yes", "no")
+    if "LeakyReLU" in kinds:
+        wanted["leaky_relu_alpha"] = ("above 1", "at most 1")
     if "SoftMax" in kinds:
         wanted["softmax_mode"] = ("none", "inf_as_zero")
     if kinds & set(BINARY):
@@ -102,6 +105,7 @@ def variant_items(entry: PatternEntry) -> tuple[Item, ...]:
         wanted["bn_bwd_outputs"] = ("1", "3")
     if Role.weights_q2f in entry.roles.values():
         wanted["weights_quantization"] = ("per_tensor", "per_channel")
+        wanted["quantization_axis"] = ("negative", "non-negative")
     if has_table(entry):
         wanted["engine_kind"] = ("cpu", "gpu")
     if "Reorder" in kinds:

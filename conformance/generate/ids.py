@@ -1,7 +1,8 @@
 """Case ids and hypothesis events: what every case generator stamps on the cases it draws.
 
 A case id is ``<pattern>/<kind>[/<rule>]/<hash>``, the hash being the first 8 hex digits of the
-SHA-256 of the graph's compact oneDNN JSON, so the same graph always gets the same id.
+SHA-256 of the graph's compact oneDNN JSON (followed, for a case whose inputs leave the default
+grid, by its value domains), so the same graph with the same values always gets the same id.
 """
 
 from __future__ import annotations
@@ -21,9 +22,14 @@ from .coverage import case_items
 __all__ = ["case_id", "report_events"]
 
 
-def case_id(pattern: str, kind: CaseKind, graph: Graph, rule: str | None = None) -> str:
-    """``<pattern>/<kind>[/<rule>]/<8 hex digits of the graph JSON's SHA-256>``."""
-    digest = hashlib.sha256(dumps(graph, indent=None).encode()).hexdigest()[:8]
+def case_id(pattern: str, kind: CaseKind, graph: Graph, rule: str | None = None,
+            values: Mapping[int, str] | None = None) -> str:
+    """``<pattern>/<kind>[/<rule>]/<8 hex digits of the graph JSON's SHA-256>`` (the value
+    domains, when any, hashed after the graph)."""
+    text = dumps(graph, indent=None)
+    if values:
+        text += "|" + ",".join(f"{k}={values[k]}" for k in sorted(values))
+    digest = hashlib.sha256(text.encode()).hexdigest()[:8]
     middle = f"{kind.value}/{rule}" if rule else kind.value
     return f"{pattern}/{middle}/{digest}"
 

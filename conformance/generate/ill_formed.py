@@ -8,7 +8,8 @@ dtypes, then shapes in topological order):
 =========================  ==================================================================
 rule                       the defect
 =========================  ==================================================================
-schema.dtype.port          a graph input (or output) gets a type its port does not allow
+schema.dtype.port          a graph input (or output) gets a type its port does not allow (any
+                           of them: u8, s8, s32, boolean, f32, bf16, f16)
 schema.dtype.unify         a graph input gets another allowed type than the ports it shares a
                            type symbol with
 schema.shape.output        a graph output's declared shape contradicts inference
@@ -29,6 +30,7 @@ sees the change first.
 
 from __future__ import annotations
 
+import random
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -66,6 +68,9 @@ _BAD_VALUES: dict[str, str] = {
     "GELU.mode": "tanh", "SoftMax.mode": "inf_as_nan", "ConvTranspose.weights_format": "OIX",
     "Convolution.weights_format": "IOX", "ConvolutionBackwardWeights.weights_format": "IOX",
 }
+#: The types a dtype.port defect may give a port: every one the port does not allow is
+#: offered (an s8 operand of a float Multiply as much as a u8 one).
+_OFFERED = (D.u8, D.s8, D.s32, D.boolean, D.f32, D.bf16, D.f16)
 #: Attributes some ops have, to give ops that do not have them.
 _STRAY: dict[str, AttrValue] = {"axis": 1, "data_format": "NCX", "epsilon": 1e-5,
                                 "alpha": 0.5, "keep_dims": True, "transpose_a": True}
@@ -137,9 +142,9 @@ def _dtype_edits(graph: Graph) -> list[Edit]:
         t, symbol = op.inputs[port], schema.inputs[port].symbol
         allowed = schema.types[symbol]
         name = schema.inputs[port].name
-        bad = next(d for d in (D.u8, D.f32, D.s32, D.boolean) if d not in allowed)
-        found.append(Edit(GraphRule.dtype_port, f"{op.kind} {op.id} {name} is {bad}",
-                          _apply(_set_input(op, port, _retyped(t, bad)))))
+        for bad in (d for d in _OFFERED if d not in allowed):
+            found.append(Edit(GraphRule.dtype_port, f"{op.kind} {op.id} {name} is {bad}",
+                              _apply(_set_input(op, port, _retyped(t, bad)))))
         shared = [p for p in (*schema.inputs[:len(op.inputs)], *schema.outputs[:len(op.outputs)])
                   if p.symbol == symbol and p.name != name]
         other = next((d for d in (D.bf16, D.f32, D.f16) if d in allowed and d != t.dtype), None)
@@ -153,9 +158,9 @@ def _dtype_edits(graph: Graph) -> list[Edit]:
         if out.id in graph.consumers:
             continue
         allowed = schema.types[schema.outputs[0].symbol]
-        bad = next(d for d in (D.s32, D.u8, D.f32) if d not in allowed)
-        found.append(Edit(GraphRule.dtype_port, f"{op.kind} {op.id} dst is {bad}", _apply(
-            _rebuilt(op, outputs=(_retyped(out, bad), *op.outputs[1:])))))
+        for bad in (d for d in _OFFERED if d not in allowed):
+            found.append(Edit(GraphRule.dtype_port, f"{op.kind} {op.id} dst is {bad}", _apply(
+                _rebuilt(op, outputs=(_retyped(out, bad), *op.outputs[1:])))))
         shape = out.shape or ()
         if shape:
             wrong = (shape[0] + 1, *shape[1:])
@@ -290,11 +295,18 @@ def _ill_formed(draw: st.DrawFn, pattern: str, rule: str | None) -> Defect:
     if rule is not None:
         assume(rule in available)
     chosen = rule or draw(st.sampled_from(available), label="rule")
-    edit = draw(st.sampled_from(found[chosen]), label="defect")
+    # The defect comes from a Random seeded by the graph's hash and a drawn number, not from
+    # sampled_from, whose derandomized draws favour the first options: every port and every
+    # disallowed type should turn up about as often.
+    digest = case_id("", CaseKind.ill_formed, built.graph).rsplit("/", 1)[1]
+    pick = random.Random(int(digest, 16) ^ draw(st.integers(0, 2 ** 32), label="defect"))
+    edit = pick.choice(found[chosen])
     graph = edit.apply(built.graph)
     grammar = set(feature_keys(pattern).values())
     features = {k: v for k, v in built.features.items() if k not in grammar}
     features.update(rule=chosen, defect_op=edit.op_kind)
+    if chosen == GraphRule.dtype_port:
+        features["bad_dtype"] = edit.words.rsplit(" ", 1)[1]
     report_events(pattern, CaseKind.ill_formed, features, chosen)
     case = Case(case_id(pattern, CaseKind.ill_formed, graph, chosen), CaseKind.ill_formed,
                 pattern, graph, chosen, headline_dtype(built.graph), features,

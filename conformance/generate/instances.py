@@ -45,6 +45,7 @@ from fusionspec.spec.pattern_tree import (
 )
 
 from ..cases import Case, CaseKind
+from .values import clean_plan, targeted_corners, with_values
 
 __all__ = ["Plan", "instance_plans", "build_instance", "instance_cases", "UNARY_ATTRS"]
 
@@ -52,7 +53,7 @@ F32, BF16, U8, S8 = DataType.f32, DataType.bf16, DataType.u8, DataType.s8
 
 #: Attributes that make each unary op of the pages valid.
 UNARY_ATTRS: dict[str, dict[str, AttrValue]] = {
-    "Clamp": {"min": -1.0, "max": 1.0}, "Elu": {"alpha": 0.5}, "LeakyReLU": {"alpha": 0.1},
+    "Clamp": {"min": -1.0, "max": 1.0}, "Elu": {"alpha": 0.5}, "LeakyReLU": {"alpha": 1.5},
     "Pow": {"beta": 2.0},
 }
 
@@ -310,8 +311,13 @@ _UNARY_PLAIN = frozenset(k for k in (*UNARY, "Reciprocal") if k not in UNARY_ATT
 
 def instance_cases(entry: PatternEntry, engine_kind: str = "cpu") -> list[Case]:
     """Every plan of `entry` as a valid f32/int8 `Case`: the deterministic floor of coverage
-    the suite runs before drawing random cases (every category member, every count)."""
+    the suite runs before drawing random cases (every category member, every count), each with
+    clean values; then, for each op kind reading a graph input and each corner specific to it
+    (`fusionspec.conformance.generate.values.TARGETED`), the shortest instance showing that
+    pair once more with that corner (the fewer ops after it, the less can hide it: a Minimum
+    after an Exp clips its overflow away)."""
     cases: list[Case] = []
+    corners: dict[tuple[str, int, str], tuple[int, int, Case]] = {}
     for plan in instance_plans(entry):
         graph = build_instance(entry, plan, engine_kind)
         digest = hashlib.sha256(dumps(graph, indent=None).encode()).hexdigest()[:8]
@@ -319,10 +325,16 @@ def instance_cases(entry: PatternEntry, engine_kind: str = "cpu") -> list[Case]:
                                                                            *op.outputs))
         features: dict[str, str | int] = {"source": "catalog instance",
                                           **_grammar_features(entry, graph)}
-        cases.append(Case(f"{entry.id}/valid/instance-{digest}", CaseKind.valid, entry.id,
-                          graph, dtype="int8" if quantized else "f32", features=features,
-                          description=f"catalog instance: {plan.describe()}"))
-    return cases
+        values = clean_plan(graph)
+        case = Case(f"{entry.id}/valid/instance-{digest}", CaseKind.valid, entry.id, graph,
+                    dtype="int8" if quantized else "f32", features=features,
+                    description=f"catalog instance: {plan.describe()}")
+        cases.append(with_values(case, values))
+        for key, corner in targeted_corners(graph):
+            rank = (len(graph.ops), len(cases))
+            if key not in corners or rank < corners[key][:2]:
+                corners[key] = (*rank, with_values(case, corner))
+    return cases + [c for _, _, c in sorted(corners.values(), key=lambda v: v[:2])]
 
 
 def _grammar_features(entry: PatternEntry, graph: Graph) -> dict[str, str | int]:

@@ -75,6 +75,7 @@ from .near_miss_rules import (
     with_op,
 )
 from .plan import Step, draw_skeleton, feature_keys, main_part, post_op_repeats
+from .values import draw_values, with_values
 
 __all__ = ["NearMiss", "near_misses", "near_miss_rules"]
 
@@ -265,4 +266,5 @@ def _near_misses(draw: st.DrawFn, pattern: str, rule: str | None) -> NearMiss:
     case = Case(case_id(pattern, CaseKind.near_miss, draft.graph, label), CaseKind.near_miss,
                 pattern, draft.graph, label, headline_dtype(draft.graph), features,
                 f"near miss [{label}]: {draft.words}; {draft.built.describe()}")
+    case = with_values(case, draw(draw_values(draft.graph), label="values"))
     return NearMiss(case, draft.built, draft.apart, draft.reasons)

@@ -47,6 +47,7 @@ from .ids import case_id, report_events
 from .ill_formed import ill_formed
 from .near_miss import near_misses
 from .plan import draw_skeleton
+from .values import ValuePlan, draw_values, with_values
 
 __all__ = ["valid_cases", "valid_builds", "valid_case", "near_miss_cases", "ill_formed_cases",
            "case_id", "accepted_patterns", "coverage_items", "case_items", "headline_dtype",
@@ -99,17 +100,20 @@ def _valid_builds(draw: st.DrawFn, pattern: str) -> Built:
     return built
 
 
-def valid_case(built: Built) -> Case:
-    """The `Case` of a valid instance."""
+def valid_case(built: Built, plan: ValuePlan | None = None) -> Case:
+    """The `Case` of a valid instance, its inputs filled from `plan` (default: the grid)."""
     pattern = built.entry.id
-    return Case(case_id(pattern, CaseKind.valid, built.graph), CaseKind.valid, pattern,
+    case = Case(case_id(pattern, CaseKind.valid, built.graph), CaseKind.valid, pattern,
                 built.graph, None, headline_dtype(built.graph), built.features,
                 built.describe())
+    return case if plan is None else with_values(case, plan)
 
 
 def valid_cases(entry: PatternEntry | str) -> st.SearchStrategy[Case]:
-    """Valid instances of `entry` (a catalog entry or its id)."""
-    return valid_builds(entry).map(valid_case)
+    """Valid instances of `entry` (a catalog entry or its id), each with its values: a corner
+    or clean signal (`fusionspec.conformance.generate.values`)."""
+    return valid_builds(entry).flatmap(
+        lambda built: draw_values(built.graph).map(lambda plan: valid_case(built, plan)))
 
 
 def near_miss_cases(entry: PatternEntry | str) -> st.SearchStrategy[Case]:

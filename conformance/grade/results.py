@@ -45,10 +45,10 @@ same run compare equal however its cases were spread over jobs, shards or pytest
 
 With an output folder, each failing case also gets ``failures/<case id>/`` (an extension
 ``extensions/<case id>/``) holding ``graph.json`` (oneDNN graph JSON), ``inputs.npz`` (the filled
-inputs, keyed by tensor id, in `fusionspec.reference.arrays`' encoding), ``case.json`` (the case,
-the verdict, the backend as given and the device) and ``replay.txt`` (the commands that replay
-it, run from that folder: every path in them is relative to it); `load_failure` turns such a
-folder back into the case and its seed.
+inputs, from the case's value domains, keyed by tensor id, in `fusionspec.reference.arrays`'
+encoding), ``case.json`` (the case, its value domains, the verdict, the backend as given and the
+device) and ``replay.txt`` (the commands that replay it, run from that folder: every path in
+them is relative to it); `load_failure` turns such a folder back into the case and its seed.
 """
 
 from __future__ import annotations
@@ -323,6 +323,7 @@ class ResultsCollector:
         return {"index": index, "case_id": case.id, "pattern": case.pattern,
                 "kind": case.kind.value, "rule": case.rule, "dtype": case.dtype,
                 "description": case.description, "features": _jsonable(case.features),
+                "values": _jsonable(case.values),
                 "status": verdict.status.value, "reason": verdict.reason,
                 "details": _jsonable(verdict.details), "replay": replay}
 
@@ -467,12 +468,13 @@ def write_failure(folder: str | Path, case: Case, verdict: Verdict, *, backend: 
         notes.append(f"graph.json not written: {type(exc).__name__}: {exc}")
     try:
         graph = case.graph if case.graph.finalized else case.graph.finalize()
-        write_npz(target / "inputs.npz", fill_inputs(graph, seed), graph.tensors)
+        write_npz(target / "inputs.npz", fill_inputs(graph, seed, case.values), graph.tensors)
     except (FusionspecError, ValueError, TypeError) as exc:
         notes.append(f"inputs.npz not written: {type(exc).__name__}: {exc}")
     record = {"case_id": case.id, "kind": case.kind.value, "pattern": case.pattern,
               "rule": case.rule, "dtype": case.dtype, "features": case.features,
-              "description": case.description, "seed": seed, "backend": backend,
+              "values": case.values, "description": case.description, "seed": seed,
+              "backend": backend,
               "backend_name": backend_name or backend, "device": device_id,
               "status": verdict.status.value, "reason": verdict.reason,
               "details": verdict.details, "notes": notes}
@@ -495,10 +497,11 @@ def load_failure(folder: str | Path) -> tuple[Case, int]:
                     pattern=str(record["pattern"]), graph=graph, rule=record.get("rule"),
                     dtype=str(record.get("dtype", "f32")),
                     features=dict(record.get("features") or {}),
-                    description=str(record.get("description", "")))
+                    description=str(record.get("description", "")),
+                    values={int(k): str(v) for k, v in (record.get("values") or {}).items()})
         return case, int(record.get("seed", 0))
-    except (OSError, json.JSONDecodeError, KeyError, ValueError, TypeError, RecursionError,
-            FusionspecError) as exc:
+    except (OSError, json.JSONDecodeError, KeyError, ValueError, TypeError, AttributeError,
+            RecursionError, FusionspecError) as exc:
         raise ResultsFormatError(f"{target}: not a failure folder: {type(exc).__name__}: "
                                  f"{exc}") from None
 

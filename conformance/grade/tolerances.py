@@ -1,38 +1,34 @@
-"""How close a backend's output must be to the reference's: one table, and the comparison.
+"""How close a backend's output must be to the reference's: each op's accuracy, and the comparison.
 
-The starting point is benchdnn's graph driver, which compares each partition output with per-driver
-thresholds (eps(f32) = 2^-23, eps(bf16) = 2^-7, eps(f16) = 2^-10). `TOLERANCE_CLASSES` keeps those
-thresholds per op family as data, each row with the benchdnn value it comes from and the reason
-where fusionspec departs from it. `tolerance_for(ops, dst_dtype)` turns the ops a value went through
-into one `Tolerance`:
+The allowance is not a flat table: each element of each output gets its own bound, computed
+alongside the reference by `fusionspec.conformance.grade.bounds` from two things:
 
-1. **Chain budget (f32).** Every op contributes its family's f32 threshold; along a chain the
-   contributions add (first-order error analysis: relative errors of successive well-conditioned
-   operations add up). An op that amplifies the error it receives multiplies the budget so far
-   first: Square by 2, Pow by |beta|, Exp by `EXP_ARGUMENT_BOUND` (exp turns an absolute input
-   error into a relative output error, scaled by the argument's size).
-2. **Intermediate roundings.** A tensor inside the chain declared bf16/f16 may be rounded by one
-   side and not the other (a partition boundary, a TypeCast after a slightly different f32
-   value): one ulp of that type, eps(dt), joins the budget.
-3. **Final rounding.** A bf16/f16 output is rounded once from f32; a value that differs in f32 by
-   the budget can land one ulp apart, so such outputs get eps(dst) more (benchdnn's xf16
-   thresholds are eps(dt) for the same reason).
-4. **Integer and 8-bit outputs** must be exact, except benchdnn's off-by-one: where the exact
-   value before rounding (`compare`'s `exact`) sits at a .5 tie, either neighbour is accepted.
-   benchdnn's window around the tie is 9e-6 (its fills make the value exact); here the window
-   also grows with the chain budget, relative to the value, since a chain of inexact ops moves
-   a tie by that much. The allowance exists because a library may multiply by 1/scale; with
-   power-of-two Quantize scales that product is exact, and when every op before the Quantize
-   is exact on the suite's fills (no transcendental function), a value exactly on a tie is a
-   true tie and must round half to even (the verdict removes the allowance there).
+1. **Each op's own accuracy** (`ACCURACY`, one row per op kind, with its source). Ops that IEEE
+   754 defines as correctly rounded (+, -, *, /, sqrt, conversions, and the ops built from
+   comparisons and one such operation) get nothing beyond correct rounding: on the same inputs a
+   conforming backend returns the same f32 value. Transcendental functions get a few ulp of the
+   f32 result, stated per op (the OpenCL C single-precision limits, which a device must meet),
+   plus an absolute term where the usual formula cancels (GELU's ``0.5*x*(1 + erf(...))``).
+   Accumulating ops (convolution, MatMul, pooling, reductions, SoftMax, batch normalization)
+   get the classic bound for a sum of n terms in any order, ``2*n*u*sum|terms|`` (u = 2^-24),
+   which is zero where every partial sum is exact in f32 (the suite's grid fills).
+2. **Propagation through the chain**: an error interval travels with every value. Element-wise
+   ops evaluate themselves at the corners of their inputs' intervals (in float64), so a
+   well-conditioned op passes the error on unchanged and an ill-conditioned one (a division by a
+   value near zero, a Round or Quantize whose input may cross a .5 tie, an Exp of a large
+   argument) widens it exactly as much as its conditioning says; linear ops carry it through
+   their absolute weights (``conv(r_src, |w|) + conv(|src|, r_w)``).
 
-An element passes when ``|actual - expected| <= rtol*|expected| + atol*max(1, M)``, where `M`
-is the tensor's largest finite reference magnitude. The absolute term covers cancellation: an
-element near zero obtained from operands of magnitude M carries their absolute error (benchdnn
-reaches the same end through its per-driver absolute relaxations and an L2-norm fallback).
+Every rounding is applied to the interval, not to the value: a result rounded to f32, bf16, f16
+or an integer type may be the other neighbour of the reference's value only where the interval
+before the rounding contains the tie between them, so a truncating backend is caught wherever
+the exact value is not near a tie, and exact chains must round ties to even. An element whose
+interval covers a domain edge (a Log of a value that may be 0, an Exp at the overflow bound) has
+no meaningful bound: it is *uncertain* (an infinite radius) and accepts any value.
 
-NaN and inf: wherever the reference has a NaN the backend must have a NaN, and an inf must be
-the same inf; a NaN or inf where the reference has a finite value is a mismatch.
+`compare` checks a backend's output against the reference's within a `Bound` (the radius of each
+element). NaN and inf must agree exactly (NaN with NaN, an inf with the same inf) except on
+uncertain elements.
 """
 
 from __future__ import annotations
@@ -44,219 +40,158 @@ from typing import Any
 
 import numpy as np
 
-from fusionspec.reference.dtypes import cast_to, data_type_of, numpy_dtype
+from fusionspec.reference.dtypes import data_type_of, numpy_dtype
 from fusionspec.spec.dtypes import DataType
 from fusionspec.spec.errors import FusionspecError
 from fusionspec.spec.graph import Op
 
-__all__ = ["EPS", "EXP_ARGUMENT_BOUND", "TIE_WINDOW", "ToleranceClass", "TOLERANCE_CLASSES",
-           "Tolerance", "ToleranceError", "Worst", "Comparison", "tolerance_class_of",
-           "tolerance_for", "compare",
-           "tolerance_table", "WORST_COUNT", "dtype_reason",
-           "dtype_name"]
+__all__ = ["EPS", "U32", "WEAK_RELATIVE", "Accuracy", "ACCURACY", "ToleranceError",
+           "weak_elements",
+           "accuracy_of", "accuracy_table", "Bound", "Worst", "Comparison", "compare",
+           "WORST_COUNT", "dtype_reason", "dtype_name", "chain_of"]
 
 #: Machine epsilon per floating-point type, as benchdnn defines it (2^-mantissa bits).
 EPS: Mapping[DataType, float] = {
     DataType.f32: 2.0 ** -23, DataType.bf16: 2.0 ** -7, DataType.f16: 2.0 ** -10,
     DataType.f8_e4m3: 2.0 ** -3, DataType.f8_e5m2: 2.0 ** -2,
 }
-_EPS32 = EPS[DataType.f32]
+#: The unit roundoff of f32: the largest relative error of one correct rounding.
+U32 = 2.0 ** -24
 
-#: The argument size assumed for Exp's error amplification. Generated inputs lie in [-4, 4] and
-#: the catalog's chains before an Exp (a conv or matmul of a few such values, some post-ops)
-#: stay within about 16; larger arguments push exp towards f32 overflow, where both sides give
-#: inf anyway.
-EXP_ARGUMENT_BOUND = 16.0
-
-#: benchdnn's window around a .5 tie for integer outputs (exact fills move a tie by no more).
-TIE_WINDOW = 9e-6
+#: An element whose radius exceeds this share of its value (or that is uncertain) carries weak
+#: signal: the case is ill-conditioned there (a result of cancellation, a rounding near a tie).
+WEAK_RELATIVE = 1.0 / 16
 
 #: How many of the worst elements a comparison keeps for the report.
 WORST_COUNT = 5
 
+_OPENCL = "OpenCL C 1.2, section 7.4, single-precision ULP limits"
+_IEEE = "IEEE 754: correctly rounded"
+
 
 class ToleranceError(FusionspecError):
-    """No tolerance is defined for an op kind (it is outside the spec pages)."""
+    """No accuracy is defined for an op kind (it is outside the spec pages)."""
 
 
 @dataclass(frozen=True, kw_only=True)
-class ToleranceClass:
-    """One row of the table: op kinds that share a threshold.
+class Accuracy:
+    """What one op may add to the error of its result, beyond propagating its inputs' errors.
 
-    `f32` is the relative error one op of the family may add in f32 compute; `benchdnn` is the
-    threshold benchdnn uses for the same ops; `why` explains where `f32` departs from it.
+    For element-wise ops: ``ulps`` units in the last place of the f32 result, plus
+    ``ulps_per_x2 * x^2`` more (an argument rounding amplified by the function's slope), plus
+    ``abs_x * u * |x|`` absolute (cancellation in the usual formula). For the other ops `rule`
+    states the bound in words (the formulas are in `fusionspec.conformance.grade.bounds`).
+    `source` says where the numbers come from.
     """
 
-    name: str
     kinds: tuple[str, ...]
-    f32: float
-    benchdnn: str
-    why: str = ""
+    ulps: float = 0.0
+    ulps_per_x2: float = 0.0
+    abs_x: float = 0.0
+    rule: str
+    source: str
 
 
-TOLERANCE_CLASSES: tuple[ToleranceClass, ...] = (
-    ToleranceClass(
-        name="binary",
-        kinds=("Add", "Subtract", "Multiply", "Divide", "Maximum", "Minimum", "BiasAdd"),
-        f32=_EPS32,
-        benchdnn="binary driver: eps(dst)",
-    ),
-    ToleranceClass(
-        name="eltwise",
-        kinds=(
-            "Abs", "Clamp", "Exp", "HardSwish", "LeakyReLU", "Pow", "Reciprocal", "ReLU", "Round",
-            "Sigmoid", "Sqrt", "Square", "ReLUBackward",
-        ),
-        f32=4e-6,
-        benchdnn="eltwise driver: 4e-6 for f32, eps(dt) for bf16/f16",
-    ),
-    ToleranceClass(
-        name="eltwise-complex",
-        kinds=("Elu", "GELU", "Log", "SoftPlus", "Tanh"),
-        f32=4e-5,
-        benchdnn="eltwise driver: 4e-5 for gelu_tanh, elu, tanh, soft_relu, log",
-        why=("GELU's erf form is included: it goes through erf, whose OpenCL builtin may be off "
-            "by 16 ulp"),
-    ),
-    ToleranceClass(
-        name="conv",
-        kinds=("Convolution", "ConvTranspose", "ConvolutionBackwardWeights"),
-        f32=_EPS32,
-        benchdnn="conv/deconv driver: 0 (exact by construction)",
-        why=("the fills keep every product and partial sum exact too; one f32 rounding is "
-            "allowed for a backend that contracts or reorders the accumulation differently"),
-    ),
-    ToleranceClass(
-        name="matmul",
-        kinds=("MatMul",),
-        f32=_EPS32,
-        benchdnn="matmul driver: 0 plus relaxations",
-        why="as for conv",
-    ),
-    ToleranceClass(
-        name="softmax",
-        kinds=("SoftMax",),
-        f32=10 * _EPS32,
-        benchdnn="softmax driver: 10*eps(f32) for f32",
-    ),
-    ToleranceClass(
-        name="pool-max",
-        kinds=("MaxPool",),
-        f32=0.0,
-        benchdnn="pool driver: 0 for max",
-        why="max returns one of its inputs, so it adds no error",
-    ),
-    ToleranceClass(
-        name="pool-avg",
-        kinds=("AvgPool",),
-        f32=10 * _EPS32,
-        benchdnn="pool driver: 10*eps(dt) for avg",
-    ),
-    ToleranceClass(
-        name="interpolate-nearest",
-        kinds=("Interpolate",),
-        f32=0.0,
-        benchdnn="resampling driver: 0 for nearest",
-        why="nearest copies an input element",
-    ),
-    ToleranceClass(
-        name="interpolate-linear",
-        kinds=("Interpolate",),
-        f32=7 * _EPS32,
-        benchdnn="resampling driver: 7*eps(dst) for linear",
-    ),
-    ToleranceClass(
-        name="reduction",
-        kinds=(
-            "ReduceMax", "ReduceMean", "ReduceMin", "ReduceProd", "ReduceSum", "BiasAddBackward",
-        ),
-        f32=_EPS32,
-        benchdnn="reduction driver: eps(dst)",
-    ),
-    ToleranceClass(
-        name="reduction-norm",
-        kinds=("ReduceL1", "ReduceL2"),
-        f32=5 * _EPS32,
-        benchdnn="reduction driver: 5*eps(dst) for norm algorithms",
-    ),
-    ToleranceClass(
-        name="batchnorm",
-        kinds=("BatchNormInference",),
-        f32=6e-7,
-        benchdnn="bnorm driver: 6e-7 for src/dst",
-    ),
-    ToleranceClass(
-        name="batchnorm-backward",
-        kinds=("BatchNormTrainingBackward",),
-        f32=5e-6,
-        benchdnn="bnorm driver, backward: 5e-6 for scale/shift",
-    ),
-    ToleranceClass(
-        name="reorder",
-        kinds=("Dequantize", "Quantize", "Reorder", "TypeCast"),
-        f32=_EPS32,
-        benchdnn="reorder driver: 0 plus off-by-one at ties",
-        why=("one f32 rounding for the scale arithmetic, which a backend may do as a "
-            "multiplication by 1/scale (benchdnn's dst-scale allowance)"),
-    ),
+ACCURACY: tuple[Accuracy, ...] = (
+    Accuracy(kinds=("Abs", "Clamp", "LeakyReLU", "ReLU", "Round", "Square", "Sqrt", "Reciprocal",
+                    "Add", "Subtract", "Multiply", "Divide", "Maximum", "Minimum", "BiasAdd",
+                    "ReLUBackward", "Reorder", "TypeCast", "Dequantize"),
+             rule="correctly rounded: the same inputs give the same result; an input error "
+                  "moves it only as far as the op's value moves over the input's interval",
+             source=_IEEE),
+    Accuracy(kinds=("Exp",), ulps=3, rule="3 ulp", source=_OPENCL + " (exp: 3 ulp)"),
+    Accuracy(kinds=("Log",), ulps=3, rule="3 ulp", source=_OPENCL + " (log: 3 ulp)"),
+    Accuracy(kinds=("Tanh",), ulps=5, rule="5 ulp", source=_OPENCL + " (tanh: 5 ulp)"),
+    Accuracy(kinds=("Sigmoid",), ulps=5, rule="5 ulp: exp (3 ulp), an add and a division",
+             source=_OPENCL + " (exp: 3 ulp; + and / correctly rounded)"),
+    Accuracy(kinds=("Elu",), ulps=4, rule="4 ulp: expm1 (3 ulp) times alpha",
+             source=_OPENCL + " (expm1: 3 ulp)"),
+    Accuracy(kinds=("SoftPlus",), ulps=5, abs_x=2,
+             rule="5 ulp (exp and log1p, 3 ulp each, and a division) + 2u|x| (the rounding "
+                  "of beta*x, carried through a slope of at most 1)",
+             source=_OPENCL + " (exp, log1p: 3 ulp)"),
+    Accuracy(kinds=("Pow",), ulps=16, rule="16 ulp", source=_OPENCL + " (pow: 16 ulp)"),
+    Accuracy(kinds=("HardSwish",), ulps=2, abs_x=2,
+             rule="2 ulp + 2u|x|: x*min(max(x + 3, 0), 6)/6 rounds x + 3 (absolute error "
+                  "u*3, times |x|/6) and two more operations",
+             source=_IEEE + " for each of its operations"),
+    Accuracy(kinds=("GELU",), ulps=16, ulps_per_x2=1, abs_x=16,
+             rule="erf form: 16 ulp + x^2 ulp (the rounding of x/sqrt 2 amplified by erfc's "
+                  "slope) + 16u|x| (0.5*x*(1 + erf) cancels for negative x); tanh form: "
+                  "the same, which covers 5 ulp of tanh and the rounding of its cubic argument",
+             source=_OPENCL + " (erf, erfc: 16 ulp)"),
+    Accuracy(kinds=("Convolution", "ConvTranspose", "ConvolutionBackwardWeights", "MatMul"),
+             rule="2n*u*sum|x*w| for n non-zero products per output (any summation order, and "
+                  "the reference's own f32 blocks), 0 where all partial sums are exact in f32; "
+                  "input errors through conv(r_x, |w|) + conv(|x|, r_w)",
+             source="Higham, Accuracy and Stability of Numerical Algorithms, section 3.1"),
+    Accuracy(kinds=("AvgPool",),
+             rule="the sum as above, then 1 ulp for the division (a multiplication by "
+                  "1/count is allowed); input errors averaged",
+             source="Higham 3.1; " + _IEEE),
+    Accuracy(kinds=("MaxPool", "ReduceMax", "ReduceMin"),
+             rule="exact: the result is one of the inputs; the largest input error in the "
+                  "window or group", source="selection"),
+    Accuracy(kinds=("ReduceSum", "ReduceMean", "ReduceL1", "BiasAddBackward"),
+             rule="2n*u*sum|x| (0 when exact), 1 ulp more for ReduceMean's division",
+             source="Higham 3.1"),
+    Accuracy(kinds=("ReduceL2",),
+             rule="(2n + 4)*u*|y| (a sum of squares and a square root); input errors by the "
+                  "norm's 1-Lipschitz bound", source="Higham 3.1"),
+    Accuracy(kinds=("ReduceProd",),
+             rule="2n*u*|y| (n multiplications); input errors through the product of the "
+                  "magnitudes' upper ends", source="Higham 3.1"),
+    Accuracy(kinds=("Interpolate",),
+             rule="nearest: exact; linear: 4 ulp + 2*d*u*max(in)*interp(|x|) (a source "
+                  "coordinate computed in another f32 order moves each weight by an ulp of "
+                  "the coordinate), input errors interpolated",
+             source=_IEEE + " for the coordinate arithmetic"),
+    Accuracy(kinds=("SoftMax",),
+             rule="u*y*(8 + 2n + 2|x - max| + 2*spread): exp (3 ulp) of x - max (whose rounding "
+                  "grows with its size), a sum of n terms and a division; input errors through "
+                  "the Jacobian, y_i*(r_i + sum_j y_j*r_j)",
+             source=_OPENCL + " (exp: 3 ulp); Higham 3.1"),
+    Accuracy(kinds=("BatchNormInference",),
+             rule="4u*(|gamma/sigma|*(|x| + |mean|) + |beta|) + 2 ulp: x - mean cancels, "
+                  "and a backend may fold the op into x*scale + shift",
+             source=_IEEE + " for each of its operations"),
+    Accuracy(kinds=("BatchNormTrainingBackward",),
+             rule="the sums over N*spatial as above, then 4u on each term of diff_src",
+             source="Higham 3.1"),
+    Accuracy(kinds=("Quantize",),
+             rule="exact value x/scale + zp rounded half to even: the other neighbour only "
+                  "where the input's interval (widened by u|x| when 1/scale is inexact) "
+                  "contains the .5 tie", source=_IEEE + "; benchdnn's off-by-one at ties"),
 )
 
-_BY_NAME: dict[str, ToleranceClass] = {f.name: f for f in TOLERANCE_CLASSES}
-_BY_KIND: dict[str, ToleranceClass] = {}
-for _family in TOLERANCE_CLASSES:
-    for _kind in _family.kinds:
-        _BY_KIND.setdefault(_kind, _family)
+_BY_KIND: dict[str, Accuracy] = {k: a for a in ACCURACY for k in a.kinds}
 
 
-def tolerance_class_of(op: Op) -> ToleranceClass:
-    """The table row for `op` (Interpolate's row depends on its mode)."""
-    if op.kind == "Interpolate":
-        mode = op.attrs.get("mode", "nearest")
-        return _BY_NAME["interpolate-nearest" if mode == "nearest" else "interpolate-linear"]
+def accuracy_of(kind: str) -> Accuracy:
+    """The accuracy row of op kind `kind`."""
     try:
-        return _BY_KIND[op.kind]
+        return _BY_KIND[kind]
     except KeyError:
-        raise ToleranceError(f"no tolerance is defined for op kind {op.kind!r}: it is not an "
-                             "op of the spec pages") from None
+        raise ToleranceError(f"no accuracy is defined for op kind {kind!r}: it is not an op of "
+                             "the spec pages") from None
 
 
-def _amplification(op: Op) -> float:
-    """How much an op multiplies the relative error of its input (its condition number)."""
-    if op.kind == "Square":
-        return 2.0
-    if op.kind == "Pow":
-        beta = op.attrs.get("beta", 1.0)
-        return max(1.0, abs(float(beta))) if isinstance(beta, int | float) else 1.0
-    if op.kind == "Exp":
-        return EXP_ARGUMENT_BOUND
-    return 1.0
+def accuracy_table() -> list[dict[str, Any]]:
+    """The table as rows for the report and the docs."""
+    return [{"ops": list(a.kinds), "ulps": a.ulps, "ulps_per_x2": a.ulps_per_x2,
+             "abs_x": a.abs_x, "rule": a.rule, "source": a.source} for a in ACCURACY]
 
 
-def _is_narrow_float(dtype: DataType) -> bool:
-    return dtype in (DataType.bf16, DataType.f16)
-
-
-def _is_exact_type(dtype: DataType) -> bool:
-    """Integer outputs and floats of at most 8 bits: exact up to benchdnn's off-by-one."""
-    return dtype.is_integer or dtype in (DataType.f8_e4m3, DataType.f8_e5m2)
-
+# -- the bound of one output ------------------------------------------------------------------
 
 @dataclass(frozen=True)
-class Tolerance:
-    """What `compare` accepts for one output.
-
-    An element passes when ``|actual - expected| <= rtol*|expected| + atol*max(1, M)`` (M: the
-    tensor's largest finite reference magnitude). With `off_by_one`, an element may also be the
-    other neighbour of the exact value when that value lies within ``max(TIE_WINDOW,
-    tie_window*|exact|)`` of a rounding tie. `chain` names the ops (``SoftMax->Add``); `basis`
-    says how the numbers were reached, one line per contribution.
-    """
+class Bound:
+    """What `compare` accepts for one output: `radius` (float64, the output's shape) is how far
+    each element may be from the reference's value; inf marks an uncertain element. `chain`
+    names the ops the output went through (``SoftMax->Add``)."""
 
     dtype: DataType
-    rtol: float
-    atol: float
-    off_by_one: bool = False
-    tie_window: float = 0.0
+    radius: np.ndarray[Any, Any]
     chain: tuple[str, ...] = ()
     basis: tuple[str, ...] = field(default=())
 
@@ -264,75 +199,52 @@ class Tolerance:
     def label(self) -> str:
         return "->".join(self.chain)
 
+    def weak(self, expected: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+        """Elements with weak signal (see `weak_elements`)."""
+        return weak_elements(expected, self.radius, self.dtype)
+
     def to_dict(self) -> dict[str, Any]:
-        return {"dtype": self.dtype.value, "rtol": self.rtol, "atol": self.atol,
-                "off_by_one": self.off_by_one, "tie_window": self.tie_window,
-                "chain": self.label, "basis": list(self.basis)}
+        finite = self.radius[np.isfinite(self.radius)]
+        return {"dtype": self.dtype.value, "chain": self.label, "basis": list(self.basis),
+                "max_radius": _json_number(float(finite.max())) if finite.size else 0.0,
+                "uncertain": int(np.isinf(self.radius).sum())}
 
 
-def tolerance_for(ops: Sequence[Op], dst_dtype: DataType) -> Tolerance:
-    """The tolerance for a `dst_dtype` output computed by `ops` (in producer-first order; the
-    last op produces the output)."""
-    budget = 0.0
-    basis: list[str] = []
-    for index, op in enumerate(ops):
-        family = tolerance_class_of(op)
-        amplify = _amplification(op)
-        if amplify != 1.0 and budget:
-            budget *= amplify
-            basis.append(f"{op.kind} amplifies the error before it x{amplify:g}")
-        budget += family.f32
-        basis.append(f"{op.kind} ({family.name}) +{family.f32:.3g}")
-        last = index == len(ops) - 1
-        for out in op.outputs[:1]:
-            if not last and _is_narrow_float(out.dtype):
-                budget += EPS[out.dtype]
-                basis.append(f"intermediate {out.dtype} tensor {out.id} may round: "
-                             f"+eps({out.dtype})")
-    chain = tuple(op.kind for op in ops)
-    if _is_exact_type(dst_dtype):
-        basis.append(f"{dst_dtype} output: exact, off by one only at a rounding tie "
-                     f"(window {budget:.3g} relative, at least {TIE_WINDOW:g})")
-        return Tolerance(dst_dtype, 0.0, 0.0, True, budget, chain, tuple(basis))
-    if dst_dtype is DataType.boolean:
-        basis.append("boolean output: exact")
-        return Tolerance(dst_dtype, 0.0, 0.0, False, 0.0, chain, tuple(basis))
-    rtol = budget
-    if _is_narrow_float(dst_dtype):
-        rtol += EPS[dst_dtype]
-        basis.append(f"{dst_dtype} output rounds once: +eps({dst_dtype})")
-    return Tolerance(dst_dtype, rtol, budget, False, 0.0, chain, tuple(basis))
+def weak_elements(expected: np.ndarray[Any, Any], radius: np.ndarray[Any, Any],
+                  dtype: DataType) -> np.ndarray[Any, Any]:
+    """Finite elements with weak signal: uncertain, or a radius above `WEAK_RELATIVE` of the
+    value and above one step of `dtype` there (the other neighbour at a rounding tie is not
+    weak signal, only a tie)."""
+    value = np.asarray(expected, dtype=np.float64)
+    magnitude = np.abs(value)
+    if dtype.is_integer:
+        step: np.ndarray[Any, Any] | float = 1.0
+    else:
+        with np.errstate(invalid="ignore", over="ignore"):
+            narrow = np.asarray(value).astype(numpy_dtype(dtype)) if dtype.is_float else value
+            step = np.abs(np.spacing(np.asarray(narrow, dtype=np.float32)).astype(np.float64))
+            if dtype in EPS and dtype is not DataType.f32:
+                step = np.maximum(step, EPS[dtype] * magnitude)
+    r = np.broadcast_to(np.asarray(radius, dtype=np.float64), value.shape)
+    with np.errstate(invalid="ignore"):
+        flags: np.ndarray[Any, Any] = np.isfinite(value) & (np.isinf(r) | (
+            (r > WEAK_RELATIVE * magnitude) & (r > step)))
+    return flags
 
-
-def tolerance_table() -> list[dict[str, Any]]:
-    """The table as rows for the report: per family, the tolerance of one op of the family for
-    each output type (its rtol; ``exact+-1 at ties`` for integer outputs), and its sources."""
-    rows: list[dict[str, Any]] = []
-    for family in TOLERANCE_CLASSES:
-        kind = family.kinds[0]
-        attrs = {"mode": "linear"} if family.name == "interpolate-linear" else {}
-        columns: dict[str, float | str] = {}
-        for dtype in (DataType.f32, DataType.bf16, DataType.f16, DataType.s8, DataType.u8):
-            tol = tolerance_for([Op(0, kind, attrs=attrs)], dtype)
-            columns[dtype.value] = "exact+-1 at ties" if tol.off_by_one else tol.rtol
-        rows.append({"family": family.name, "ops": list(family.kinds), "f32_per_op": family.f32,
-                     **columns, "benchdnn": family.benchdnn, "why": family.why})
-    return rows
-
-
-# -- comparison ----------------------------------------------------------------------------
 
 @dataclass(frozen=True)
 class Worst:
-    """One offending element: its index, the reference's value and the backend's."""
+    """One offending element: its index, the reference's value, the backend's, and the bound
+    (the radius allowed there)."""
 
     index: tuple[int, ...]
     expected: float
     actual: float
+    bound: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:
         return {"index": list(self.index), "expected": _json_number(self.expected),
-                "actual": _json_number(self.actual)}
+                "actual": _json_number(self.actual), "bound": _json_number(self.bound)}
 
 
 @dataclass(frozen=True)
@@ -342,18 +254,20 @@ class Comparison:
 
     passed: bool
     reason: str
-    tolerance: Tolerance
+    bound: Bound
     max_abs_error: float = 0.0
     max_rel_error: float = 0.0
     mismatches: int = 0
     total: int = 0
     worst: tuple[Worst, ...] = ()
+    #: the largest error divided by its element's bound (inf when the bound is 0)
+    max_excess: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:
-        return {"passed": self.passed, "reason": self.reason,
-                "tolerance": self.tolerance.to_dict(),
+        return {"passed": self.passed, "reason": self.reason, "bound": self.bound.to_dict(),
                 "max_abs_error": _json_number(self.max_abs_error),
                 "max_rel_error": _json_number(self.max_rel_error),
+                "max_excess": _json_number(self.max_excess),
                 "mismatches": self.mismatches, "total": self.total,
                 "worst": [w.to_dict() for w in self.worst]}
 
@@ -371,84 +285,74 @@ def dtype_name(dtype: np.dtype[Any]) -> str:
         return str(dtype)
 
 
-def compare(expected: np.ndarray[Any, Any], actual: object, tol: Tolerance, *,
-            exact: np.ndarray[Any, Any] | None = None) -> Comparison:
+#: Slack on every radius for the float64 arithmetic that computed it.
+_SLACK = 1.0 + 2.0 ** -30
+
+
+def compare(expected: np.ndarray[Any, Any], actual: object, bound: Bound) -> Comparison:
     """Compare a backend's `actual` output with the reference's `expected` (which has the
-    logical tensor's storage dtype) under `tol`. `exact` is the reference's value before its
-    final rounding to an integer or 8-bit type; without it no off-by-one is accepted."""
-    label = f" [{tol.label}]" if tol.chain else ""
-    want_dtype = numpy_dtype(tol.dtype)
+    logical tensor's storage dtype) within `bound`."""
+    label = f" [{bound.label}]" if bound.chain else ""
+    want_dtype = numpy_dtype(bound.dtype)
     if not isinstance(actual, np.ndarray):
         return Comparison(False, f"the backend returned {type(actual).__name__}, not a NumPy "
-                          f"array{label}", tol)
+                          f"array{label}", bound)
     if actual.dtype != want_dtype:
         return Comparison(False, f"dst dtype {dtype_name(actual.dtype)}, spec requires "
-                          f"{tol.dtype}{label}", tol)
+                          f"{bound.dtype}{label}", bound)
     if actual.shape != expected.shape:
         return Comparison(False, f"dst shape {list(actual.shape)}, spec requires "
-                          f"{list(expected.shape)}{label}", tol)
+                          f"{list(expected.shape)}{label}", bound)
     total = int(expected.size)
     exp = expected.astype(np.float64)
     got = actual.astype(np.float64)
+    radius = np.broadcast_to(np.asarray(bound.radius, dtype=np.float64), exp.shape)
+    uncertain = np.isinf(radius)
     exp_nan, got_nan = np.isnan(exp), np.isnan(got)
     exp_fin, got_fin = np.isfinite(exp), np.isfinite(got)
     # Non-finite values must agree exactly: NaN with NaN, an inf with the same inf.
     special = ~exp_fin | ~got_fin
-    special_bad = special & ~((exp_nan & got_nan) | (~exp_nan & ~got_nan & (exp == got)))
+    special_bad = special & ~uncertain & ~(
+        (exp_nan & got_nan) | (~exp_nan & ~got_nan & (exp == got)))
     both = exp_fin & got_fin
     with np.errstate(invalid="ignore"):  # inf - inf where both are non-finite; masked out
         diff = np.where(both, np.abs(got - exp), 0.0)
-    magnitude = max(1.0, float(np.abs(exp[exp_fin]).max())) if exp_fin.any() else 1.0
-    allowed = tol.rtol * np.abs(np.where(both, exp, 0.0)) + tol.atol * magnitude
-    bad = both & (diff > allowed)
-    if tol.off_by_one and exact is not None and bad.any():
-        bad &= ~_off_by_one(exp, got, np.asarray(exact, dtype=np.float64), tol)
-    bad |= special_bad
+    allowed = np.where(uncertain, np.inf, radius * _SLACK)
+    bad = (both & (diff > allowed)) | special_bad
     with np.errstate(divide="ignore", invalid="ignore"):
         rel = np.where(both & (exp != 0), diff / np.abs(exp), np.where(diff > 0, np.inf, 0.0))
+        excess = np.where(bad & both, np.where(allowed > 0, diff / allowed, np.inf), 0.0)
     max_abs = float(diff.max()) if total else 0.0
     max_rel = float(rel[both].max()) if both.any() else 0.0
+    max_excess = float(excess.max()) if total else 0.0
     count = int(bad.sum())
-    worst = _worst(exp, got, bad, special_bad, diff, allowed)
     if not count:
-        return Comparison(True, "", tol, max_abs, max_rel, 0, total, ())
+        return Comparison(True, "", bound, max_abs, max_rel, 0, total, (), max_excess)
+    worst = _worst(exp, got, bad, special_bad, excess, radius)
     nonfinite = int(special_bad.sum())
     what = (f"{nonfinite} NaN/inf element(s) differ from the reference" if nonfinite
-            else f"{count} of {total} element(s) exceed the tolerance")
+            else f"{count} of {total} element(s) exceed their error bound")
     if count > nonfinite and nonfinite:
-        what += f", {count - nonfinite} more exceed the tolerance"
-    reason = (f"{what} (max abs error {max_abs:.3g}, max rel error {max_rel:.3g}; "
-              f"rtol {tol.rtol:.3g}, atol {tol.atol:.3g}){label}")
-    return Comparison(False, reason, tol, max_abs, max_rel, count, total, worst)
+        what += f", {count - nonfinite} more exceed their error bound"
+    reason = (f"{what} (max abs error {max_abs:.3g}, max rel error {max_rel:.3g}; worst "
+              f"{_excess_text(max_excess)} its bound){label}")
+    return Comparison(False, reason, bound, max_abs, max_rel, count, total, worst, max_excess)
 
 
-def _off_by_one(exp: np.ndarray[Any, Any], got: np.ndarray[Any, Any],
-                exact: np.ndarray[Any, Any], tol: Tolerance) -> np.ndarray[Any, Any]:
-    """Elements where expected and actual are the two roundings of an exact value that lies
-    within the tie window of a rounding tie (benchdnn's is_off_by_one, window widened)."""
-    window = np.minimum(np.maximum(TIE_WINDOW, tol.tie_window * np.abs(exact)), 0.25)
-    with np.errstate(invalid="ignore", over="ignore"):
-        # float64 on purpose: a 9e-6 window is below f32's resolution at 255.
-        low = cast_to(exact - window, tol.dtype).astype(np.float64)
-        high = cast_to(exact + window, tol.dtype).astype(np.float64)
-    ok: np.ndarray[Any, Any] = (low != high) & (exp != got) & (
-        ((exp == low) & (got == high)) | ((exp == high) & (got == low)))
-    return ok
+def _excess_text(excess: float) -> str:
+    return "with a zero bound" if math.isinf(excess) else f"{excess:.3g} x"
 
 
 def _worst(exp: np.ndarray[Any, Any], got: np.ndarray[Any, Any], bad: np.ndarray[Any, Any],
-           special_bad: np.ndarray[Any, Any], diff: np.ndarray[Any, Any],
-           allowed: np.ndarray[Any, Any]) -> tuple[Worst, ...]:
-    """The failing elements furthest beyond their allowance, NaN/inf disagreements first."""
+           special_bad: np.ndarray[Any, Any], excess: np.ndarray[Any, Any],
+           radius: np.ndarray[Any, Any]) -> tuple[Worst, ...]:
+    """The failing elements furthest beyond their bound, NaN/inf disagreements first."""
     flat = np.flatnonzero(bad)
-    if not flat.size:
-        return ()
-    with np.errstate(divide="ignore", invalid="ignore"):
-        excess = np.where(allowed > 0, diff / allowed, np.inf).ravel()[flat]
-    excess = np.where(special_bad.ravel()[flat], np.inf, excess)
-    order = flat[np.argsort(-excess, kind="stable")[:WORST_COUNT]]
+    score = np.where(special_bad.ravel()[flat], np.inf, excess.ravel()[flat])
+    order = flat[np.argsort(-score, kind="stable")[:WORST_COUNT]]
     return tuple(Worst(tuple(int(i) for i in np.unravel_index(k, exp.shape)),
-                       float(exp.ravel()[k]), float(got.ravel()[k])) for k in order)
+                       float(exp.ravel()[k]), float(got.ravel()[k]), float(radius.ravel()[k]))
+                 for k in order)
 
 
 def dtype_reason(actual: DataType | str, required: DataType, ops: Iterable[Op]) -> str:
@@ -456,3 +360,8 @@ def dtype_reason(actual: DataType | str, required: DataType, ops: Iterable[Op]) 
     [SoftMax->Add]``."""
     chain = "->".join(op.kind for op in ops)
     return f"dst dtype {actual}, spec requires {required}" + (f" [{chain}]" if chain else "")
+
+
+def chain_of(ops: Sequence[Op]) -> tuple[str, ...]:
+    """The op kinds of `ops`, in order (a bound's `chain`)."""
+    return tuple(op.kind for op in ops)

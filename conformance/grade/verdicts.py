@@ -34,13 +34,13 @@ from fusionspec.reference import execute, fill_inputs
 from fusionspec.reference.dtypes import numpy_dtype
 from fusionspec.reference.partitioner import external_tensors, partition
 from fusionspec.spec.errors import GraphError
-from fusionspec.spec.graph import Graph, LogicalTensor, Op, Partition
+from fusionspec.spec.graph import Graph, Op, Partition
 from fusionspec.spec.rules import UnknownRuleError, rule
-from fusionspec.spec.types import Array
 
 from ..cases import STRUCTURAL_RULES, Case, CaseKind, Status, Verdict
 from ..transport import BackendFailure, Failure, Foreign
-from .tolerances import compare, dtype_name, dtype_reason, tolerance_for
+from .bounds import error_bounds
+from .tolerances import Bound, chain_of, compare, dtype_name, dtype_reason
 
 __all__ = ["judge", "matching_limitation", "apply_limitation", "rejection_types",
            "rule_statement", "TRACEBACK_LINES", "ancestors"]
@@ -206,14 +206,14 @@ def _judge_well_formed(case: Case, backend: Backend, device: Device, seed: int,
         # Fusion is graded first and stands on its own; the numerics are still run for the
         # report's drill-down, and whatever they run into only lands in the details.
         try:
-            outcome = _numerics(graph, backend, device, parts, seed)
+            outcome = _numerics(case, graph, backend, device, parts, seed, expected)
             details["numerics"] = outcome["summary"]
         except _Stop as stop:
             details["numerics"] = f"{stop.status.value}: {stop.reason}"
         except Exception as exc:
             details["numerics"] = f"not run: {type(exc).__name__}: {exc}"
         return Status.fusion_mismatch, _fusion_reason(graph, expected, parts), details
-    numerics = _numerics(graph, backend, device, parts, seed)
+    numerics = _numerics(case, graph, backend, device, parts, seed, expected)
     details["numerics"] = numerics["summary"]
     if numerics["failure"] is not None:
         failure = numerics["failure"]
@@ -355,62 +355,28 @@ def ancestors(graph: Graph, tensor_id: int) -> list[Op]:
     return [op for op in graph.ops if op.id in wanted]
 
 
-def _exact(graph: Graph, tensor: LogicalTensor, values: Mapping[int, Array]) -> Array | None:
-    """The reference's value of a Quantize output before rounding: x/scale + zp in float64."""
-    if tensor.id not in graph.producers:
-        return None
-    op = graph.producers[tensor.id][0]
-    if op.kind != "Quantize" or op.inputs[0].id not in values:
-        return None
-    src = np.asarray(values[op.inputs[0].id], dtype=np.float64)
-    scales = np.asarray(op.attrs.get("scales", (1.0,)), dtype=np.float64)
-    zps = np.asarray(op.attrs.get("zps", ()) or [0] * scales.size, dtype=np.float64)
-    if op.attrs.get("qtype", "per_tensor") == "per_channel" and src.ndim:
-        shape = [1] * src.ndim
-        axis_attr = op.attrs.get("axis", 1)
-        axis = (axis_attr if isinstance(axis_attr, int) else 1) % src.ndim
-        shape[axis] = scales.size
-        scales, zps = scales.reshape(shape), zps.reshape(shape)
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        result: Array = src / scales + zps
-    exact_chain = all(a.kind in _EXACT_KINDS for a in ancestors(graph, op.inputs[0].id))
-    if exact_chain and np.all(_is_power_of_two(scales)):
-        # benchdnn's off-by-one exists because a library may multiply by 1/scale, which is not
-        # x/scale when 1/scale is inexact. With power-of-two scales both are exact, and when
-        # every op before the Quantize computes exactly on the suite's fills (no
-        # transcendental function whose f32 result a device may round differently), a value
-        # exactly on a .5 tie is a true tie and the spec's round-half-to-even decides it: the
-        # exact value is replaced by that rounding, leaving no neighbour to accept.
-        with np.errstate(invalid="ignore"):
-            on_tie = np.isfinite(result) & (result - np.floor(result) == 0.5)
-        result = np.where(on_tie, np.round(result), result)
-    return result
+def _boundaries(parts: Sequence[Partition]) -> set[int]:
+    """Tensors that leave a partition (rounded to their declared type there)."""
+    return {t.id for p in parts for t in p.outputs}
 
 
-#: Ops that compute exactly on the suite's fills (small integers times powers of two, sums far
-#: below 2^24): a tie after them is a true tie. Anything else (exp, tanh, sqrt, division by a
-#: non-power of two ...) may land a device one ulp to either side of it.
-_EXACT_KINDS = frozenset({
-    "Abs", "Add", "BiasAdd", "Clamp", "Convolution", "ConvTranspose", "Dequantize", "MatMul",
-    "Maximum", "MaxPool", "Minimum", "Multiply", "Quantize", "ReLU", "ReduceMax", "ReduceMin",
-    "ReduceSum", "Reorder", "Round", "Square", "Subtract",
-})
+def _rounding_differs(graph: Graph, expected: Sequence[Partition],
+                      parts: Sequence[Partition]) -> set[int]:
+    """Intermediate tensors that one partitioning rounds to their declared type (a partition
+    output) and the other keeps in f32 (inside a partition)."""
+    produced = {t.id for op in graph.ops for t in op.outputs}
+    return (_boundaries(expected) ^ _boundaries(parts)) & produced
 
 
-def _is_power_of_two(values: Array) -> Array:
-    mantissa, _ = np.frexp(np.abs(values))
-    flags: Array = (mantissa == 0.5) & (values > 0)
-    return flags
-
-
-def _numerics(graph: Graph, backend: Backend, device: Device, parts: Sequence[Partition],
-              seed: int) -> dict[str, Any]:
+def _numerics(case: Case, graph: Graph, backend: Backend, device: Device,
+              parts: Sequence[Partition], seed: int, expected: Sequence[Partition],
+              ) -> dict[str, Any]:
     """Run the backend's partitions and compare the graph outputs with the reference's.
 
     Returns ``summary`` (per output: dtype, errors, tolerance, passed) and ``failure`` (the
     details of the first failing output, or None).
     """
-    inputs = _call_reference("fill inputs", lambda: fill_inputs(graph, seed))
+    inputs = _call_reference("fill inputs", lambda: fill_inputs(graph, seed, case.values))
     reference = _call_reference("execute this graph", lambda: execute(
         graph, inputs, keep_intermediates=True))
     values: dict[int, object] = dict(inputs)
@@ -447,16 +413,19 @@ def _numerics(graph: Graph, backend: Backend, device: Device, parts: Sequence[Pa
                             dtype_reason(dtype_name(array.dtype), want, ancestors(graph, t.id)),
                             tensor=t.id, dtype=want.value, actual_dtype=str(array.dtype))
             values[t.id] = array
+    radii = _call_reference("bound the errors", lambda: error_bounds(
+        graph, inputs, expected, rounding_differs=_rounding_differs(graph, expected, parts)))
     summary: list[dict[str, object]] = []
     failure: dict[str, object] | None = None
     for t in graph.output_tensors:
-        tol = tolerance_for(ancestors(graph, t.id), t.dtype)
-        exact = _exact(graph, t, reference) if tol.off_by_one else None
-        result = compare(reference[t.id], values.get(t.id), tol, exact=exact)
+        bound = Bound(t.dtype, radii[t.id], chain_of(ancestors(graph, t.id)))
+        result = compare(reference[t.id], values.get(t.id), bound)
+        said = result.to_dict()
         summary.append({"tensor": t.id, "dtype": t.dtype.value, "passed": result.passed,
-                        "max_abs_error": result.to_dict()["max_abs_error"],
-                        "max_rel_error": result.to_dict()["max_rel_error"],
-                        "rtol": tol.rtol, "atol": tol.atol})
+                        "max_abs_error": said["max_abs_error"],
+                        "max_rel_error": said["max_rel_error"],
+                        "max_excess": said["max_excess"],
+                        "max_radius": said["bound"]["max_radius"]})
         if failure is None and not result.passed:
             failure = {"reason": f"tensor {t.id}: {result.reason}", "tensor": t.id,
                        "dtype": t.dtype.value, "shape": list(reference[t.id].shape),

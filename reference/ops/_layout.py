@@ -29,6 +29,7 @@ from fusionspec.spec.schema import InferenceFailure, Shape
 from fusionspec.spec.shapes import pads_for
 from fusionspec.spec.types import Array
 
+from ..dtypes import compute_dtype
 from ..errors import OpInputError
 
 __all__ = [
@@ -156,7 +157,16 @@ def dot(a: Array, b: Array) -> Array:
     """np.matmul of float32 operands (rank >= 2, batch dims broadcast), summed in float32 over
     blocks of at most EXACT_BLOCK and across blocks in float64 (see the module docstring).
     The result is float32 when one block suffices, float64 otherwise."""
-    a, b = a.astype(np.float32, copy=False), b.astype(np.float32, copy=False)
+    with np.errstate(over="ignore", invalid="ignore"):  # inf and NaN are results here
+        return _dot(a, b)
+
+
+def _dot(a: Array, b: Array) -> Array:
+    wide = compute_dtype()
+    a, b = a.astype(wide, copy=False), b.astype(wide, copy=False)
+    if wide != np.float32:  # high_precision: one float64 product, no blocks
+        exact: Array = np.matmul(a, b)
+        return exact
     k = a.shape[-1]
     blocks = max(math.ceil(k / EXACT_BLOCK), 1)
     if blocks == 1:

@@ -17,6 +17,7 @@ import numpy as np
 from fusionspec.spec.shapes import channel_axis
 from fusionspec.spec.types import Array
 
+from ..dtypes import compute_dtype
 from ..errors import OpInputError
 
 _S32_MIN, _S32_MAX = np.iinfo(np.int32).min, np.iinfo(np.int32).max
@@ -44,7 +45,8 @@ def _apply(kind: str, fn: Callable[[Array, Array], Array], a: Array, b: Array,
         exact = fn(a.astype(np.int64), b.astype(np.int64))
         return np.clip(exact, _S32_MIN, _S32_MAX).astype(np.int32)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        return np.asarray(fn(a.astype(np.float32), b.astype(np.float32))).astype(np.float32)
+        wide = compute_dtype()
+        return np.asarray(fn(a.astype(wide), b.astype(wide))).astype(wide)
 
 
 def Add(src_0: Array, src_1: Array, *, auto_broadcast: str) -> Array:
@@ -85,7 +87,9 @@ def BiasAdd(src: Array, bias: Array, *, data_format: str) -> Array:
                            op_kind="BiasAdd")
     shape = [1] * src.ndim
     shape[axis] = bias.shape[0]
-    return (src.astype(np.float32) + bias.astype(np.float32).reshape(shape)).astype(np.float32)
+    wide = compute_dtype()
+    result: Array = (src.astype(wide) + bias.astype(wide).reshape(shape)).astype(wide)
+    return result
 
 
 #: The op implementations of this module (listed in `fusionspec.reference.ops`).

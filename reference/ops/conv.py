@@ -23,6 +23,7 @@ import numpy as np
 from fusionspec.spec.graph import AttrValue
 from fusionspec.spec.shapes import infer_conv, infer_conv_transpose, spatial_dims
 
+from ..dtypes import compute_dtype, to_compute
 from ._layout import (
     ACC,
     CHUNK_BYTES,
@@ -96,7 +97,7 @@ def Convolution(src: Array, weights: Array, bias: Array | None = None, /, *,
     n = src.shape[0]
     row_bytes = math.prod(out_sp[1:]) * g * (kvol * icg + 2 * ocg) * _F32
     if data_format == "NCX":
-        out = np.empty((n, g, ocg, *out_sp), dtype=np.float32)
+        out = np.empty((n, g, ocg, *out_sp), dtype=compute_dtype())
         wt = wmat.transpose(0, 2, 1)  # (G, OC/G, taps*IC/G)
         b = None if bias is None else bias.reshape(g, ocg, 1)
         for nb, rb in chunks(n, out_sp[0], row_bytes):
@@ -106,7 +107,7 @@ def Convolution(src: Array, weights: Array, bias: Array | None = None, /, *,
                 res += b
             out[nb, :, :, rb] = res.reshape(*res.shape[:3], *part.shape[2:2 + len(out_sp)])
         return out.reshape(dst_shape)
-    out = np.empty((n, *out_sp, g, ocg), dtype=np.float32)
+    out = np.empty((n, *out_sp, g, ocg), dtype=compute_dtype())
     b = None if bias is None else bias.reshape(g, 1, ocg)
     for nb, rb in chunks(n, out_sp[0], row_bytes):
         part = win[nb, rb]
@@ -137,7 +138,7 @@ def ConvTranspose(src: Array, weights: Array, bias: Array | None = None, /, *,
                          transposed=True)
     wg = deconv_weights_grouped(weights, weights_format, groups)
     n, ncx = src.shape[0], data_format == "NCX"
-    out = np.empty(dst_shape, dtype=np.float32)
+    out = np.empty(dst_shape, dtype=compute_dtype())
     # The float64 canvas of one batch item is as big as its output (plus the reach of the taps);
     # batch items are grouped so that one canvas stays under the chunk budget.
     per_item = 2 * math.prod(dst_shape[1:]) * np.dtype(ACC).itemsize
@@ -236,7 +237,7 @@ def ConvolutionBackwardWeights(src: Array, diff_dst: Array, shape_input: Array |
         wg = grad.reshape(groups, ocg, kvol, icg).transpose(0, 2, 3, 1)
     else:
         wg = grad.reshape(groups, kvol, icg, ocg)
-    return conv_weights_ungrouped(wg, weights_format, kernel).astype(np.float32)
+    return to_compute(conv_weights_ungrouped(wg, weights_format, kernel))
 
 
 #: The op implementations of this module (listed in `fusionspec.reference.ops`).

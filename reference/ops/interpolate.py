@@ -22,22 +22,22 @@ import numpy as np
 from fusionspec.spec.graph import AttrValue
 from fusionspec.spec.shapes import infer_interpolate, spatial_dims
 
+from ..dtypes import compute_dtype, to_compute
 from ._layout import ACC, Array, check, infer_shape, spatial_axes
 
 __all__ = ["Interpolate"]
 
-F32 = np.float32
-
-
 def source_coords(out: int, size_in: int, mode: str) -> Array:
-    """The float32 source coordinate of every output index along one axis."""
-    o = np.arange(out, dtype=F32)
+    """The float32 source coordinate of every output index along one axis (float64 under
+    `high_precision`)."""
+    ft = compute_dtype().type
+    o = np.arange(out, dtype=ft)
     if mode == "align_corners":
         if out == 1:
-            return np.zeros(1, dtype=F32)
-        coords: Array = o * F32(size_in - 1) / F32(out - 1)
+            return np.zeros(1, dtype=ft)
+        coords: Array = o * ft(size_in - 1) / ft(out - 1)
         return coords
-    coords = (o + F32(0.5)) * F32(size_in) / F32(out) - F32(0.5)
+    coords = (o + ft(0.5)) * ft(size_in) / ft(out) - ft(0.5)
     return coords
 
 
@@ -52,8 +52,8 @@ def linear_taps(s: Array, size_in: int) -> tuple[Array, Array, Array, Array]:
     """Left and right indices and their f32 weights (1 - w, w) for coordinates `s`."""
     left = np.maximum(np.trunc(s), 0).astype(np.intp)
     right = np.minimum(np.ceil(np.maximum(s, 0)), size_in - 1).astype(np.intp)
-    w = np.abs(s - left.astype(F32))
-    return left, right, F32(1) - w, w
+    w = np.abs(s - left.astype(s.dtype))
+    return left, right, s.dtype.type(1) - w, w
 
 
 def _out_sizes(src: Array, sizes_input: Array | None, attrs: dict[str, AttrValue],
@@ -88,7 +88,7 @@ def Interpolate(src: Array, sizes_input: Array | None = None, /, *, mode: str,
         for axis, i, o in zip(axes, in_sp, out_sp):
             idx = nearest_index(source_coords(o, i, coordinate_transformation_mode), i)
             y = np.take(y, idx, axis=axis)
-        return np.asarray(y, dtype=np.float32)
+        return to_compute(y)
     y = src.astype(ACC)
     for axis, i, o in zip(axes, in_sp, out_sp):
         left, right, w_left, w_right = linear_taps(
@@ -97,7 +97,7 @@ def Interpolate(src: Array, sizes_input: Array | None = None, /, *, mode: str,
         shape[axis] = o
         y = (np.take(y, left, axis=axis) * w_left.astype(ACC).reshape(shape)
              + np.take(y, right, axis=axis) * w_right.astype(ACC).reshape(shape))
-    return y.astype(np.float32)
+    return to_compute(y)
 
 
 #: The op implementations of this module (listed in `fusionspec.reference.ops`).

@@ -15,6 +15,7 @@ import numpy as np
 from fusionspec.spec.graph import AttrValue
 from fusionspec.spec.shapes import infer_matmul
 
+from ..dtypes import to_compute
 from ._layout import Array, dot, infer_shape
 
 __all__ = ["MatMul"]
@@ -43,7 +44,7 @@ def MatMul(src: Array, weights: Array, bias: Array | None = None, /, *,
     if bias is not None:
         dst = dst + bias
     assert dst.shape == dst_shape, f"MatMul produced {dst.shape}, inference says {dst_shape}"
-    return np.asarray(dst, dtype=np.float32)
+    return to_compute(dst)
 
 
 #: The op implementations of this module (listed in `fusionspec.reference.ops`).

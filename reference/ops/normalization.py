@@ -12,6 +12,7 @@ import numpy as np
 from fusionspec.spec.shapes import channel_axis
 from fusionspec.spec.types import Array
 
+from ..dtypes import to_compute
 from ..errors import OpInputError
 
 
@@ -47,7 +48,7 @@ def BatchNormInference(src: Array, gamma: Array, beta: Array, mean: Array, varia
     with np.errstate(invalid="ignore", divide="ignore"):
         sigma = np.sqrt(p["variance"] + float(np.float32(epsilon)))  # epsilon is an f32 attribute
         y = p["gamma"] * (x - p["mean"]) / sigma + p["beta"]
-    return y.astype(np.float32)
+    return to_compute(y)
 
 
 #: The op implementations of this module (listed in `fusionspec.reference.ops`).

@@ -26,6 +26,7 @@ from fusionspec.spec.dtypes import DataType
 from fusionspec.spec.graph import AttrValue
 from fusionspec.spec.shapes import filled_default, infer_pool, spatial_dims
 
+from ..dtypes import compute_dtype, to_compute
 from ._layout import (
     ACC,
     Array,
@@ -102,7 +103,7 @@ def AvgPool(src: Array, /, *, strides: tuple[int, ...], pads_begin: tuple[int, .
         divisor = np.asarray(math.prod(kernel), dtype=ACC)
     with np.errstate(invalid="ignore", divide="ignore"):
         mean = total / divisor
-    return mean.astype(np.float32)
+    return to_compute(mean)
 
 
 def MaxPool(src: Array, /, *, strides: tuple[int, ...], pads_begin: tuple[int, ...],
@@ -118,7 +119,7 @@ def MaxPool(src: Array, /, *, strides: tuple[int, ...], pads_begin: tuple[int, .
     xp, dst_shape, _ = _padded("MaxPool", src, attrs, kernel, strides, dil, -np.inf)
     out_sp = spatial_dims(dst_shape, data_format)
     lowest = _LOWEST.get(dst_dtype or DataType.f32, _LOWEST[DataType.f32])
-    best = np.full(dst_shape, lowest, dtype=np.float32)
+    best = np.full(dst_shape, lowest, dtype=compute_dtype())
     for tap in taps(kernel):
         # fmax skips NaN, as the kernel's "greater than" test does.
         np.fmax(best, xp[at_spatial(data_format, xp.ndim, tap_slices(tap, out_sp, strides, dil))],

@@ -21,7 +21,7 @@ import numpy as np
 from fusionspec.spec.dtypes import DataType
 from fusionspec.spec.types import Array
 
-from ..dtypes import cast_to
+from ..dtypes import cast_to, compute_dtype, to_compute
 from ..errors import OpInputError
 
 
@@ -88,7 +88,7 @@ def Quantize(src: Array, *, qtype: str, axis: int,
         a = x / scale.astype(np.float64)
         if dst_dtype in (DataType.f8_e4m3, DataType.f8_e5m2):
             exact = _round_to_odd_f32(a + zp.astype(np.float64))
-            return cast_to(exact, dst_dtype).astype(np.float32)
+            return to_compute(cast_to(exact, dst_dtype))
         if dst_dtype not in (DataType.u8, DataType.s8, DataType.s32):
             raise OpInputError(f"cannot quantize to {dst_dtype}", op_kind="Quantize")
         q = _round_half_even_plus(a, zp.astype(np.float64))
@@ -99,12 +99,13 @@ def Quantize(src: Array, *, qtype: str, axis: int,
 def Dequantize(src: Array, *, qtype: str, axis: int,
                scales: Sequence[float] = (), zps: Sequence[int] | None = None) -> Array:
     scale, zp = _params("Dequantize", np.asarray(src), qtype, axis, scales, zps)
-    x = np.asarray(src).astype(np.float32)  # exact for u8, s8 and f8 values
-    return ((x - zp) * scale).astype(np.float32)
+    x = to_compute(src)  # exact for u8, s8 and f8 values
+    return ((x - zp) * scale).astype(compute_dtype())
 
 
 def TypeCast(src: Array, *, dst_dtype: DataType = DataType.f32) -> Array:
-    return cast_to(np.asarray(src, dtype=np.float32), dst_dtype).astype(np.float32)
+    # Rounds even under high_precision: the conversion is what the op means.
+    return to_compute(cast_to(np.asarray(src), dst_dtype))
 
 
 def Reorder(src: Array) -> Array:

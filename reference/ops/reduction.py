@@ -18,6 +18,7 @@ import numpy as np
 
 from fusionspec.spec.types import Array
 
+from ..dtypes import to_compute
 from ..errors import OpInputError
 
 
@@ -61,7 +62,7 @@ def _reduce(kind: str, src: Array, axes_input: Array | None, axes: Sequence[int]
             y = np.prod(x, axis=ax, keepdims=keep_dims)
         else:
             y = np.sum(x, axis=ax, keepdims=keep_dims)
-        return np.asarray(y).astype(np.float32)
+        return to_compute(y)
 
 
 def ReduceL1(src: Array, axes_input: Array | None = None, *, axes: Sequence[int],

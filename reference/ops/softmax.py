@@ -15,6 +15,7 @@ import numpy as np
 
 from fusionspec.spec.types import Array
 
+from ..dtypes import compute_dtype
 from ..errors import OpInputError
 
 #: Rows are processed in blocks of about this many float64 elements, so the temporaries of a
@@ -29,8 +30,8 @@ def SoftMax(src: Array, *, axis: int, mode: str) -> tuple[Array, Array]:
     # Put the softmax axis last and walk over blocks of rows.
     moved = np.moveaxis(x, axis, -1)
     rows = moved.reshape(-1, moved.shape[-1]) if moved.size else moved.reshape(0, x.shape[axis])
-    dst = np.empty(rows.shape, dtype=np.float32)
-    stats = np.empty((rows.shape[0], 1), dtype=np.float32)
+    dst = np.empty(rows.shape, dtype=compute_dtype())
+    stats = np.empty((rows.shape[0], 1), dtype=compute_dtype())
     step = max(1, BLOCK_ELEMENTS // max(rows.shape[1], 1))
     for start in range(0, rows.shape[0], step):
         block = slice(start, start + step)
@@ -54,7 +55,7 @@ def _softmax_rows(rows: Array, mode: str) -> tuple[Array, Array]:
         empty = np.isneginf(peak)
         x = np.where(empty, 0.0, x)
         stats = np.where(empty, -np.inf, stats)
-    return x.astype(np.float32), stats.astype(np.float32)
+    return x.astype(compute_dtype()), stats.astype(compute_dtype())
 
 
 #: The op implementations of this module (listed in `fusionspec.reference.ops`).

@@ -20,6 +20,7 @@ import numpy as np
 from fusionspec.spec.shapes import channel_axis
 from fusionspec.spec.types import Array
 
+from ..dtypes import to_compute
 from ..errors import OpInputError
 from .normalization import per_channel
 
@@ -29,7 +30,7 @@ def ReLUBackward(src: Array, diff_dst: Array, *, use_dst: bool) -> Array:
     if v.shape != dy.shape:
         raise OpInputError(f"{'dst' if use_dst else 'src'} {list(v.shape)} and diff_dst "
                            f"{list(dy.shape)} differ in shape", op_kind="ReLUBackward")
-    return np.where(v > 0, dy, np.float32(0.0)).astype(np.float32)
+    return to_compute(np.where(v > 0, dy, 0.0))
 
 
 def BatchNormTrainingBackward(src: Array, diff_dst: Array, mean: Array, variance: Array,
@@ -55,8 +56,8 @@ def BatchNormTrainingBackward(src: Array, diff_dst: Array, mean: Array, variance
         diff_gamma = np.sum(dy * centered, axis=others, keepdims=True) / sigma
         diff_src = scale / sigma * (dy - diff_beta / count
                                     - centered * diff_gamma / (sigma * count))
-    return (diff_src.astype(np.float32), diff_gamma.reshape(-1).astype(np.float32),
-            diff_beta.reshape(-1).astype(np.float32))
+    return (to_compute(diff_src), to_compute(diff_gamma.reshape(-1)),
+            to_compute(diff_beta.reshape(-1)))
 
 
 def BiasAddBackward(diff_dst: Array, *, data_format: str) -> Array:
@@ -66,7 +67,7 @@ def BiasAddBackward(diff_dst: Array, *, data_format: str) -> Array:
                            op_kind="BiasAddBackward")
     axis = channel_axis(data_format, dy.ndim)
     others = tuple(a for a in range(dy.ndim) if a != axis)
-    return np.asarray(np.sum(dy, axis=others), dtype=np.float32)
+    return to_compute(np.sum(dy, axis=others))
 
 
 #: The op implementations of this module (listed in `fusionspec.reference.ops`).

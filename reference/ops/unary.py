@@ -8,7 +8,8 @@ to float32, so the result is the correctly rounded f32 value up to a vanishing c
 
 Where oneDNN's definition has guards or special cases the spec keeps them: Clamp maps NaN to
 `min`, Sigmoid returns 0 once ``-x >= 88.72283172607421875`` (the f32 exp overflow bound) and
-SoftPlus returns x once beta*x reaches the same bound; Round is round-half-to-even.
+SoftPlus returns x once beta*x reaches the same bound; Round is round-half-to-even. A NaN fails
+both guards and propagates, as it does through every other unary op except Clamp.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from scipy import special as scipy_special
 
 from fusionspec.spec.types import Array
 
+from ..dtypes import to_compute
 from ..errors import OpInputError
 
 #: The largest f32 input of exp that does not overflow; oneDNN's guard for Sigmoid and SoftPlus.
@@ -30,7 +32,9 @@ _GELU_TANH_CUBIC = 0.044715
 
 
 def _f32(values: Array) -> Array:
-    return np.asarray(values).astype(np.float32)
+    """The op's result in the compute dtype: float32, rounded once (float64 under
+    `high_precision`)."""
+    return to_compute(values)
 
 
 def _f64(values: Array) -> Array:
@@ -117,7 +121,7 @@ def ReLU(src: Array) -> Array:
 
 
 def Reciprocal(src: Array) -> Array:
-    with np.errstate(divide="ignore"):
+    with np.errstate(divide="ignore", over="ignore"):
         return _f32(np.float32(1.0) / src)
 
 
@@ -126,10 +130,11 @@ def Round(src: Array) -> Array:
 
 
 def Sigmoid(src: Array) -> Array:
+    # The guard is written "-x >= bound gives 0" so that a NaN fails it and stays NaN.
     neg = -_f32(src)
-    with np.errstate(over="ignore"):
+    with np.errstate(over="ignore", invalid="ignore"):
         y = 1.0 / (1.0 + np.exp(_f64(neg)))
-    return _f32(np.where(neg < EXP_OVERFLOW_BOUND, y, 0.0))
+        return _f32(np.where(neg >= EXP_OVERFLOW_BOUND, 0.0, y))
 
 
 def SoftPlus(src: Array, *, beta: float) -> Array:

@@ -17,8 +17,10 @@ from testkit.accel import first_device, requires_device
 
 from fusionspec.accel.devices import select_device
 from fusionspec.accel.runtime import runtime_for
-from fusionspec.conformance.grade.tolerances import compare, tolerance_for
+from fusionspec.conformance.grade.bounds import output_bounds
+from fusionspec.conformance.grade.tolerances import compare
 from fusionspec.reference import execute
+from fusionspec.spec.graph import Graph
 
 pytestmark = [requires_device]
 
@@ -87,9 +89,9 @@ def test_compute_partitions_are_single_and_within_tolerance(which: str) -> None:
         f"{which}: op by op only for a partition of several ops"
     want = execute(setup.partition, setup.inputs)
     got = setup.fused.execute(setup.inputs)
+    bounds = output_bounds(Graph(list(setup.partition.ops)), setup.inputs)
     for tensor in setup.partition.outputs:
-        tol = tolerance_for(list(setup.partition.ops), tensor.dtype)
-        result = compare(want[tensor.id], got[tensor.id], tol)
+        result = compare(want[tensor.id], got[tensor.id], bounds[tensor.id])
         assert result.passed, f"{which} output {tensor.id}: {result.reason}"
 
 

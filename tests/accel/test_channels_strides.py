@@ -59,18 +59,6 @@ def test_batch_norm_relu(data_format: str, dtype: DataType, param_dtype: DataTyp
     on.check(feeds, label=f"BN {data_format} {dtype}/{param_dtype}")
 
 
-def _quantize_exact(x: Array, scales: list[float], zps: list[int], axis: int | None) -> Array:
-    s = np.asarray(scales, dtype=np.float64)
-    z = np.asarray(zps, dtype=np.float64)
-    if axis is not None:
-        shape = [1] * x.ndim
-        shape[axis] = len(scales)
-        s, z = s.reshape(shape), z.reshape(shape)
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        result: Array = x.astype(np.float64) / s + z
-    return result
-
-
 @pytest.mark.parametrize("dst", [S8, U8])
 @pytest.mark.parametrize(("qtype", "axis", "scales", "zps"), [
     ("per_tensor", 1, [0.25], [3]), ("per_tensor", 1, [0.3], [-5]),
@@ -99,8 +87,7 @@ def test_dequantize_reorder_quantize(qtype: str, axis: int, scales: list[float],
                        0.3, 7.5, 0.75, -0.75, 1e9, 63.5, 64.5, -64.5, 0.125, 0.375, 100.5,
                        -100.5, 127.5, 255.5], dtype=np.float32).reshape(shape)
     values = values * np.float32(scales[0])  # ties stay ties for the first scale
-    exact = _quantize_exact(values, scales, zps, None if qtype == "per_tensor" else axis)
-    alone.check({0: values}, exact={1: exact}, label=f"Quantize {qtype} {dst}")
+    alone.check({0: values}, label=f"Quantize {qtype} {dst}")
 
 
 @pytest.mark.parametrize("dtype", [BF16, F16])

@@ -1,15 +1,21 @@
 """Mutation score: the suite (ci profile) catches each planted bug with the right status, and
 passes the reference with zero failures.
 
-Each mutant (testkit.mutants) is the reference with one realistic bug; it is run
-on the patterns where that bug can show, in-process for speed (the isolation of the runner has
-tests of its own).
+Each mutant (testkit.mutants) is the reference with one realistic bug; it is run on the
+patterns where that bug can show, in-process for speed (the isolation of the runner has tests
+of its own). With ``FUSIONSPEC_MUTATION_OUT=path`` the outcomes are also written there as a
+small JSON document (the mutation score; `nox -s mutation` writes results/mutation.json, which
+BENCHMARKS.md quotes).
 """
 
 from __future__ import annotations
 
+import json
+import os
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -17,42 +23,113 @@ from fusionspec.conformance.cases import STRUCTURAL_RULES, CaseKind, Status
 from fusionspec.conformance.generate.ill_formed import ILL_FORMED_RULES
 from fusionspec.conformance.grade.results import ResultsCollector
 from fusionspec.conformance.suite import run_suite
+from fusionspec.reference.filling import DOMAINS
 from fusionspec.spec.catalog import pattern_ids
 from fusionspec.spec.rules import RULES
 
 TESTS = str(Path(__file__).resolve().parents[1])  # holds the testkit package
+V, N, ILL = [CaseKind.valid], [CaseKind.near_miss], [CaseKind.ill_formed]
+ALL = None
 
-MUTANTS = [
-    # (mutant, patterns, case kinds, the status the suite must give)
-    ("DropsLastPostOp", ["fp.conv_post_ops", "fp.matmul_post_ops"], [CaseKind.valid],
+MUTANTS: list[tuple[str, str, list[str] | None, list[CaseKind], Status]] = [
+    # (mutant, bug class, patterns, case kinds, the status the suite must give)
+    ("DropsLastPostOp", "fusion", ["fp.conv_post_ops", "fp.matmul_post_ops"], V,
      Status.numeric_mismatch),
-    ("NeverFuses", ["fp.conv_post_ops", "int8.matmul_post_ops"], [CaseKind.valid],
+    ("NeverFuses", "fusion", ["fp.conv_post_ops", "int8.matmul_post_ops"], V,
      Status.fusion_mismatch),
-    ("FusesOneTooMany", ["fp.conv_post_ops", "fp.binary_post_ops"], [CaseKind.near_miss],
+    ("FusesOneTooMany", "fusion", ["fp.conv_post_ops", "fp.binary_post_ops"], N,
      Status.extension),
-    ("RoundsQuantizeHalfAway", ["int8.conv_post_ops", "int8.pool", "softmax.post_ops"],
-     [CaseKind.valid], Status.numeric_mismatch),
-    ("IgnoresBiasAddDataFormat", ["fp.conv_post_ops", "fp.matmul_post_ops"], [CaseKind.valid],
+    ("DropsFanOutOutput", "fan-out", ["fp.conv_post_ops", "fp.matmul_post_ops"], N,
+     Status.fusion_mismatch),
+    ("RoundsQuantizeHalfAway", "rounding mode", ["int8.conv_post_ops", "int8.pool",
+                                                 "softmax.post_ops"], V,
      Status.numeric_mismatch),
-    ("GeluTanhForErf", ["fp.unary_binary", "fp.binary_post_ops", "fp.conv_post_ops"],
-     [CaseKind.valid], Status.numeric_mismatch),
-    ("AcceptsIllFormed", ["fp.conv_post_ops", "softmax.post_ops"], [CaseKind.ill_formed],
+    ("TruncatesNarrowOutputs", "rounding mode", ["fp.conv_post_ops", "fp.matmul_post_ops"], V,
+     Status.numeric_mismatch),
+    ("TypeCastTruncates", "rounding mode", ["softmax.post_ops"], V, Status.numeric_mismatch),
+    ("IgnoresBiasAddDataFormat", "axis convention", ["fp.conv_post_ops",
+                                                     "fp.matmul_post_ops"], V,
+     Status.numeric_mismatch),
+    ("NegativeQuantAxisOffByOne", "axis convention", ["int8.conv_post_ops",
+                                                      "int8.matmul_post_ops"], V,
+     Status.numeric_mismatch),
+    ("SoftMaxNegativeAxisAsDefault", "axis convention", ["softmax.post_ops"], V,
+     Status.numeric_mismatch),
+    ("GeluTanhForErf", "approximation", ["fp.unary_binary", "fp.binary_post_ops",
+                                         "fp.conv_post_ops"], V, Status.numeric_mismatch),
+    ("GeluTanhCoefficient", "approximation", ["fp.unary_binary", "fp.binary_post_ops",
+                                              "fp.conv_post_ops"], V,
+     Status.numeric_mismatch),
+    ("EluWithoutExpm1", "approximation", ["fp.unary_binary", "fp.binary_post_ops",
+                                          "fp.conv_post_ops"], V, Status.numeric_mismatch),
+    ("SoftMaxWithoutMaxShift", "overflow", ["softmax.post_ops"], V, Status.numeric_mismatch),
+    ("SoftPlusOverflows", "overflow", ["fp.unary_binary", "fp.binary_post_ops"], V,
+     Status.numeric_mismatch),
+    ("SigmoidUnstable", "overflow", ["fp.unary_binary", "fp.binary_post_ops"], V,
+     Status.numeric_mismatch),
+    ("QuantizeWraps", "overflow", ["int8.conv_post_ops", "int8.matmul_post_ops",
+                                   "softmax.post_ops"], V, Status.numeric_mismatch),
+    ("ReLUDropsNaN", "special values", ["fp.bn_relu", "fp.unary_binary"], V,
+     Status.numeric_mismatch),
+    ("DivideGuardsZero", "special values", ["fp.binary_post_ops", "fp.conv_post_ops"], V,
+     Status.numeric_mismatch),
+    ("ClampKeepsNaN", "special values", ["fp.unary_binary", "fp.conv_post_ops"], V,
+     Status.numeric_mismatch),
+    ("MaximumDropsFirstNaN", "special values", ["fp.binary_post_ops", "fp.pool_binary"], V,
+     Status.numeric_mismatch),
+    ("IgnoresInfAsZero", "special values", ["softmax.post_ops"], V, Status.numeric_mismatch),
+    ("FlushesSubnormals", "subnormals", ["fp.unary_binary", "fp.binary_post_ops",
+                                         "fp.conv_post_ops"], V, Status.numeric_mismatch),
+    ("LeakyReLUAsMaximum", "attribute corner", ["fp.unary_binary", "fp.conv_post_ops"], V,
+     Status.numeric_mismatch),
+    ("IgnoresAlignCorners", "attribute corner", ["fp.interpolate_post_ops"], V,
+     Status.numeric_mismatch),
+    ("AvgPoolIgnoresExcludePad", "attribute corner", ["fp.pool_binary", "int8.pool"], V,
+     Status.numeric_mismatch),
+    ("MaxPoolPadsWithZero", "formula", ["fp.pool_binary"], V, Status.numeric_mismatch),
+    ("WrongOutputDtype", "dtype", ["fp.matmul_post_ops", "int8.matmul_post_ops"], V,
+     Status.numeric_mismatch),
+    ("AcceptsIllFormed", "validation", ["fp.conv_post_ops", "softmax.post_ops"], ILL,
      Status.accepted_invalid),
-    ("WrongOutputDtype", ["fp.matmul_post_ops", "int8.matmul_post_ops"], [CaseKind.valid],
-     Status.numeric_mismatch),
+    ("AcceptsS8Binary", "dtype acceptance", ALL, ILL, Status.accepted_invalid),
 ]
+
+_OUTCOMES: list[dict[str, Any]] = []
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _score_document() -> Iterator[None]:
+    """Write the mutation score when asked (FUSIONSPEC_MUTATION_OUT)."""
+    yield
+    target = os.environ.get("FUSIONSPEC_MUTATION_OUT")
+    if target and _OUTCOMES:
+        caught = sum(1 for o in _OUTCOMES if o["caught"])
+        Path(target).parent.mkdir(parents=True, exist_ok=True)
+        Path(target).write_text(json.dumps({
+            "profile": "ci", "mutants": len(_OUTCOMES), "caught": caught,
+            "score": caught / len(_OUTCOMES), "outcomes": _OUTCOMES}, indent=1) + "\n",
+            encoding="utf-8")
 
 
 def _run(backend: str, patterns: list[str] | None, kinds: list[CaseKind]) -> ResultsCollector:
     return run_suite(backend, patterns=patterns, kinds=kinds, isolate=False, sys_path=[TESTS])
 
 
-@pytest.mark.parametrize(("mutant", "patterns", "kinds", "status"), MUTANTS,
+@pytest.mark.slow
+@pytest.mark.parametrize(("mutant", "bug_class", "patterns", "kinds", "status"), MUTANTS,
                          ids=[m[0] for m in MUTANTS])
-def test_suite_catches_planted_bug(mutant: str, patterns: list[str], kinds: list[CaseKind],
-                                   status: Status) -> None:
+def test_suite_catches_planted_bug(mutant: str, bug_class: str, patterns: list[str] | None,
+                                   kinds: list[CaseKind], status: Status) -> None:
     results = _run(f"testkit.mutants:{mutant}", patterns, kinds)
     seen = Counter(results.totals)
+    if status is Status.extension:
+        wrong = [f for f in results.failures]
+    else:
+        wrong = [f for f in results.failures if f["status"] not in (status.value, "error")]
+    caught = seen[status.value] > 0 and not wrong and (
+        status is Status.extension or results.failed)
+    _OUTCOMES.append({"mutant": mutant, "class": bug_class, "expected": status.value,
+                      "caught": caught, "statuses": dict(seen)})
     assert seen[status.value] > 0, \
         f"{mutant}: the suite never reported {status.value}; statuses seen: {dict(seen)}"
     if status is Status.extension:
@@ -61,9 +138,16 @@ def test_suite_catches_planted_bug(mutant: str, patterns: list[str], kinds: list
             f"{[f['reason'] for f in results.failures[:3]]}"
     else:
         assert results.failed, f"{mutant}: a broken backend passed the run: {dict(seen)}"
-        wrong = [f for f in results.failures if f["status"] not in (status.value, "error")]
         assert not wrong, f"{mutant}: unexpected failure kinds {[f['status'] for f in wrong]}: " \
                           f"{[f['reason'] for f in wrong[:3]]}"
+
+
+def test_the_project_plants_at_least_25_bugs_across_the_classes() -> None:
+    classes = {m[1] for m in MUTANTS}
+    assert len(MUTANTS) >= 25, f"only {len(MUTANTS)} planted mutants"
+    wanted = {"overflow", "special values", "rounding mode", "approximation",
+              "axis convention", "dtype acceptance", "fan-out", "subnormals"}
+    assert wanted <= classes, f"bug classes without a mutant: {sorted(wanted - classes)}"
 
 
 def test_reference_passes_every_pattern_with_zero_failures() -> None:
@@ -79,3 +163,7 @@ def test_reference_passes_every_pattern_with_zero_failures() -> None:
         ILL_FORMED_RULES)
     missing = sorted(want - set(document["rules"]))
     assert not missing, f"rules the ci profile never exercised: {missing}"
+    domains = {value for entry in document["patterns"].values()
+               for value in entry["coverage"].get("values", {})}
+    assert set(DOMAINS) <= domains, \
+        f"value domains the ci profile never used: {sorted(set(DOMAINS) - domains)}"

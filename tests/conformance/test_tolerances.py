@@ -1,234 +1,281 @@
-"""The tolerance table and `compare`: benchdnn's thresholds, the off-by-one rule at .5 ties,
-NaN/inf agreement, dtype and shape checks, and the widening along a chain."""
+"""The error bounds and `compare`: each op's accuracy, the interval model through chains, the
+other neighbour only near a tie, conditioning, NaN/inf agreement, dtype and shape checks."""
 
 from __future__ import annotations
 
 import ml_dtypes
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from fusionspec.conformance.grade.bounds import error_bounds, granularity, output_bounds
 from fusionspec.conformance.grade.tolerances import (
-    EPS,
-    TOLERANCE_CLASSES,
+    ACCURACY,
     WORST_COUNT,
+    Bound,
     ToleranceError,
+    accuracy_of,
+    accuracy_table,
     compare,
-    tolerance_class_of,
-    tolerance_for,
-    tolerance_table,
+    weak_elements,
 )
+from fusionspec.reference import execute
+from fusionspec.reference.dtypes import cast_to
 from fusionspec.spec.dtypes import DataType
-from fusionspec.spec.graph import LogicalTensor, Op
+from fusionspec.spec.graph import Graph, LogicalTensor, Op
 from fusionspec.spec.opschemas import SCHEMAS
+from fusionspec.spec.types import Array
 
 D = DataType
 
 
-def op(kind: str, out: DataType = D.f32, **attrs: object) -> Op:
-    return Op(0, kind, (), (LogicalTensor(1, out, (4,)),), attrs)  # type: ignore[arg-type]
+def t(tid: int, dtype: DataType = D.f32, shape: tuple[int, ...] = (8,)) -> LogicalTensor:
+    return LogicalTensor(tid, dtype, shape)
 
 
-def quantize_tol(dtype: DataType) -> object:
-    return tolerance_for([op("MatMul"), op("Quantize", dtype)], dtype)
+def chain(kinds: list[tuple[str, dict[str, object]]], dtype: DataType = D.f32,
+          out: DataType | None = None, shape: tuple[int, ...] = (8,)) -> Graph:
+    """A chain of element-wise ops on tensor 0 (binary ops take tensor 100+i as src_1)."""
+    ops, cur = [], t(0, dtype, shape)
+    for i, (kind, attrs) in enumerate(kinds):
+        last = i == len(kinds) - 1
+        nxt = t(i + 1, (out or dtype) if last else dtype, shape)
+        ins = (cur, t(100 + i, dtype, shape)) if kind in (
+            "Add", "Subtract", "Multiply", "Divide", "Maximum", "Minimum") else (cur,)
+        ops.append(Op(i, kind, ins, (nxt,), attrs))  # type: ignore[arg-type]
+        cur = nxt
+    return Graph(ops).finalize()
 
 
-# -- the table --------------------------------------------------------------------------------
+def bound_of(graph: Graph, inputs: dict[int, Array]) -> tuple[Array, Bound]:
+    out = graph.output_tensors[0]
+    return execute(graph, inputs)[out.id], output_bounds(graph, inputs)[out.id]
 
-def test_every_spec_op_has_a_family() -> None:
+
+# -- the accuracy table ------------------------------------------------------------------------
+
+def test_every_spec_op_has_an_accuracy() -> None:
     for kind in SCHEMAS:
-        family = tolerance_class_of(Op(0, kind, attrs={"mode": "nearest"}))
-        assert kind in family.kinds, f"{kind} is classified as {family.name}, which omits it"
+        assert kind in accuracy_of(kind).kinds, f"{kind} has no row of its own in ACCURACY"
+
+
+def test_no_op_has_two_rows() -> None:
+    kinds = [k for a in ACCURACY for k in a.kinds]
+    twice = sorted({k for k in kinds if kinds.count(k) > 1})
+    assert not twice, f"op kinds listed in two accuracy rows: {twice}"
 
 
 def test_unknown_kind_is_a_typed_error() -> None:
     with pytest.raises(ToleranceError, match="LayerNorm"):
-        tolerance_class_of(Op(0, "LayerNorm"))
+        accuracy_of("LayerNorm")
 
 
-def test_benchdnn_thresholds_are_the_starting_point() -> None:
-    by_name = {f.name: f for f in TOLERANCE_CLASSES}
-    assert by_name["binary"].f32 == 2.0 ** -23, "binary is eps(f32), as benchdnn's binary driver"
-    assert by_name["eltwise"].f32 == 4e-6, "eltwise f32 is 4e-6, as benchdnn's eltwise driver"
-    assert by_name["eltwise-complex"].f32 == 4e-5, "tanh/elu/log... get benchdnn's 4e-5"
-    assert by_name["softmax"].f32 == 10 * 2.0 ** -23, "softmax is 10*eps(f32) as in benchdnn"
-    assert by_name["pool-max"].f32 == 0.0, "max pooling is exact, as in benchdnn"
-    assert EPS[D.bf16] == 2.0 ** -7 and EPS[D.f16] == 2.0 ** -10, "benchdnn's eps for bf16/f16"
+def test_transcendental_ops_get_opencl_ulps_and_exact_ops_none() -> None:
+    assert accuracy_of("Exp").ulps == 3 and accuracy_of("Tanh").ulps == 5, \
+        "Exp and Tanh get OpenCL C's single-precision limits (3 and 5 ulp)"
+    assert accuracy_of("Add").ulps == 0 and accuracy_of("Sqrt").ulps == 0, \
+        "IEEE's correctly rounded operations get nothing beyond correct rounding"
+    rows = accuracy_table()
+    assert all(row["source"] and row["rule"] for row in rows), \
+        "every row of the table states its rule and its source"
 
 
-def test_interpolate_family_follows_its_mode() -> None:
-    assert tolerance_class_of(op("Interpolate", mode="nearest")).name == "interpolate-nearest", \
-        "nearest interpolation copies elements and must be its own family"
-    assert tolerance_class_of(op("Interpolate", mode="bilinear")).name == "interpolate-linear", \
-        "bilinear interpolation takes benchdnn's 7*eps threshold"
+# -- exactly rounded results: the other neighbour only near a tie ------------------------------
+
+def test_truncation_to_bf16_is_caught_where_no_tie_is_near() -> None:
+    graph = chain([("ReLU", {}), ("TypeCast", {})], D.f32, D.bf16)
+    x = np.float32([1.0 + 3 * 2.0 ** -9, 2.0 + 2.0 ** -20, -1.0 - 3 * 2.0 ** -9])
+    inputs = {0: np.resize(x, 8).astype(np.float32)}
+    expected, bound = bound_of(graph, inputs)
+    assert not np.any(bound.radius), "an exact chain leaves no room: RNE is the only answer"
+    truncated = (np.resize(x, 8).view(np.uint32) & np.uint32(0xFFFF0000)).view(np.float32)
+    got = truncated.astype(ml_dtypes.bfloat16)
+    assert not compare(expected, got, bound).passed, \
+        "rounding toward zero instead of to nearest even must fail away from ties"
 
 
-def test_table_rows_are_printable() -> None:
-    rows = tolerance_table()
-    assert [r["family"] for r in rows] == [f.name for f in TOLERANCE_CLASSES], \
-        "the report table has one row per family, in table order"
-    relu = next(r for r in rows if r["family"] == "eltwise")
-    assert relu["s8"] == "exact+-1 at ties", f"s8 outputs are exact up to ties, got {relu['s8']}"
-    assert float(relu["bf16"]) == pytest.approx(4e-6 + 2.0 ** -7), \
-        f"a bf16 eltwise output gets its f32 budget plus one bf16 ulp, got {relu['bf16']}"
+def test_either_neighbour_passes_when_the_interval_holds_the_tie() -> None:
+    graph = chain([("Tanh", {}), ("TypeCast", {})], D.f32, D.bf16)
+    target = 0.5 + 2.0 ** -9  # a bf16 midpoint (between 0.5 and 0.5 + 2^-8)
+    x = np.float32(np.arctanh(target))
+    inputs = {0: np.full(8, x, dtype=np.float32)}
+    expected, bound = bound_of(graph, inputs)
+    low, high = np.float32(0.5), np.float32(0.5 + 2.0 ** -8)
+    for value in (low, high):
+        got = np.full(8, value, dtype=np.float32).astype(ml_dtypes.bfloat16)
+        assert compare(expected, got, bound).passed, \
+            f"tanh is within 5 ulp of the bf16 tie, so {value} (a neighbour) must pass"
 
 
-# -- widening along a chain -------------------------------------------------------------------
-
-def test_budget_grows_with_chain_length() -> None:
-    one = tolerance_for([op("MatMul"), op("Tanh")], D.f32)
-    three = tolerance_for([op("MatMul"), op("Tanh"), op("Tanh"), op("Tanh")], D.f32)
-    assert three.rtol == pytest.approx(one.rtol + 2 * 4e-5), \
-        f"each extra Tanh adds 4e-5: {one.rtol} -> {three.rtol}"
-    assert three.label == "MatMul->Tanh->Tanh->Tanh", f"chain label is {three.label}"
-
-
-def test_exp_amplifies_the_error_before_it() -> None:
-    plain = tolerance_for([op("MatMul"), op("Tanh"), op("ReLU")], D.f32)
-    exp = tolerance_for([op("MatMul"), op("Tanh"), op("Exp")], D.f32)
-    assert exp.rtol > 10 * plain.rtol, \
-        f"Exp turns input error into relative output error: {exp.rtol} vs {plain.rtol}"
-    assert any("amplifies" in line for line in exp.basis), f"basis says why: {exp.basis}"
+def test_exact_quantize_ties_round_half_to_even() -> None:
+    graph = chain([("Quantize", {"scales": [1.0], "zps": [0]})], D.f32, D.u8)
+    inputs = {0: np.float32([0.5, 1.5, 2.5, 3.5, 4.5, 5.5, 6.5, 7.5])}
+    expected, bound = bound_of(graph, inputs)
+    assert list(expected) == [0, 2, 2, 4, 4, 6, 6, 8], "the reference rounds half to even"
+    away = np.uint8([1, 2, 3, 4, 5, 6, 7, 8])
+    assert not compare(expected, away, bound).passed, \
+        "on exact inputs a tie is a true tie: half away from zero must fail"
 
 
-def test_intermediate_bf16_rounding_widens() -> None:
-    chain = [op("SoftMax"), op("TypeCast", D.bf16), op("Add", D.bf16)]
-    tol = tolerance_for(chain, D.bf16)
-    assert tol.rtol >= 2 * EPS[D.bf16], \
-        f"a bf16 intermediate and a bf16 output each may round once: rtol {tol.rtol}"
+def test_a_round_after_an_inexact_chain_accepts_both_sides_of_a_tie() -> None:
+    graph = chain([("Exp", {}), ("Log", {}), ("Round", {})])
+    inputs = {0: np.full(8, 2.5, dtype=np.float32)}
+    expected, bound = bound_of(graph, inputs)
+    assert np.all(bound.radius >= 1), \
+        "log(exp(2.5)) may be a few ulp either side of 2.5, so Round may give 2 or 3"
+    assert compare(expected, np.full(8, 3.0, dtype=np.float32), bound).passed, \
+        "the other neighbour of an ill-conditioned tie must pass"
 
 
-# -- comparisons --------------------------------------------------------------------------------
+# -- approximation constants and special values -------------------------------------------------
 
-def test_off_by_one_at_a_tie_is_accepted_for_int8() -> None:
-    for dtype, np_type in ((D.u8, np.uint8), (D.s8, np.int8)):
-        tol = quantize_tol(dtype)
-        exact = np.array([2.5, 3.0, 7.5])
-        expected = np.array([2, 3, 8], dtype=np_type)  # round half to even
-        actual = np.array([3, 3, 7], dtype=np_type)   # the other neighbour at both ties
-        result = compare(expected, actual, tol, exact=exact)  # type: ignore[arg-type]
-        assert result.passed, f"{dtype}: off by one at a .5 tie must pass: {result.reason}"
+def _gelu_tanh(x: Array, cubic: float) -> Array:
+    u = np.float32(0.7978845834732056) * (x + np.float32(cubic) * x * x * x)
+    return (np.float32(0.5) * x * (np.float32(1) + np.tanh(u))).astype(np.float32)
 
 
-def test_off_by_one_away_from_a_tie_fails() -> None:
-    tol = quantize_tol(D.u8)
-    exact = np.array([2.3])
-    result = compare(np.array([2], np.uint8), np.array([3], np.uint8), tol,  # type: ignore[arg-type]
-                     exact=exact)
-    assert not result.passed, "u8 off by one where the exact value is 2.3 must fail"
-    assert result.worst[0].index == (0,), f"the worst element is listed: {result.worst}"
+def test_gelu_tanh_naive_formula_passes_and_a_wrong_coefficient_fails() -> None:
+    graph = chain([("GELU", {"mode": "gelu_tanh"})], shape=(64,))
+    x = np.linspace(-5, 5, 64).astype(np.float32)
+    expected, bound = bound_of(graph, {0: x})
+    assert compare(expected, _gelu_tanh(x, 0.044715), bound).passed, \
+        "0.5*x*(1 + tanh(u)) in f32 is a correct implementation despite its cancellation"
+    result = compare(expected, _gelu_tanh(x, 0.0447), bound)
+    assert not result.passed, \
+        "a tanh coefficient off in its fourth digit (0.0447) must not pass"
 
 
-def test_off_by_two_at_a_tie_fails() -> None:
-    tol = quantize_tol(D.u8)
-    result = compare(np.array([2], np.uint8), np.array([4], np.uint8), tol,  # type: ignore[arg-type]
-                     exact=np.array([2.5]))
-    assert not result.passed, "a tie allows the two neighbours only, not a value 2 away"
+def test_nan_and_inf_must_agree() -> None:
+    graph = chain([("ReLU", {})])
+    x = np.float32([np.nan, np.inf, -np.inf, 1, 2, 3, 4, 5])
+    expected, bound = bound_of(graph, {0: x})
+    got = expected.copy()
+    got[0] = 0.0
+    assert not compare(expected, got, bound).passed, "ReLU(NaN) is NaN, and 0 must fail"
+    got = expected.copy()
+    got[1] = np.float32(3e38)
+    assert not compare(expected, got, bound).passed, "ReLU(inf) is inf, a finite value fails"
+    assert compare(expected, expected.copy(), bound).passed, "the reference passes itself"
 
 
-def test_off_by_one_needs_the_exact_value() -> None:
-    tol = quantize_tol(D.u8)
-    result = compare(np.array([2], np.uint8), np.array([3], np.uint8), tol)  # type: ignore[arg-type]
-    assert not result.passed, "without the pre-rounding value no off-by-one can be excused"
+def test_sigmoid_of_nan_is_nan() -> None:
+    graph = chain([("Sigmoid", {})])
+    x = np.float32([np.nan, 0, 100, -100, 1, 2, 3, 4])
+    out = execute(graph, {0: x})[1]
+    assert np.isnan(out[0]), f"Sigmoid(NaN) must propagate NaN, got {out[0]}"
+    assert out[3] == 0.0 and out[2] == 1.0, "the overflow guard still gives 0 and 1 at the ends"
 
 
-def test_off_by_one_is_not_accepted_for_f32() -> None:
-    tol = tolerance_for([op("MatMul")], D.f32)
-    result = compare(np.array([2.0], np.float32), np.array([3.0], np.float32), tol,
-                     exact=np.array([2.5]))
-    assert not result.passed, "an f32 output off by one is a plain error, tie or not"
+# -- conditioning ------------------------------------------------------------------------------
+
+def test_division_by_an_interval_holding_zero_is_uncertain() -> None:
+    graph = chain([("Exp", {}), ("Subtract", {}), ("Reciprocal", {})])
+    x = np.zeros(8, dtype=np.float32)  # exp(0) - 1 = 0, known only to a few ulp
+    inputs = {0: x, 101: np.ones(8, dtype=np.float32)}
+    _, bound = bound_of(graph, inputs)
+    assert np.all(np.isinf(bound.radius)), \
+        "1/(exp(0) - 1) divides by a value that may be 0 or a few ulp: any result is accepted"
+    assert bound.weak(np.ones(8)).all(), "an uncertain element carries weak signal"
 
 
-def test_bf16_within_eps_passes_and_beyond_fails() -> None:
-    tol = tolerance_for([op("Add", D.bf16)], D.bf16)
-    expected = np.array([1.0, 3.0, -8.0], dtype=ml_dtypes.bfloat16)
-    one_ulp = np.array([1.0078125, 3.015625, -8.0625], dtype=ml_dtypes.bfloat16)
-    assert compare(expected, one_ulp, tol).passed, \
-        f"one bf16 ulp (eps 2^-7) must pass: {compare(expected, one_ulp, tol).reason}"
-    four_ulp = np.array([1.03125, 3.0, -8.0], dtype=ml_dtypes.bfloat16)
-    result = compare(expected, four_ulp, tol)
-    assert not result.passed, "four bf16 ulps (rel 3%) must fail"
-    assert result.mismatches == 1, f"only the first element is off: {result.mismatches}"
+def test_cancellation_widens_the_bound_in_proportion() -> None:
+    graph = chain([("Exp", {}), ("Subtract", {}), ("Multiply", {})])
+    x = np.full(8, 1.0, dtype=np.float32)
+    inputs = {0: x, 101: np.full(8, np.float32(np.e)), 102: np.full(8, 1e6, np.float32)}
+    expected, bound = bound_of(graph, inputs)
+    assert np.all(bound.radius > 0.01), \
+        "e - f32(e) is a rounding error; times 1e6 the bound must grow to match"
+    assert weak_elements(expected, bound.radius, D.f32).all(), \
+        "a result made of rounding errors carries weak signal"
 
 
-def test_f32_tolerance_is_tight() -> None:
-    tol = tolerance_for([op("MatMul"), op("ReLU")], D.f32)
-    expected = np.array([10.0, -3.0], np.float32)
-    assert compare(expected, expected * np.float32(1 + 2e-6), tol).passed, \
-        "a relative error of 2e-6 is within MatMul->ReLU's budget"
-    assert not compare(expected, expected * np.float32(1 + 1e-4), tol).passed, \
-        "a relative error of 1e-4 is far beyond MatMul->ReLU's budget"
+def test_exact_convolution_sums_have_a_zero_bound() -> None:
+    src, w, dst = t(0, shape=(1, 1, 6)), t(1, shape=(1, 1, 3)), t(2, shape=(1, 1, 4))
+    attrs = {"strides": (1,), "pads_begin": (0,), "pads_end": (0,), "dilations": (1,),
+             "data_format": "NCX", "weights_format": "OIX"}
+    graph = Graph([Op(0, "Convolution", (src, w), (dst,), attrs)]).finalize()  # type: ignore
+    grid = {0: np.float32([[[1, -2, 0.5, 4, 3, -1]]]), 1: np.float32([[[0.25, 2, -3]]])}
+    assert not np.any(error_bounds(graph, grid)[2]), \
+        "grid values sum exactly in any order: the bound is 0"
+    rng = np.random.default_rng(0)
+    dense = {0: rng.uniform(-4, 4, (1, 1, 6)).astype(np.float32),
+             1: rng.uniform(-4, 4, (1, 1, 3)).astype(np.float32)}
+    assert np.all(error_bounds(graph, dense)[2] > 0), \
+        "inexact products allow for another summation order"
 
 
-def test_nan_positions_must_match() -> None:
-    tol = tolerance_for([op("Log")], D.f32)
-    expected = np.array([np.nan, 1.0, -np.inf], np.float32)
-    assert compare(expected, expected.copy(), tol).passed, "identical NaN/inf must pass"
-    finite = np.array([0.0, 1.0, -np.inf], np.float32)
-    result = compare(expected, finite, tol)
-    assert not result.passed and "NaN/inf" in result.reason, \
-        f"a finite value where the reference has NaN must fail: {result.reason}"
-    extra_nan = np.array([np.nan, np.nan, -np.inf], np.float32)
-    assert not compare(expected, extra_nan, tol).passed, \
-        "a NaN where the reference is finite must fail"
-    wrong_inf = np.array([np.nan, 1.0, np.inf], np.float32)
-    assert not compare(expected, wrong_inf, tol).passed, "+inf where the reference has -inf"
+def test_granularity_is_the_largest_common_power_of_two() -> None:
+    assert granularity(np.float32([0.5, 1.25, 3])) == 0.25, "0.25 divides 0.5, 1.25 and 3"
+    assert granularity(np.zeros(3)) == float("inf"), "zeros are multiples of everything"
 
 
-def test_wrong_dtype_is_a_mismatch_with_a_reason() -> None:
-    tol = tolerance_for([op("SoftMax"), op("Add")], D.f32)
-    expected = np.zeros((2, 3), np.float32)
-    result = compare(expected, expected.astype(np.float16), tol)
-    assert not result.passed, "an f16 array for an f32 tensor must fail"
-    assert result.reason == "dst dtype f16, spec requires f32 [SoftMax->Add]", \
-        f"reason names both types and the chain: {result.reason!r}"
-    bf16 = compare(expected, expected.astype(ml_dtypes.bfloat16), tol)
-    assert "dst dtype bf16" in bf16.reason, f"bfloat16 is spelled bf16: {bf16.reason!r}"
+@settings(max_examples=60)
+@given(st.lists(st.sampled_from(["Exp", "Tanh", "Sigmoid", "Square", "Abs", "GELU", "Log",
+                                 "Sqrt", "Add", "Multiply", "Subtract"]), min_size=1,
+                max_size=5),
+       st.integers(0, 2 ** 16))
+def test_bounds_contain_the_chain_on_perturbed_intermediates(kinds: list[str],
+                                                             seed: int) -> None:
+    """Soundness: redo the chain in f32 with every intermediate moved by up to one ulp (what
+    another correct implementation may produce); the result stays within the bound."""
+    graph = chain([(k, {}) for k in kinds], shape=(32,))
+    rng = np.random.default_rng(seed)
+    inputs = {0: rng.uniform(0.25, 2, 32).astype(np.float32)}
+    for op in graph.ops:
+        if len(op.inputs) == 2:
+            inputs[op.inputs[1].id] = rng.uniform(0.25, 2, 32).astype(np.float32)
+    expected, bound = bound_of(graph, inputs)
+    values = dict(inputs)
+    for op in graph.ops:
+        value = execute(Graph([op]).finalize(), {i.id: values[i.id] for i in op.inputs})
+        out = value[op.outputs[0].id]
+        toward = np.choose(rng.integers(0, 3, out.shape), [-np.inf, out, np.inf])
+        moved = np.nextafter(out, toward.astype(np.float32)).astype(np.float32)
+        exact = op.kind in ("Abs", "Add", "Multiply", "Subtract", "Square", "Sqrt")
+        values[op.outputs[0].id] = out if exact else moved
+    got = values[graph.output_tensors[0].id]
+    assert compare(expected, got, bound).passed, \
+        f"{'->'.join(kinds)}: a one-ulp difference per transcendental step left the bound"
 
 
-def test_wrong_shape_and_non_array_fail() -> None:
-    tol = tolerance_for([op("ReLU")], D.f32)
-    expected = np.zeros((2, 3), np.float32)
-    assert "shape" in compare(expected, np.zeros((3, 2), np.float32), tol).reason, \
-        "a transposed result must be reported as a shape mismatch"
-    assert "list" in compare(expected, [[0.0] * 3] * 2, tol).reason, \
-        "a list instead of an array must be reported with its type"
+# -- compare -----------------------------------------------------------------------------------
+
+def _flat(radius: float, n: int = 8, dtype: DataType = D.f32) -> Bound:
+    return Bound(dtype, np.full(n, radius), ("Op",))
 
 
-def test_cancellation_near_zero_uses_the_tensor_magnitude() -> None:
-    tol = tolerance_for([op("MatMul"), op("Tanh"), op("Subtract")], D.f32)
-    expected = np.array([100.0, 1e-7], np.float32)
-    actual = np.array([100.0, 1e-7 + 1e-5], np.float32)
-    assert compare(expected, actual, tol).passed, \
-        "an absolute error of 1e-5 near zero, in a tensor of magnitude 100, is within budget"
+def test_wrong_dtype_and_shape_are_reported() -> None:
+    expected = np.zeros(8, dtype=np.float32)
+    assert "dst dtype f16" in compare(expected, expected.astype(np.float16), _flat(1)).reason, \
+        "an f16 array for an f32 output names both types"
+    assert "dst shape [4]" in compare(expected, np.zeros(4, np.float32), _flat(1)).reason, \
+        "a wrong shape names the shapes"
+    assert "not a NumPy array" in compare(expected, [0.0] * 8, _flat(1)).reason, \
+        "a list is not an array"
 
 
-def test_worst_elements_are_few_and_ordered() -> None:
-    tol = tolerance_for([op("ReLU")], D.f32)
-    expected = np.zeros(20, np.float32)
-    actual = np.arange(20, dtype=np.float32)
-    result = compare(expected, actual, tol)
-    assert len(result.worst) == WORST_COUNT, f"keeps {WORST_COUNT} worst, got {len(result.worst)}"
-    assert [w.actual for w in result.worst] == [19.0, 18.0, 17.0, 16.0, 15.0], \
-        f"worst first: {[w.actual for w in result.worst]}"
-    assert result.mismatches == 19 and result.max_abs_error == 19.0, \
-        f"19 elements off, max error 19: {result.mismatches}, {result.max_abs_error}"
-    as_dict = result.to_dict()
-    assert as_dict["worst"][0] == {"index": [19], "expected": 0.0, "actual": 19.0}, \
-        f"worst elements are JSON-ready: {as_dict['worst'][0]}"
+def test_worst_elements_carry_their_bound() -> None:
+    expected = np.arange(8, dtype=np.float32)
+    got = expected + np.float32(1)
+    result = compare(expected, got, _flat(0.5))
+    assert not result.passed and result.mismatches == 8, "every element is 1 off, bound 0.5"
+    assert len(result.worst) == min(WORST_COUNT, 8), "the report keeps the worst few"
+    assert all(w.bound == 0.5 for w in result.worst), "each worst element shows its bound"
+    assert "2 x its bound" in result.reason, f"the reason says how far past: {result.reason}"
 
 
-def test_boolean_outputs_are_exact() -> None:
-    tol = tolerance_for([op("ReLU", D.boolean)], D.boolean)
-    assert not compare(np.array([True]), np.array([False]), tol).passed, \
-        "booleans have no off-by-one"
+def test_uncertain_elements_accept_anything() -> None:
+    expected = np.zeros(8, dtype=np.float32)
+    got = np.full(8, np.nan, dtype=np.float32)
+    assert compare(expected, got, _flat(np.inf)).passed, \
+        "an element with an infinite bound (its interval crossed a pole) accepts NaN too"
 
 
-def test_tie_window_widens_with_the_chain() -> None:
-    near_tie = np.array([2.50005])  # 5e-5 above the tie: outside benchdnn's 9e-6 window
-    expected, actual = np.array([3], np.uint8), np.array([2], np.uint8)
-    short = tolerance_for([op("MatMul"), op("Quantize", D.u8)], D.u8)
-    assert not compare(expected, actual, short, exact=near_tie).passed, \
-        "MatMul->Quantize is nearly exact: 5e-5 from a tie is not a tie"
-    long = tolerance_for([op("MatMul"), op("Tanh"), op("Tanh"), op("Quantize", D.u8)], D.u8)
-    result = compare(expected, actual, long, exact=near_tie)
-    assert result.passed, f"two Tanh (4e-5 each) may move a tie by 5e-5: {result.reason}"
+def test_integer_outputs_compare_in_integer_steps() -> None:
+    expected = cast_to(np.float32([1, 2, 3, 4, 5, 6, 7, 8]), D.u8)
+    got = expected.copy()
+    got[0] = 2
+    assert not compare(expected, got, _flat(0.0, dtype=D.u8)).passed, "exact means exact"
+    assert compare(expected, got, _flat(1.0, dtype=D.u8)).passed, \
+        "a radius of one step accepts the neighbour"

@@ -57,7 +57,7 @@ def test_never_fusing_is_a_fusion_mismatch() -> None:
 def test_wrong_math_is_a_numeric_mismatch() -> None:
     verdict = verdict_of(toy.WrongMath(), VALID)
     assert_status(verdict, Status.numeric_mismatch)
-    for key in ("tensor", "dtype", "shape", "tolerance", "max_abs_error", "worst"):
+    for key in ("tensor", "dtype", "shape", "bound", "max_abs_error", "max_excess", "worst"):
         assert key in verdict.details, f"numeric-mismatch details carry {key}: {verdict.details}"
     assert verdict.details["max_abs_error"] == pytest.approx(1.0), \
         f"every element is 1 off: {verdict.details['max_abs_error']}"

@@ -1,5 +1,6 @@
 """Shared helpers of the OpenCL backend tests: the skip marker, and running a graph on the
-backend partition by partition next to the reference, compared with the suite's tolerances."""
+backend partition by partition next to the reference, compared within the suite's error
+bounds."""
 
 from __future__ import annotations
 
@@ -11,8 +12,8 @@ from fusionspec.accel.backend import AccelBackend
 from fusionspec.accel.compiled import AccelCompiledPartition
 from fusionspec.accel.devices import DeviceInfo, select_device
 from fusionspec.backend import Device
-from fusionspec.conformance.grade.tolerances import compare, tolerance_for
-from fusionspec.conformance.grade.verdicts import ancestors
+from fusionspec.conformance.grade.bounds import output_bounds
+from fusionspec.conformance.grade.tolerances import compare
 from fusionspec.reference import execute
 from fusionspec.reference.partitioner import external_tensors, partition
 from fusionspec.spec.graph import Graph, Partition
@@ -63,17 +64,14 @@ class OnDevice:
             values.update(compiled.execute({t.id: values[t.id] for t in part.inputs}))
         return {t.id: values[t.id] for t in self.graph.output_tensors}
 
-    def check(self, inputs: Mapping[int, Array], *, exact: Mapping[int, Array] | None = None,
-              label: str = "") -> None:
-        """Assert that every graph output matches the reference within the suite's
-        tolerance for its op chain (`exact`: Quantize values before rounding)."""
+    def check(self, inputs: Mapping[int, Array], *, label: str = "") -> None:
+        """Assert that every graph output matches the reference within the suite's error
+        bound for it (ties of Quantize and TypeCast on exact inputs round half to even)."""
         got = self.run(inputs)
         want = execute(self.graph, inputs)
+        bounds = output_bounds(self.graph, inputs)
         for tensor in self.graph.output_tensors:
-            ops = ancestors(self.graph, tensor.id)
-            tol = tolerance_for(ops, tensor.dtype)
-            result = compare(want[tensor.id], got[tensor.id], tol,
-                             exact=None if exact is None else exact.get(tensor.id))
+            result = compare(want[tensor.id], got[tensor.id], bounds[tensor.id])
             assert result.passed, (f"{label} output {tensor.id}: {result.reason}; worst "
                                    f"{[w.to_dict() for w in result.worst]}\nsource:\n"
                                    f"{self.compiled[-1].kernel_source}")

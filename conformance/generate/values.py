@@ -1,0 +1,247 @@
+"""Which values a case's inputs are filled from: clean signal, or one corner on purpose.
+
+A case either *tests a corner* or *carries clean signal*, and its features say which
+(``signal``: ``corner`` or ``clean``; ``values``: the value domain of
+`fusionspec.reference.filling.DOMAINS`; ``values_at``: for a corner, the op kind that reads
+the tensor it was put into), so the report's coverage counts both.
+
+- **Corners** (`CORNER_EVERY`, one case in four of the drawn valid and near-miss cases; and,
+  in the catalog instances, one case for each op kind that reads a graph input directly and
+  each corner that is specific to it, `TARGETED`: an Exp at the overflow edge, a Divide by
+  zeros, a Maximum with NaN on either side ...): one
+  graph input gets a corner domain that means something to the op reading it: special values
+  (NaN, +-inf, -0), huge magnitudes and subnormals for any floating-point input; magnitudes past
+  the exp overflow bound where an exponential is computed downstream; rows all -inf for a
+  SoftMax; exact rounding ties for a Round, a Quantize or a TypeCast; far out-of-range values
+  for a Quantize. The other inputs keep the default grid.
+- **Clean signal** (`clean_plan`): the default grid, or full-precision random values (``dense``),
+  for every input; when that makes the reference's outputs non-finite or ill-conditioned (a Log
+  of a convolution's negative half, a division by a difference that cancels, an Exp of an Exp),
+  the inputs are moved to the positive grid, then to the small grid, and the first plan whose
+  outputs are finite and well conditioned is kept (checked on the reference with seed 0, the
+  suite's default). A case none of them helps keeps the best plan and is marked
+  ``conditioning: weak``; the report and the benchmark count such cases apart.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+from hypothesis import strategies as st
+
+from fusionspec.reference import execute, fill_inputs
+from fusionspec.reference.partitioner import partition
+from fusionspec.spec.errors import FusionspecError
+from fusionspec.spec.graph import Graph, LogicalTensor, Op
+
+from ..cases import Case, CaseKind
+from ..grade.bounds import error_bounds
+from ..grade.tolerances import weak_elements
+from .ids import case_id
+
+__all__ = ["ValuePlan", "CORNER_EVERY", "EXP_LIKE", "TARGETED", "corner_candidates",
+           "targeted_corners", "clean_plan", "draw_values", "with_values", "output_health",
+           "NONFINITE_LIMIT", "WEAK_LIMIT"]
+
+#: One drawn case in this many tests a corner.
+CORNER_EVERY = 4
+#: Ops computing an exponential, where magnitudes past the f32 exp bound are a corner.
+EXP_LIKE = frozenset({"Exp", "Sigmoid", "SoftPlus", "Tanh", "GELU", "Elu", "SoftMax"})
+#: Ops with padding or inserted zeros (see `corner_candidates`).
+_PADDED = frozenset({"Convolution", "ConvTranspose", "ConvolutionBackwardWeights"})
+#: Ops whose f32 intermediates are sums of products of their inputs (Σ dy·(x − mean)): huge
+#: inputs overflow those long before the result does (see `corner_candidates`).
+_SUMS_OF_PRODUCTS = frozenset({"BatchNormTrainingBackward"})
+#: Ops that round their input to integers or a narrower type.
+_ROUNDING = frozenset({"Round", "Quantize", "TypeCast"})
+#: A clean plan is kept once at most this share of the outputs is NaN or inf ...
+NONFINITE_LIMIT = 0.01
+#: ... and at most this share of them has weak signal (`tolerances.WEAK_RELATIVE`).
+WEAK_LIMIT = 0.10
+#: The seed the clean plans are checked with (the suite's default).
+CHECK_SEED = 0
+#: Ports that carry shapes or axes, never data.
+_SHAPE_PORTS = {"Interpolate": 1, "ConvolutionBackwardWeights": 2, "ReduceL1": 1, "ReduceL2": 1,
+                "ReduceMax": 1, "ReduceMean": 1, "ReduceMin": 1, "ReduceProd": 1,
+                "ReduceSum": 1}
+
+
+@dataclass(frozen=True)
+class ValuePlan:
+    """The value domain of each graph input that leaves the default grid, and the features
+    that say what the case's values test."""
+
+    domains: Mapping[int, str] = field(default_factory=dict)
+    features: Mapping[str, str] = field(default_factory=dict)
+
+
+def _data_inputs(graph: Graph) -> list[tuple[LogicalTensor, list[tuple[Op, int]]]]:
+    """Graph inputs that carry data, with the (op, port) pairs reading them."""
+    uses: dict[int, list[tuple[Op, int]]] = {}
+    for op in graph.ops:
+        for port, t in enumerate(op.inputs):
+            uses.setdefault(t.id, []).append((op, port))
+    found = []
+    for t in graph.input_tensors:
+        readers = [(op, port) for op, port in uses.get(t.id, ())
+                   if _SHAPE_PORTS.get(op.kind) != port]
+        if readers:
+            found.append((t, readers))
+    return found
+
+
+def corner_candidates(graph: Graph) -> list[tuple[int, str, str]]:
+    """Every (tensor id, corner domain, reading op kind) that means something in `graph`."""
+    graph = graph if graph.finalized else graph.finalize()
+    exp_downstream = any(op.kind in EXP_LIKE for op in graph.ops)
+    # No huge magnitudes upstream of a sum of products: whether its f32 intermediates overflow
+    # to inf depends on the implementation's order of summation (an output of -1.8e38 from
+    # one, -inf from another), so such a case would test nothing the bounds can judge.
+    sums_downstream = any(op.kind in _SUMS_OF_PRODUCTS for op in graph.ops)
+    found: list[tuple[int, str, str]] = []
+    for tensor, readers in _data_inputs(graph):
+        kinds = {op.kind for op, _ in readers}
+        reader = readers[0][0].kind
+        if tensor.dtype.is_integer:
+            found.append((tensor.id, "special", reader))
+            continue
+        if not tensor.dtype.is_float:
+            continue
+        # No inf or NaN into a convolution's data or weights: whether an implementation
+        # multiplies padding (or a transposed convolution's inserted zeros) by them, making
+        # 0*inf = NaN, is its own choice, so the bounds accept anything there and such a case
+        # would test nothing.
+        padded = any(op.kind in _PADDED and port < 2 for op, port in readers)
+        for domain in ("special", "huge", "subnormal"):
+            if not (padded and domain in ("special", "huge")) and not (
+                    sums_downstream and domain == "huge"):
+                found.append((tensor.id, domain, reader))
+        if exp_downstream:
+            found.append((tensor.id, "large", reader))
+        if "SoftMax" in kinds:
+            found.append((tensor.id, "neg-inf-rows", "SoftMax"))
+        for op, _ in readers:
+            if op.kind in _ROUNDING and (op.kind != "TypeCast" or tensor.dtype.value == "f32"):
+                found.append((tensor.id, "ties", op.kind))
+            if op.kind == "Quantize":
+                found.append((tensor.id, "saturate", "Quantize"))
+    return sorted(set(found))
+
+
+def output_health(graph: Graph, domains: Mapping[int, str], seed: int = CHECK_SEED,
+                  ) -> tuple[float, float]:
+    """(share of NaN/inf outputs, share of outputs with weak signal) of the reference on
+    `graph` filled from `domains` with `seed`."""
+    graph = graph if graph.finalized else graph.finalize()
+    inputs = fill_inputs(graph, seed, domains)
+    parts = partition(graph)
+    with np.errstate(all="ignore"):
+        outputs = execute(graph, inputs)
+        radii = error_bounds(graph, inputs, parts)
+    total = nonfinite = weak = 0
+    for t in graph.output_tensors:
+        v = np.asarray(outputs[t.id], dtype=np.float64)
+        total += v.size
+        nonfinite += int((~np.isfinite(v)).sum())
+        weak += int(weak_elements(v, radii[t.id], t.dtype).sum())
+    if not total:
+        return 0.0, 0.0
+    return nonfinite / total, weak / total
+
+
+def clean_plan(graph: Graph, base: str = "grid") -> ValuePlan:
+    """The first of `base`, ``positive`` and ``small`` (for every data input) whose outputs are
+    finite and well conditioned on the reference; else the best of them, marked weak."""
+    graph = graph if graph.finalized else graph.finalize()
+    floats = [t.id for t, _ in _data_inputs(graph) if t.dtype.is_float]
+    best: tuple[float, ValuePlan] | None = None
+    for domain in dict.fromkeys((base, "positive", "small")):
+        domains = {} if domain == "grid" else {tid: domain for tid in floats}
+        try:
+            nonfinite, weak = output_health(graph, domains)
+        except FusionspecError:  # a graph the reference cannot run is judged as such later
+            return ValuePlan({}, {"signal": "clean", "values": base})
+        plan = ValuePlan(domains, {"signal": "clean", "values": domain})
+        if nonfinite <= NONFINITE_LIMIT and weak <= WEAK_LIMIT:
+            return plan
+        score = nonfinite + weak
+        if best is None or score < best[0]:
+            best = (score, plan)
+    assert best is not None
+    return ValuePlan(best[1].domains, {**best[1].features, "conditioning": "weak"})
+
+
+@st.composite
+def draw_values(draw: st.DrawFn, graph: Graph) -> ValuePlan:
+    """A corner (one case in `CORNER_EVERY`) or a clean plan (grid or dense) for `graph`."""
+    # Choices come from a Random seeded by the graph's own hash (and a drawn number) rather
+    # than from sampled_from, whose derandomized draws favour the first options: every corner
+    # should turn up about as often as the others, and the same graph keeps its values.
+    digest = case_id("", CaseKind.valid, graph).rsplit("/", 1)[1]
+    rng = random.Random(int(digest, 16) ^ draw(st.integers(0, 2 ** 32), label="values"))
+    corners = corner_candidates(graph)
+    if corners and rng.randrange(CORNER_EVERY) == 0:
+        domain = rng.choice(sorted({domain for _, domain, _ in corners}))
+        if _inf_as_zero(graph) and any(c[1] == "neg-inf-rows" for c in corners) \
+                and rng.randrange(2) == 0:
+            # The mode exists for rows all -inf: without them it computes as "none" does, so
+            # half of its corner cases test what it is there for.
+            domain = "neg-inf-rows"
+        tid, _, reader = rng.choice([c for c in corners if c[1] == domain])
+        return ValuePlan({tid: domain}, {"signal": "corner", "values": domain,
+                                         "values_at": reader})
+    return clean_plan(graph, "dense" if rng.randrange(3) == 0 else "grid")
+
+
+def _inf_as_zero(graph: Graph) -> bool:
+    return any(op.kind == "SoftMax" and op.attrs.get("mode") == "inf_as_zero"
+               for op in graph.ops)
+
+
+#: Corners worth a deterministic case of their own in the catalog instances, by the domain and
+#: the op kinds that must read the tensor directly for it to test something specific.
+TARGETED: Mapping[str, frozenset[str]] = {
+    "large": EXP_LIKE,
+    "ties": _ROUNDING,
+    "neg-inf-rows": frozenset({"SoftMax"}),
+    "saturate": frozenset({"Quantize"}),
+    "special": frozenset({"Divide", "Reciprocal", "Maximum", "Minimum", "Clamp", "ReLU", "Log",
+                          "Sqrt", "MaxPool", "AvgPool", "SoftMax", "Round"}),
+    "subnormal": frozenset({"Exp", "Elu", "Tanh", "GELU", "Reciprocal", "Sqrt", "Log"}),
+}
+
+
+def targeted_corners(graph: Graph) -> list[tuple[tuple[str, int, str], ValuePlan]]:
+    """The `TARGETED` corners of `graph`, each keyed by (reading op kind, its input port,
+    domain): the catalog instances add one case per key not yet seen in their pattern."""
+    graph = graph if graph.finalized else graph.finalize()
+    found: dict[tuple[str, int, str], ValuePlan] = {}
+    for tensor, readers in _data_inputs(graph):
+        if not tensor.dtype.is_float:
+            continue
+        for op, port in readers:
+            for domain, kinds in TARGETED.items():
+                if op.kind not in kinds or (op.kind == "TypeCast" and domain == "ties"
+                                            and tensor.dtype.value != "f32"):
+                    continue
+                key = (op.kind, port, domain)
+                found.setdefault(key, ValuePlan({tensor.id: domain}, {
+                    "signal": "corner", "values": domain, "values_at": op.kind}))
+    return sorted(found.items())
+
+
+def with_values(case: Case, plan: ValuePlan) -> Case:
+    """`case` filled from `plan`, its features saying so (and its id telling it apart from the
+    same graph with other values)."""
+    ident = case.id
+    if plan.domains:
+        rule = case.rule if case.kind is not CaseKind.valid else None
+        prefix = case.id.rsplit("/", 1)[0]
+        ident = f"{prefix}/" + case_id(case.pattern, case.kind, case.graph, rule,
+                                        plan.domains).rsplit("/", 1)[1]
+    return replace(case, id=ident, values=dict(plan.domains),
+                   features={**case.features, **plan.features})
+
