@@ -219,7 +219,7 @@ def kernel_side(name: str, compiled: AccelCompiledPartition, inputs: dict[int, A
     """A side timing `compiled`'s kernels: a cold and a warm run on freshly staged buffers
     (see the module docstring), as `name` and `name`_cold."""
     def sample() -> dict[str, float]:
-        cold, warm = compiled.time_launches(inputs, 2)
+        cold, warm = compiled.time_launches(inputs, 2, fresh=True)
         return {name: warm, f"{name}_cold": cold}
     return name, sample
 
