@@ -7,9 +7,11 @@ Two forms of kernel, chosen by the device's properties (the template is ``softma
   over the row keeps a running maximum and a compensated sum of ``exp(x - max)``, rescaling
   the sum whenever the maximum grows (online softmax), so the row is read once for both; a
   second pass normalises. Where the row is contiguous (the last axis of a dense source) both
-  passes take W = `DeviceInfo.vector_width` elements at a time in vector registers and merge
-  the lanes at the end; elsewhere a work item walks its row element by element, and
-  neighbouring work items, whose rows are neighbours in memory, read neighbouring elements.
+  passes take W = `DeviceInfo.vector_width` elements at a time in vector registers (the first
+  pass four vectors at a time, with one rescale per four: an exponential per element rather
+  than two) and merge the lanes at the end; elsewhere a work item walks its row element by
+  element, and neighbouring work items, whose rows are neighbours in memory, read
+  neighbouring elements.
   Work groups hold a few rows each. The exponential is `fusionspec.accel.codegen.mathfn`'s
   arithmetic one: the builtin is a library call on some CPU drivers, which would keep the
   loops from being vectorised.
@@ -125,20 +127,26 @@ def build_softmax(partition: Partition, ctx: BuildContext) -> KernelPlan:
     width = ctx.device.vector_width
     preamble.need(("fs_exp_hl", "fs_exp_hl" + str(width)) if contiguous else ("fs_exp_hl",))
     vector_load = tail_load = ""
+    chunk_loads: list[str] = []
     if contiguous:
         kind = ctx.policy.kind(src.dtype)
-        lanes = []
-        for e in range(width + 1):
-            expr, helpers = ctx.policy.load(src.dtype, buffer,
-                                            f"base + k + {e}" if e < width else "base + k")
+
+        def element(offset: str) -> str:
+            expr, helpers = ctx.policy.load(src.dtype, buffer, offset)
             preamble.need(helpers)
-            lanes.append(ctx.policy.as_float(expr, kind))
-        vector_load = f"(float{width})({', '.join(lanes[:width])})"
-        tail_load = lanes[width]
+            return ctx.policy.as_float(expr, kind)
+
+        def vector(first: int) -> str:
+            lanes = ", ".join(element(f"base + k + {first + e}") for e in range(width))
+            return f"(float{width})({lanes})"
+
+        vector_load, tail_load = vector(0), element("base + k")
+        chunk_loads = [vector(j * width) for j in range(4)]
     source = render("softmax.cl.j2", preamble=preamble.render(), name=KERNEL_NAME,
                     params=args.decls(), wg=wg, rank=rank, rows=rows_arg, splits=splits,
                     index_t=domain.index_type, per_row=per_row, contiguous=contiguous,
                     w=width, vector_load=vector_load, tail_load=tail_load,
+                    chunk_loads=chunk_loads,
                     axis=axis, length=length_arg, load=load,
                     inf_as_zero=main.attrs.get("mode", "none") == "inf_as_zero",
                     stats=stats_name, body=code.body)
