@@ -361,8 +361,8 @@ def _register_launches(ctx: BuildContext, geo: Geometry, tiles: RegisterTiles,
     blocks = -(-geo.m // tiles.rm)
     launches = []
     if geo.k:
-        launches.append(_launch_2d(ctx, f"{KERNEL_NAME}_pack_b", params, panels * tiles.nb,
-                                   geo.k, geo.z))
+        launches.append(_launch_2d(ctx, f"{KERNEL_NAME}_pack_b", params,
+                                   panels * tiles.nv, geo.k, geo.z))
         if tiles.a_mode == "packed":
             launches.append(_launch_2d(ctx, f"{KERNEL_NAME}_pack_a", params,
                                        blocks * tiles.rm, geo.k, geo.z))
