@@ -7,9 +7,10 @@ partitions and keeps the fastest in the tuning cache (`fusionspec.accel.tuning`)
 `BuildContext` hands to the builders from then on:
 
 - gemm: the register block (RM x NV vectors) of the register-blocked form, timed on
-  MatMul 512^3 + BiasAdd + GELU; then how A is read ("run", "packed", "element"), timed on
-  a 3x3 convolution (64 -> 64 channels, 56x56) + BiasAdd + ReLU, with the winning block.
-  Devices with dedicated local memory (the tiled form) have nothing to tune here.
+  MatMul 512^3 + BiasAdd + GELU (``block``) and on a 3x3 convolution (64 -> 64 channels,
+  56x56) + BiasAdd + ReLU reading its windows in runs (``window_block``); then how the
+  convolution's A is read ("run", "packed", "element": ``a_mode``). Devices with dedicated
+  local memory (the tiled form) have nothing to tune here.
 
 Each candidate is built and checked against the NumPy reference first (a candidate that fails
 to build or to match is skipped), then the candidates are timed in alternation,
@@ -45,7 +46,7 @@ from .compiled import AccelCompiledPartition
 from .devices import DeviceInfo, select_device
 from .errors import AccelError
 from .families import BuildContext, family_for
-from .families.gemm import A_MODES, register_blocked
+from .families.gemm import A_MODES, PLAIN_BLOCK, WINDOW_BLOCK, register_blocked
 from .runtime import runtime_for
 from .tuning import load_tuning, save_tuning, tuning_path
 
@@ -53,7 +54,7 @@ __all__ = ["TUNE_ENV", "GEMM_BLOCKS", "MARGIN", "tune", "tune_if_asked", "main"]
 
 #: Set to 1 to let the backend tune a device on first use (see the module docstring).
 TUNE_ENV = "FUSIONSPEC_ACCEL_TUNE"
-#: The register blocks tried (rows, vectors); the first is the default.
+#: The register blocks tried (rows, vectors), besides the default.
 GEMM_BLOCKS: tuple[tuple[int, int], ...] = ((6, 2), (4, 2), (4, 3), (8, 2), (8, 3))
 #: A candidate replaces the default only when its median is this much faster (noise margin).
 MARGIN = 0.05
@@ -91,7 +92,6 @@ class _Candidate:
 
     def __init__(self, info: DeviceInfo, part: Partition, inputs: Mapping[int, Any],
                  want: Mapping[int, Any], family: str, choice: Mapping[str, Any]) -> None:
-        self.choice = dict(choice)
         base = BuildContext.for_device(info)
         ctx = BuildContext(base.device, base.policy, None, {**base.tuning, family: choice})
         plan = family_for(part).build(part, ctx)
@@ -109,27 +109,26 @@ class _Candidate:
 def _race(make: Callable[[Mapping[str, Any]], _Candidate], choices: Sequence[Mapping[str, Any]],
           repeats: int) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """The fastest of `choices` (the first is the default) and every candidate's median."""
-    candidates: list[_Candidate] = []
+    built: list[tuple[dict[str, Any], _Candidate]] = []
     report: list[dict[str, Any]] = []
     for choice in choices:
         try:
-            candidates.append(make(choice))
+            built.append((dict(choice), make(choice)))
         except Exception as exc:  # a choice the driver rejects is simply not a candidate
             report.append({"choice": dict(choice), "error": f"{type(exc).__name__}: {exc}"})
-    if not candidates:
+    if not built:
         return dict(choices[0]), report
-    times: list[list[float]] = [[] for _ in candidates]
+    times: list[list[float]] = [[] for _ in built]
     for _ in range(repeats):
-        for index, candidate in enumerate(candidates):
+        for index, (_, candidate) in enumerate(built):
             candidate.sample()  # the first run after another candidate warms caches
             times[index].append(candidate.sample())
     medians = [statistics.median(t) for t in times]
-    report += [{"choice": c.choice, "median_ms": 1e3 * m} for c, m in zip(candidates, medians)]
-    best = min(range(len(candidates)), key=lambda i: medians[i])
-    default = 0 if candidates[0].choice == dict(choices[0]) else None
-    if default is not None and medians[best] > (1 - MARGIN) * medians[default]:
-        best = default
-    return candidates[best].choice, report
+    report += [{"choice": c, "median_ms": 1e3 * m} for (c, _), m in zip(built, medians)]
+    best = min(range(len(built)), key=lambda i: medians[i])
+    if built[0][0] == dict(choices[0]) and medians[best] > (1 - MARGIN) * medians[0]:
+        best = 0  # the default stays unless another choice is clearly faster
+    return built[best][0], report
 
 
 def _setup(graph: Graph) -> tuple[Partition, dict[int, Any], dict[int, Any]]:
@@ -146,17 +145,29 @@ def tune(info: DeviceInfo, *, repeats: int = 7) -> dict[str, Any]:
     choices: dict[str, dict[str, Any]] = {}
     measured: dict[str, Any] = {}
     if register_blocked(BuildContext.for_device(info)):
-        part, inputs, want = _setup(_matmul())
-        blocks = [{"rm": rm, "nv": nv} for rm, nv in GEMM_BLOCKS]
-        block, report = _race(lambda c: _Candidate(info, part, inputs, want, "gemm", c),
-                              blocks, repeats)
-        measured["gemm_block (MatMul 512^3 + BiasAdd + GELU)"] = report
-        part, inputs, want = _setup(_conv())
-        modes = [{**block, "a_mode": mode} for mode in A_MODES]
-        best, report = _race(lambda c: _Candidate(info, part, inputs, want, "gemm", c),
-                             modes, repeats)
-        measured["gemm_a_mode (Convolution 64x56x56 3x3 + BiasAdd + ReLU)"] = report
-        choices["gemm"] = best
+        def blocks(default: tuple[int, int]) -> list[dict[str, Any]]:
+            ordered = [default, *(b for b in GEMM_BLOCKS if b != default)]
+            return [{"rm": rm, "nv": nv} for rm, nv in ordered]
+
+        def race(graph: Graph, family_choices: Callable[[Mapping[str, Any]], dict[str, Any]],
+                 candidates: Sequence[Mapping[str, Any]]
+                 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+            part, inputs, want = _setup(graph)
+            return _race(lambda c: _Candidate(info, part, inputs, want, "gemm",
+                                              family_choices(c)), candidates, repeats)
+
+        plain, report = race(_matmul(), lambda c: {"block": [c["rm"], c["nv"]]},
+                             blocks(PLAIN_BLOCK))
+        measured["block (MatMul 512^3 + BiasAdd + GELU)"] = report
+        window, report = race(_conv(), lambda c: {"window_block": [c["rm"], c["nv"]],
+                                                  "a_mode": "run"}, blocks(WINDOW_BLOCK))
+        measured["window_block (Convolution 64x56x56 3x3 + BiasAdd + ReLU)"] = report
+        chosen = {"block": [plain["rm"], plain["nv"]],
+                  "window_block": [window["rm"], window["nv"]]}
+        mode, report = race(_conv(), lambda c: {**chosen, **c},
+                            [{"a_mode": m} for m in A_MODES])
+        measured["a_mode (Convolution 64x56x56 3x3 + BiasAdd + ReLU)"] = report
+        choices["gemm"] = {**chosen, **mode}
     save_tuning(info, choices, measured)
     return {"choices": choices, "measured": measured}
 

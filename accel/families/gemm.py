@@ -19,9 +19,10 @@ one of two forms, chosen by the device's properties (never its name):
   windows), a second one materialises A row-major in a scratch buffer (an explicit im2col).
   The GEMM kernel then gives each work-item RM rows of one panel: RM x NV accumulators of W
   lanes live in registers while it walks K, each step one row of the panel and RM values of
-  A, RM*NV vector multiply-adds. `choose_register_tiles` picks RM and NV (6 x 2 by default:
-  12 accumulators, 2 B vectors and a broadcast fill the 16 vector registers of AVX2, which
-  PoCL's LLVM targets on this class of CPU); a tuning cache may replace them
+  A, RM*NV vector multiply-adds. `choose_register_tiles` picks RM and NV: 6 x 2 by default
+  (12 accumulators, 2 B vectors and a broadcast fill the 16 vector registers of AVX2, which
+  PoCL's LLVM targets on this class of CPU), 4 x 2 for convolution windows, whose rows keep
+  an offset and a padding flag each; a tuning cache may replace them
   (`fusionspec.accel.tuning`, `fusionspec.accel.tune`). Work-items along x
   walk the rows of one panel, so a work-group reads its panel from cache; work-groups are
   sized so that there are several per compute unit. Measured on a 2-core AVX-512 machine
@@ -51,7 +52,9 @@ one of two forms, chosen by the device's properties (never its name):
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from fusionspec.spec.dtypes import DataType
 from fusionspec.spec.graph import LogicalTensor, Op, Partition
@@ -69,7 +72,7 @@ from .gemm_geometry import MAIN_KINDS, Geometry, IndexCode, OperandRun, geometry
 
 __all__ = ["FAMILY", "KERNEL_NAME", "Tiles", "RegisterTiles", "choose_tiles",
            "choose_register_tiles", "register_blocked", "is_gemm", "build_gemm",
-           "IM2COL_BUDGET", "PACK_BUDGET", "A_MODES"]
+           "IM2COL_BUDGET", "PACK_BUDGET", "A_MODES", "WINDOW_BLOCK", "PLAIN_BLOCK"]
 
 KERNEL_NAME = "fs_gemm"
 _BACKWARD = "ConvolutionBackwardWeights"
@@ -174,25 +177,47 @@ def register_blocked(ctx: BuildContext) -> bool:
     return not ctx.device.local_mem_dedicated
 
 
+#: The default register blocks (rows, vectors): for A read in runs that carry a padding test
+#: (convolution windows: every row also keeps an offset and a flag in registers), and for the
+#: rest. Measured on PoCL (2-core AVX-512 machine, BENCHMARKS.md): the 3x3 convolution of the
+#: benchmark ran 1.8 ms with 4 x 2 against 2.9 ms with 6 x 2, the 512^3 MatMul 1.9 ms with
+#: 6 x 2 against 2.1 ms with 4 x 2; Intel's runtime ran every block within 5% of the others.
+WINDOW_BLOCK = (4, 2)
+PLAIN_BLOCK = (6, 2)
+
+
+def _tuned_block(tuned: Mapping[str, Any], key: str, default: tuple[int, int]
+                 ) -> tuple[int, int]:
+    value = tuned.get(key)
+    if isinstance(value, list | tuple) and len(value) == 2 and \
+            all(isinstance(v, int) for v in value):
+        return max(1, min(int(value[0]), 16)), max(1, min(int(value[1]), 4))
+    return default
+
+
 def choose_register_tiles(ctx: BuildContext, geo: Geometry, folded_a: bool) -> RegisterTiles:
-    """The register block for `geo` on `ctx.device` (see the module docstring): 6 x 2
-    vectors, or a tuned choice where the tuning cache has one (``rm``, ``nv``; ``a_mode``),
-    whatever M, N and K (one program per structure: a narrow N only leaves lanes idle). A is
-    read in runs where the geometry allows it and no op is folded into its loads
+    """The register block for `geo` on `ctx.device` (see the module docstring).
+
+    A is read in runs where the geometry allows it and no op is folded into its loads
     (`folded_a`); else materialised when its index code decodes or tests anything and the
-    buffer fits `IM2COL_BUDGET`; else element by element."""
+    buffer fits `IM2COL_BUDGET`; else element by element. The block is `WINDOW_BLOCK` for runs
+    with a padding test, `PLAIN_BLOCK` otherwise, whatever M, N and K (one program per
+    structure: a narrow N only leaves lanes idle). The tuning cache may replace each
+    (``block``, ``window_block``: [rows, vectors]; ``a_mode``)."""
     width = ctx.device.vector_width
-    rm, nv = 6, 2
     tuned = ctx.tuned("gemm")
-    if isinstance(tuned.get("rm"), int) and isinstance(tuned.get("nv"), int):
-        rm, nv = max(1, min(int(tuned["rm"]), 16)), max(1, min(int(tuned["nv"]), 4))
-    fits = geo.z * (geo.m + rm) * geo.k * _FLOAT <= IM2COL_BUDGET
+    fits = geo.z * (geo.m + 16) * geo.k * _FLOAT <= IM2COL_BUDGET
     allowed = {"run": geo.a_run is not None and not folded_a, "packed": fits, "element": True}
     wanted = tuned.get("a_mode")
-    if isinstance(wanted, str) and allowed.get(wanted):
-        return RegisterTiles(rm, nv, width, wanted)
     decodes = bool(geo.a.statements or geo.a.valid)
-    mode = "run" if allowed["run"] else "packed" if decodes and fits else "element"
+    if isinstance(wanted, str) and allowed.get(wanted):
+        mode = wanted
+    else:
+        mode = "run" if allowed["run"] else "packed" if decodes and fits else "element"
+    if mode == "run" and geo.a.valid:
+        rm, nv = _tuned_block(tuned, "window_block", WINDOW_BLOCK)
+    else:
+        rm, nv = _tuned_block(tuned, "block", PLAIN_BLOCK)
     return RegisterTiles(rm, nv, width, mode)
 
 

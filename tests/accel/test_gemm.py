@@ -302,8 +302,10 @@ def _geometry(graph: Graph) -> object:
 def test_register_blocks_fit_the_device() -> None:
     """CPU-like devices (local memory not dedicated) get the register-blocked form with W =
     their native width capped at 8 (16-wide types abort PoCL 3.0 on AVX-512 CPUs), floored at
-    4; A is read in runs for MatMul and plain convolutions, packed where an op is folded into
-    its loads; a tuned block and A mode replace the defaults; GPU-like devices get tiles."""
+    4; A is read in runs for MatMul (6 x 2 block) and plain convolutions (4 x 2: each row
+    also keeps a window offset and a padding flag), packed where an op is folded into a
+    convolution's loads, element by element into a MatMul's; tuned blocks and A mode replace
+    the defaults; GPU-like devices get tiles."""
     base = first_info()
     cpu = dataclasses.replace(base, local_mem_dedicated=False, native_vector_width=16)
     ctx = BuildContext.for_device(cpu)
@@ -315,21 +317,25 @@ def test_register_blocks_fit_the_device() -> None:
     conv = _geometry(Graph([_conv("Convolution", (1, 6, 9, 8), (4, 6, 3, 3),
                                   pads_begin=[1, 1], pads_end=[1, 1], data_format="NCX",
                                   weights_format="OIX")]))
-    tiles = choose_register_tiles(ctx, mm, False)  # type: ignore[arg-type]
-    assert (tiles.rm, tiles.nv, tiles.width, tiles.a_mode) == (6, 2, 8, "run"), \
-        f"native width 16: a 6 x 2 block of float8, A in runs: {tiles}"
+
+    def tiles(c: BuildContext, geo: object, folded: bool = False) -> tuple[object, ...]:
+        t = choose_register_tiles(c, geo, folded)  # type: ignore[arg-type]
+        return t.rm, t.nv, t.width, t.a_mode
+
+    assert tiles(ctx, mm) == (6, 2, 8, "run"), "native width 16: 6 x 2 float8, A in runs"
     narrow = BuildContext.for_device(dataclasses.replace(cpu, native_vector_width=4))
-    assert choose_register_tiles(narrow, mm, False).width == 4, "native width 4: float4"  # type: ignore[arg-type]
-    assert choose_register_tiles(ctx, conv, False).a_mode == "run", \
-        "a plain convolution reads its windows in runs of input channels"
-    assert choose_register_tiles(ctx, conv, True).a_mode == "packed", \
+    assert tiles(narrow, mm)[2] == 4, "native width 4: float4"
+    assert tiles(ctx, conv) == (4, 2, 8, "run"), "convolution windows in runs, 4 x 2"
+    assert tiles(ctx, conv, True)[::3] == (6, "packed"), \
         "with a Dequantize folded into A, the window is materialised first"
-    assert choose_register_tiles(ctx, mm, True).a_mode == "element", \
+    assert tiles(ctx, mm, True)[3] == "element", \
         "a folded MatMul operand is read element by element in place"
     tuned = BuildContext(ctx.device, ctx.policy, None,
-                         {"gemm": {"rm": 4, "nv": 3, "a_mode": "packed"}})
-    tiles = choose_register_tiles(tuned, mm, False)  # type: ignore[arg-type]
-    assert (tiles.rm, tiles.nv, tiles.a_mode) == (4, 3, "packed"), f"tuned choice: {tiles}"
+                         {"gemm": {"block": [4, 3], "window_block": [3, 2]}})
+    assert tiles(tuned, mm) == (4, 3, 8, "run") and tiles(tuned, conv) == (3, 2, 8, "run"), \
+        "tuned blocks per class"
+    packed = BuildContext(ctx.device, ctx.policy, None, {"gemm": {"a_mode": "packed"}})
+    assert tiles(packed, conv) == (6, 2, 8, "packed"), "a tuned A mode (packed: plain block)"
     assert set(A_MODES) == {"run", "packed", "element"}, f"modes {A_MODES}"
 
 

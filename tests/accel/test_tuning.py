@@ -42,15 +42,15 @@ def _cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
 def test_choices_round_trip_keyed_by_device(_cache: Path) -> None:
     info = first_info()
     assert load_tuning(info) == {}, "an untuned device has no choices"
-    path = save_tuning(info, {"gemm": {"rm": 4, "nv": 3}}, {"note": "test"})
+    path = save_tuning(info, {"gemm": {"block": [4, 3]}}, {"note": "test"})
     assert path == tuning_path(info) and path is not None and path.parent == _cache / "tuning"
     assert path.name == f"{tuning_key(info)}.json", "named by the device identity"
     forget_tuning()
-    assert load_tuning(info) == {"gemm": {"rm": 4, "nv": 3}}, "read back from disk"
+    assert load_tuning(info) == {"gemm": {"block": [4, 3]}}, "read back from disk"
     other = dataclasses.replace(info, driver=info.driver + "-next")
     assert tuning_key(other) != tuning_key(info) and load_tuning(other) == {}, \
         "another driver version is another device: untuned"
-    assert BuildContext.for_device(info).tuned("gemm") == {"rm": 4, "nv": 3}, \
+    assert BuildContext.for_device(info).tuned("gemm") == {"block": [4, 3]}, \
         "build contexts carry the device's choices"
     assert BuildContext.for_device(info).tuned("softmax") == {}, "per family"
 
@@ -107,8 +107,9 @@ def test_tuning_run_keeps_working_choices(_cache: Path) -> None:
         assert result["choices"] == {}, "the tiled form has nothing to tune"
         return
     gemm = result["choices"]["gemm"]
-    assert (gemm["rm"], gemm["nv"]) in tune_module.GEMM_BLOCKS and gemm["a_mode"] in A_MODES, \
-        f"kept choice {gemm}"
+    blocks = [list(b) for b in tune_module.GEMM_BLOCKS]
+    assert gemm["block"] in blocks and gemm["window_block"] in blocks and \
+        gemm["a_mode"] in A_MODES, f"kept choice {gemm}"
     reports = [r for rows in result["measured"].values() for r in rows]
     assert all("median_ms" in r for r in reports), f"every candidate built and matched: {reports}"
     forget_tuning()

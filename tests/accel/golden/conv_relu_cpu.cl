@@ -109,7 +109,7 @@ void fs_gemm(
     const int block = get_global_id(0);
     const int panel = get_global_id(1);
     const int z = get_global_id(2);
-    const int m0 = block * 6;
+    const int m0 = block * 4;
     if (m0 >= M)
         return;
     const int n0 = panel * 16;
@@ -127,12 +127,6 @@ void fs_gemm(
     const int row3 = m0 + 3 < M ? m0 + 3 : M - 1;
     float8 c3_0 = 0.0f;
     float8 c3_1 = 0.0f;
-    const int row4 = m0 + 4 < M ? m0 + 4 : M - 1;
-    float8 c4_0 = 0.0f;
-    float8 c4_1 = 0.0f;
-    const int row5 = m0 + 5 < M ? m0 + 5 : M - 1;
-    float8 c5_0 = 0.0f;
-    float8 c5_1 = 0.0f;
     /* A in runs along k (a convolution: the input channels of one tap; a MatMul: all of K):
        each row's window is decoded once per run, then read at a fixed stride */
     for (int kt = 0; kt < K; kt += icg) {
@@ -260,68 +254,6 @@ void fs_gemm(
             aok3 = aok;
             aoff3 = aoff;
         }
-        int aok4 = 1;
-        int aoff4 = 0;
-        {
-            const int m = row4;
-            const int k = kt;
-            int aok = 1;
-            int aoff = 0;
-            int a_mr = m;
-            const int a_m2 = fs_mod(a_mr, out1_div);
-            a_mr = fs_div(a_mr, out1_div);
-            const int a_m1 = fs_mod(a_mr, out0_div);
-            a_mr = fs_div(a_mr, out0_div);
-            const int a_m0 = a_mr;
-            int a_kr = k;
-            const int a_k2 = fs_mod(a_kr, icg_div);
-            a_kr = fs_div(a_kr, icg_div);
-            const int a_k1 = fs_mod(a_kr, ker1_div);
-            a_kr = fs_div(a_kr, ker1_div);
-            const int a_k0 = a_kr;
-            const int a_i0 = a_m1 * stride0 + a_k0 * dil0 - pad0;
-            const int a_i1 = a_m2 * stride1 + a_k1 * dil1 - pad1;
-            int ai[4];
-            ai[0] = a_m0;
-            ai[1] = z * icg + a_k2;
-            ai[2] = a_i0;
-            ai[3] = a_i1;
-            aok = a_i0 >= 0 && a_i0 < in0 && a_i1 >= 0 && a_i1 < in1;
-            aoff = aok ? ai[0] * t0_s0 + ai[1] * t0_s1 + ai[2] * t0_s2 + ai[3] : 0;
-            aok4 = aok;
-            aoff4 = aoff;
-        }
-        int aok5 = 1;
-        int aoff5 = 0;
-        {
-            const int m = row5;
-            const int k = kt;
-            int aok = 1;
-            int aoff = 0;
-            int a_mr = m;
-            const int a_m2 = fs_mod(a_mr, out1_div);
-            a_mr = fs_div(a_mr, out1_div);
-            const int a_m1 = fs_mod(a_mr, out0_div);
-            a_mr = fs_div(a_mr, out0_div);
-            const int a_m0 = a_mr;
-            int a_kr = k;
-            const int a_k2 = fs_mod(a_kr, icg_div);
-            a_kr = fs_div(a_kr, icg_div);
-            const int a_k1 = fs_mod(a_kr, ker1_div);
-            a_kr = fs_div(a_kr, ker1_div);
-            const int a_k0 = a_kr;
-            const int a_i0 = a_m1 * stride0 + a_k0 * dil0 - pad0;
-            const int a_i1 = a_m2 * stride1 + a_k1 * dil1 - pad1;
-            int ai[4];
-            ai[0] = a_m0;
-            ai[1] = z * icg + a_k2;
-            ai[2] = a_i0;
-            ai[3] = a_i1;
-            aok = a_i0 >= 0 && a_i0 < in0 && a_i1 >= 0 && a_i1 < in1;
-            aoff = aok ? ai[0] * t0_s0 + ai[1] * t0_s1 + ai[2] * t0_s2 + ai[3] : 0;
-            aok5 = aok;
-            aoff5 = aoff;
-        }
         for (int c = 0; c < icg; ++c) {
             const int k = kt + c;
             /* element loads, not vload: vload is a library call on some CPU drivers */
@@ -352,21 +284,9 @@ void fs_gemm(
                 c3_0 += a * b0;
                 c3_1 += a * b1;
             }
-            {
-                const float x = t0[aoff4 + c * t0_s1];
-                const float a = aok4 ? x : 0.0f;
-                c4_0 += a * b0;
-                c4_1 += a * b1;
-            }
-            {
-                const float x = t0[aoff5 + c * t0_s1];
-                const float a = aok5 ? x : 0.0f;
-                c5_0 += a * b0;
-                c5_1 += a * b1;
-            }
         }
     }
-    float8 sums[12];
+    float8 sums[8];
     sums[0] = c0_0;
     sums[1] = c0_1;
     sums[2] = c1_0;
@@ -375,13 +295,9 @@ void fs_gemm(
     sums[5] = c2_1;
     sums[6] = c3_0;
     sums[7] = c3_1;
-    sums[8] = c4_0;
-    sums[9] = c4_1;
-    sums[10] = c5_0;
-    sums[11] = c5_1;
     const float* accs = (const float*)sums;
     /* one exit per loop (the bounds first): a loop the compiler can vectorise */
-    const int rows = M - m0 < 6 ? M - m0 : 6;
+    const int rows = M - m0 < 4 ? M - m0 : 4;
     const int cols = N - n0 < 16 ? N - n0 : 16;
     for (int i = 0; i < rows; ++i) {
         const int m = m0 + i;
