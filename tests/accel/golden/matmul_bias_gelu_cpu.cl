@@ -3,12 +3,11 @@ inline __attribute__((always_inline)) float fs_exp_hl(float hi, float lo) {
     const float h = hi > -104.0f ? hi : -104.0f;
     const float k = (h * 0x1.715476p+0f + 12582912.0f) - 12582912.0f;
     const float r = ((h - k * 0x1.62e4p-1f) + lo) - k * 0x1.7f7d1cp-20f;
-    float p = 0x1.9fc6bcp-13f;
-    p = p * r + 0x1.6da59ep-10f;
-    p = p * r + 0x1.1111f2p-7f;
-    p = p * r + 0x1.55547p-5f;
-    p = p * r + 0x1.555554p-3f;
-    p = p * r + 0x1p-1f;
+    float p = 0x1.68592ep-10f;
+    p = p * r + 0x1.12479cp-7f;
+    p = p * r + 0x1.555bd4p-5f;
+    p = p * r + 0x1.55547ep-3f;
+    p = p * r + 0x1.fffff8p-2f;
     const float e = 1.0f + (r + r * r * p);
     const int ki = (int)(k);
     const int k1 = ki / 2;
