@@ -14,6 +14,9 @@
     nox -s bench-reference  reference executor vs PyTorch CPU on realistic shapes
     nox -s bench-partition  partitioner on 10,000- and 20,000-op graphs
     nox -s bench-accel      OpenCL kernels: fused vs op-by-op, copy bandwidth, reference
+    nox -s bench-conform    the reference's ci run with --jobs 1 and --jobs 2, side by side
+    nox -s mutation       the mutation score: every planted bug through the ci profile
+    nox -s bench-values   the share of NaN/inf and weak-signal outputs of the drawn cases
     nox -s conformance-onednn   the suite on the real oneDNN library, each graded version
                           (3.2 and 3.13, installed from PyPI), results next to the others,
                           the HTML report and docs/onednn-findings.md
@@ -212,6 +215,33 @@ def conformance_reference(session: nox.Session) -> None:
     """The conformance suite on the reference backend."""
     _install(session, "conformance")
     _conform(session, ["reference"])
+
+
+@nox.session(name="bench-conform", python=PYTHON)
+def bench_conform(session: nox.Session) -> None:
+    """`fusionspec conform` on the reference with --jobs 1 and 2, interleaved; writes
+    results/bench_conform.json."""
+    _install(session, "conformance")
+    session.run("python", "bench/bench_conform.py", "--out",
+                str(ROOT / "results" / "bench_conform.json"), *session.posargs)
+
+
+@nox.session(python=PYTHON)
+def mutation(session: nox.Session) -> None:
+    """Every planted bug (tests/testkit/mutants.py) through the ci profile, each checked for
+    the status the suite must give; writes results/mutation.json (the score)."""
+    _install(session, "conformance", "dev")
+    session.run("pytest", "-q", "tests/conformance/test_mutation.py", *session.posargs,
+                env={"FUSIONSPEC_MUTATION_OUT": str(ROOT / "results" / "mutation.json")})
+
+
+@nox.session(name="bench-values", python=PYTHON)
+def bench_values(session: nox.Session) -> None:
+    """The share of NaN/inf and weak-signal outputs per pattern, clean cases and corner cases
+    apart; writes results/bench_values.json."""
+    _install(session, "conformance")
+    session.run("python", "bench/bench_values.py", "--out",
+                str(ROOT / "results" / "bench_values.json"), *session.posargs)
 
 
 @nox.session(name="bench-accel", python=PYTHON)

@@ -34,6 +34,7 @@ from .families import BuildContext, family_for
 from .plan import KernelPlan
 from .probe import health
 from .runtime import all_stats, runtime_for
+from .tune import tune_if_asked
 
 __all__ = ["AccelBackend", "AccelOpByOpBackend", "single_op_partitions"]
 
@@ -101,6 +102,7 @@ class AccelBackend:
     def compile(self, partition: Partition, device: Device) -> AccelCompiledPartition:
         info = select_device(device.id)
         runtime = runtime_for(info)
+        tune_if_asked(info)  # only with FUSIONSPEC_ACCEL_TUNE=1 (fusionspec.accel.tune)
         compiled = AccelCompiledPartition(partition, runtime, self.plans(partition, device))
         # A kernel's own work-group limit is known only once it is built (registers, local
         # memory): if a launch exceeds it, generate the partition again within that limit.

@@ -7,18 +7,27 @@ per-channel and interpolation values a kernel takes as arguments) once; `execute
 1. checks each input array against its logical tensor (as the reference's executor does) and
    uploads it once: an array of the tensor's shape goes up dense, a flat 1-D buffer of a tensor
    with logical strides goes up as it is and is read through those strides;
-2. allocates each written tensor (dense, in its dtype's storage type) and each scratch buffer,
-   binds every kernel parameter (`fusionspec.accel.plan`) and enqueues the launches, plan after
-   plan; tensors passed between plans (op-by-op mode) stay on the device;
-3. reads back the partition's outputs only.
+2. takes a device buffer for each written tensor (dense, in its dtype's storage type) and each
+   scratch buffer, binds every kernel parameter (`fusionspec.accel.plan`) and enqueues the
+   launches, plan after plan; tensors passed between plans (op-by-op mode) stay on the device;
+3. reads back the partition's outputs only, and gives its buffers back.
+
+Buffers come from a pool kept by the compiled partition, keyed by size: the first `execute`
+allocates, later ones reuse what the previous call gave back, so a partition run in a loop pays
+no allocation and, on a CPU device, no first-touch page faults after its first call (a fresh
+64 MiB output costs 11-17 ms of page faults there, more than the kernel that fills it).
+`allocations` counts the device buffers the partition has allocated. The pool holds at most
+what concurrent calls had in use at once; it goes with the compiled partition.
 
 `time_launches` does steps 1 and 2 once, then times repeated runs of the launches alone (for
-the benchmark, bench/bench_accel.py).
+the benchmarks, bench/bench_accel.py and bench/bench_onednn.py); with ``fresh=True`` its
+buffers are newly allocated (and not pooled), so its first run shows the cold cost.
 """
 
 from __future__ import annotations
 
 import math
+import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -48,6 +57,10 @@ class AccelCompiledPartition:
         self.partition = partition
         self.runtime = runtime
         self.plans = tuple(plans)
+        #: Device buffers this partition has allocated for inputs, outputs and scratch.
+        self.allocations = 0
+        self._pool: dict[int, list[Any]] = {}
+        self._pool_lock = threading.Lock()
         self._kernels: list[list[Any]] = []
         # Tables are constant for the partition: uploaded now, bound on every execute.
         self._tables: dict[TableArg, Any] = {}
@@ -93,62 +106,106 @@ class AccelCompiledPartition:
         import pyopencl as cl
 
         queue = self.runtime.queue
-        buffers, calls = self._stage(inputs)
-        for kernel, launch, args in calls:
-            kernel.set_args(*args)
-            cl.enqueue_nd_range_kernel(queue, kernel, launch.global_size, launch.local_size)
-        results: dict[int, Array] = {}
-        for tensor in self.partition.outputs:
-            shape = known_shape(tensor)
-            raw = np.empty(math.prod(shape), dtype=HOST[tensor.dtype])
-            if raw.size:
-                cl.enqueue_copy(queue, raw, buffers[tensor.id])
-            results[tensor.id] = from_host(raw, tensor.dtype).reshape(shape)
-        queue.finish()
+        taken: list[tuple[int, Any]] = []
+        try:
+            buffers, calls = self._stage(inputs, taken, fresh=False)
+            for kernel, launch, args in calls:
+                kernel.set_args(*args)
+                cl.enqueue_nd_range_kernel(queue, kernel, launch.global_size,
+                                           launch.local_size)
+            results: dict[int, Array] = {}
+            for tensor in self.partition.outputs:
+                shape = known_shape(tensor)
+                raw = np.empty(math.prod(shape), dtype=HOST[tensor.dtype])
+                if raw.size:
+                    cl.enqueue_copy(queue, raw, buffers[tensor.id])
+                results[tensor.id] = from_host(raw, tensor.dtype).reshape(shape)
+        finally:
+            queue.finish()  # nothing may still use a buffer that goes back to the pool
+            self._give(taken)
         return results
 
-    def time_launches(self, inputs: Mapping[int, Array], repeats: int) -> list[float]:
+    def time_launches(self, inputs: Mapping[int, Array], repeats: int, *,
+                      fresh: bool = False) -> list[float]:
         """Seconds each of `repeats` runs of the partition's kernels takes, inputs uploaded once
         beforehand and outputs left on the device (what a benchmark of the kernels wants).
 
         Each run enqueues every launch of every plan and waits for the queue to drain; the
         time is wall clock around that, so it includes the enqueue overhead of each launch.
-        The first run also pays for touching the freshly allocated output, intermediate and
-        scratch buffers for the first time (page faults, on a CPU device); later runs reuse
-        them.
+        The buffers come from the pool, as in `execute` (after a first call, no run touches a
+        fresh page); with `fresh` they are allocated anew for this call, so the first run
+        also pays for touching the output, intermediate and scratch buffers for the first
+        time (page faults, on a CPU device).
         """
         import time
 
         import pyopencl as cl
 
         queue = self.runtime.queue
-        _, calls = self._stage(inputs)
-        queue.finish()  # the uploads are not part of any run
+        taken: list[tuple[int, Any]] = []
         times: list[float] = []
-        for _ in range(repeats):
-            start = time.perf_counter()
-            for kernel, launch, args in calls:
-                kernel.set_args(*args)
-                cl.enqueue_nd_range_kernel(queue, kernel, launch.global_size,
-                                           launch.local_size)
+        try:
+            _, calls = self._stage(inputs, taken, fresh=fresh)
+            queue.finish()  # the uploads are not part of any run
+            for _ in range(repeats):
+                start = time.perf_counter()
+                for kernel, launch, args in calls:
+                    kernel.set_args(*args)
+                    cl.enqueue_nd_range_kernel(queue, kernel, launch.global_size,
+                                               launch.local_size)
+                queue.finish()
+                times.append(time.perf_counter() - start)
+        finally:
             queue.finish()
-            times.append(time.perf_counter() - start)
+            if not fresh:
+                self._give(taken)
         return times
 
-    def _stage(self, inputs: Mapping[int, Array]
+    def _take(self, nbytes: int, taken: list[tuple[int, Any]], fresh: bool) -> Any:
+        """A device buffer of `nbytes` (at least 16: OpenCL forbids empty buffers), from the
+        pool unless `fresh`; recorded in `taken`."""
+        size = max(nbytes, 16)
+        found = None
+        if not fresh:
+            with self._pool_lock:
+                free = self._pool.get(size)
+                if free:
+                    found = free.pop()
+        if found is None:
+            import pyopencl as cl
+
+            found = cl.Buffer(self.runtime.context, cl.mem_flags.READ_WRITE, size=size)
+            self.allocations += 1
+        taken.append((size, found))
+        return found
+
+    def _give(self, taken: list[tuple[int, Any]]) -> None:
+        with self._pool_lock:
+            for size, buffer in taken:
+                self._pool.setdefault(size, []).append(buffer)
+        taken.clear()
+
+    def _stage(self, inputs: Mapping[int, Array], taken: list[tuple[int, Any]], *, fresh: bool
                ) -> tuple[dict[int, Any], list[tuple[Any, Launch, list[Any]]]]:
-        """Upload the inputs, allocate every written tensor and scratch buffer, and bind each
-        launch's arguments: (device buffers by tensor id, the launches in order)."""
+        """Upload the inputs, take a buffer for every written tensor and scratch buffer (each
+        recorded in `taken`), and bind each launch's arguments: (device buffers by tensor id,
+        the launches in order). The uploads are enqueued, not waited for: the caller waits
+        for the queue before its buffers or `inputs` change hands."""
+        import pyopencl as cl
+
         missing = [t.id for t in self.partition.inputs if t.id not in inputs]
         if missing:
             raise InputMismatchError(f"no array given for partition {self.partition.id} "
                                      f"input(s) {missing}", tensor_id=missing[0])
-        context = self.runtime.context
+        queue = self.runtime.queue
         buffers: dict[int, Any] = {}
         layouts: dict[int, tuple[int, ...]] = {}
         for tensor in self.partition.inputs:
             host, strides = _host_input(tensor, inputs[tensor.id])
-            buffers[tensor.id] = _buffer(context, host.nbytes, host)
+            buffers[tensor.id] = self._take(host.nbytes, taken, fresh)
+            if host.nbytes:
+                cl.enqueue_copy(queue, buffers[tensor.id], np.ascontiguousarray(host),
+                                is_blocking=False)
             layouts[tensor.id] = strides
         calls: list[tuple[Any, Launch, list[Any]]] = []
         for plan, kernels in zip(self.plans, self._kernels):
@@ -156,10 +213,10 @@ class AccelCompiledPartition:
                 if tensor.id not in buffers:
                     shape = known_shape(tensor)
                     check_supported(tensor.dtype, f"output tensor {tensor.id}")
-                    buffers[tensor.id] = _buffer(
-                        context, math.prod(shape) * HOST[tensor.dtype].itemsize, None)
+                    buffers[tensor.id] = self._take(
+                        math.prod(shape) * HOST[tensor.dtype].itemsize, taken, fresh)
                     layouts[tensor.id] = row_major_strides(shape)
-            scratch = {s.name: _buffer(context, s.nbytes, None) for s in plan.scratch}
+            scratch = {s.name: self._take(s.nbytes, taken, fresh) for s in plan.scratch}
             for launch, kernel in zip(plan.launches, kernels):
                 calls.append((kernel, launch, [_bind(p, buffers, layouts, scratch, self._tables)
                                                for p in launch.params]))

@@ -69,10 +69,22 @@ class DeviceInfo:
     fp16: bool  # cl_khr_fp16: native half arithmetic and half variables
     fp64: bool
     correctly_rounded_divide_sqrt: bool  # the -cl-fp32-correctly-rounded-divide-sqrt option
+    #: CL_DEVICE_NATIVE/PREFERRED_VECTOR_WIDTH_FLOAT (0: not reported). The code generators cap
+    #: what they use at 8 lanes (`vector_width`).
+    native_vector_width: int = 0
+    preferred_vector_width: int = 0
     handle: Any = field(default=None, compare=False, repr=False)  # the pyopencl Device
 
     def has_extension(self, name: str) -> bool:
         return name in self.extensions
+
+    @property
+    def vector_width(self) -> int:
+        """The f32 vector width kernels use on this device: its native width, at most 8 (a
+        16-wide type aborts PoCL 3.0's LLVM on AVX-512 CPUs it does not know; 8 lanes fill the
+        256-bit registers that LLVM then targets) and at least 4 (every OpenCL device has
+        float4)."""
+        return 8 if self.native_vector_width >= 8 else 4
 
     def as_device(self) -> Device:
         """The suite's view of this device (ids, versions, capabilities for the report)."""
@@ -222,6 +234,8 @@ def _info(ident: str, kind: str, platform: Any, device: Any) -> DeviceInfo:
         fp64="cl_khr_fp64" in extensions,
         correctly_rounded_divide_sqrt=bool(
             fp_config & int(cl.device_fp_config.CORRECTLY_ROUNDED_DIVIDE_SQRT)),
+        native_vector_width=int(device.native_vector_width_float),
+        preferred_vector_width=int(device.preferred_vector_width_float),
         handle=device)
 
 

@@ -49,7 +49,7 @@ __all__ = ["GENERATOR_VERSION", "CACHE_ENV", "Runtime", "CacheStats", "runtime_f
 
 #: Part of every disk-cache key: bump when generated code changes meaning for the same source
 #: (e.g. different helper semantics), so stale binaries are never reused.
-GENERATOR_VERSION = "1"
+GENERATOR_VERSION = "2"
 CACHE_ENV = "FUSIONSPEC_ACCEL_CACHE_DIR"
 #: How many built programs a context keeps in memory (a suite run compiles thousands; compiled
 #: partitions keep their own programs alive regardless).

@@ -18,15 +18,20 @@ measures in one process on one device:
    chain's effective bandwidth (bytes its partition reads and writes / time);
 3. the NumPy reference (`fusionspec.reference.execute`) on the same partition.
 
-Two compute-bound partitions follow, fused against op by op and the reference: MatMul +
-BiasAdd + GELU (fp.matmul_post_ops, `--matmul` M,K,N) and SoftMax over the last axis of a
-`--softmax` R,C tensor (softmax.post_ops without post-ops: one op, so no op-by-op column).
+Three compute-bound partitions follow, fused against op by op and the reference: MatMul +
+BiasAdd + GELU (fp.matmul_post_ops, `--matmul` M,K,N), a 3x3 Convolution (padding 1, NCX,
+OIX) + BiasAdd + ReLU (fp.conv_post_ops, `--conv` N,C,HW: C channels in and out, HW x HW
+positions) and SoftMax over the last axis of a `--softmax` R,C tensor (softmax.post_ops
+without post-ops: one op, so no op-by-op column). For the two GEMM partitions the rate in
+GFLOP/s (a multiply-add counts twice) stands next to NumPy's sgemm (its BLAS) on the same
+product shapes, timed in the same rotation: M x K by K x N for the MatMul, the convolution's
+im2col product (N*HW*HW x 9C by 9C x C) for the convolution.
 
 The sides alternate within each repetition; every figure is the median of `--repeats` runs.
 
     python bench/bench_accel.py --out results/bench_accel.json [--elements 16777216]
                                 [--repeats 15] [--device pocl-cpu] [--matmul 512,512,512]
-                                [--softmax 256,4096]
+                                [--conv 1,64,56] [--softmax 256,4096]
 """
 
 from __future__ import annotations
@@ -219,7 +224,7 @@ def kernel_side(name: str, compiled: AccelCompiledPartition, inputs: dict[int, A
     """A side timing `compiled`'s kernels: a cold and a warm run on freshly staged buffers
     (see the module docstring), as `name` and `name`_cold."""
     def sample() -> dict[str, float]:
-        cold, warm = compiled.time_launches(inputs, 2)
+        cold, warm = compiled.time_launches(inputs, 2, fresh=True)
         return {name: warm, f"{name}_cold": cold}
     return name, sample
 
@@ -275,6 +280,22 @@ def matmul_graph(m: int, k: int, n: int) -> Graph:
                   Op(2, "GELU", inputs=(biased,), outputs=(out,))]).finalize()
 
 
+def conv_graph(batch: int, channels: int, hw: int) -> Graph:
+    """Convolution 3x3 (padding 1, NCX/OIX) + BiasAdd + ReLU, f32: one fp.conv_post_ops
+    partition."""
+    f32 = DataType.f32
+    shape = (batch, channels, hw, hw)
+    attrs = {"strides": [1, 1], "pads_begin": [1, 1], "pads_end": [1, 1], "dilations": [1, 1],
+             "data_format": "NCX", "weights_format": "OIX", "groups": 1}
+    src, wei = LogicalTensor(0, f32, shape), LogicalTensor(1, f32, (channels, channels, 3, 3))
+    bias = LogicalTensor(2, f32, (channels,))
+    conv, biased, out = (LogicalTensor(i, f32, shape) for i in (3, 4, 5))
+    return Graph([Op(0, "Convolution", inputs=(src, wei), outputs=(conv,), attrs=attrs),
+                  Op(1, "BiasAdd", inputs=(conv, bias), outputs=(biased,),
+                     attrs={"data_format": "NCX"}),
+                  Op(2, "ReLU", inputs=(biased,), outputs=(out,))]).finalize()
+
+
 def softmax_graph(rows: int, cols: int) -> Graph:
     """SoftMax over the last axis of a rows x cols f32 tensor."""
     src, dst = LogicalTensor(0, DataType.f32, (rows, cols)), \
@@ -291,14 +312,25 @@ class PartitionSetup:
     fused: AccelCompiledPartition
     opbyop: AccelCompiledPartition | None  # None for a single-op partition
     flops: int  # multiply-adds count twice; 0 where no FLOP rate is reported
+    gemm: tuple[int, int, int] | None = None  # (M, K, N) of NumPy's sgemm on the same product
 
 
 def setup_partition(name: str, graph: Graph, device: Device, rng: np.random.Generator,
-                    flops: int = 0) -> PartitionSetup:
+                    gemm: tuple[int, int, int] | None = None) -> PartitionSetup:
     part = single_partition(graph)
     opbyop = AccelOpByOpBackend().compile(part, device) if len(part.ops) > 1 else None
+    flops = 0 if gemm is None else 2 * gemm[0] * gemm[1] * gemm[2]
     return PartitionSetup(name, part, chain_inputs(part, rng),
-                          AccelBackend().compile(part, device), opbyop, flops)
+                          AccelBackend().compile(part, device), opbyop, flops, gemm)
+
+
+def sgemm_side(shape: tuple[int, int, int], rng: np.random.Generator) -> Side:
+    """NumPy's float32 matrix product (its BLAS sgemm) of an M x K by a K x N matrix."""
+    m, k, n = shape
+    a = rng.standard_normal((m, k)).astype(np.float32)
+    b = rng.standard_normal((k, n)).astype(np.float32)
+    out = np.empty((m, n), dtype=np.float32)
+    return "sgemm", lambda: {"sgemm": _timed(lambda: np.matmul(a, b, out=out))}
 
 
 def measure_partition(setup: PartitionSetup, repeats: int) -> dict[str, Any]:
@@ -311,6 +343,8 @@ def measure_partition(setup: PartitionSetup, repeats: int) -> dict[str, Any]:
     if setup.opbyop is not None:
         diff = max(diff, max_abs_diff(setup.opbyop.execute(setup.inputs), want))
         sides.insert(1, kernel_side("opbyop", setup.opbyop, setup.inputs))
+    if setup.gemm is not None:
+        sides.append(sgemm_side(setup.gemm, np.random.default_rng(1)))
     times = alternate(sides, repeats)
     med = {name: statistics.median(values) for name, values in times.items()}
     result: dict[str, Any] = dict(
@@ -326,7 +360,10 @@ def measure_partition(setup: PartitionSetup, repeats: int) -> dict[str, Any]:
                       opbyop_over_fused=med["opbyop"] / med["fused"])
     if setup.flops:
         result.update(fused_gflop_s=setup.flops / med["fused"] / 1e9,
-                      reference_gflop_s=setup.flops / med["reference"] / 1e9)
+                      reference_gflop_s=setup.flops / med["reference"] / 1e9,
+                      sgemm_shape=list(setup.gemm or ()), sgemm_ms=med["sgemm"] * 1e3,
+                      sgemm_gflop_s=setup.flops / med["sgemm"] / 1e9,
+                      fused_over_sgemm=med["fused"] / med["sgemm"])
     return result
 
 
@@ -337,8 +374,8 @@ def _timed(fn: Callable[[], object]) -> float:
 
 
 def run(elements: int, repeats: int, device_id: str | None, lengths: tuple[int, ...],
-        matmul: tuple[int, int, int] | None = None, softmax: tuple[int, int] | None = None
-        ) -> dict[str, Any]:
+        matmul: tuple[int, int, int] | None = None, softmax: tuple[int, int] | None = None,
+        conv: tuple[int, int, int] | None = None) -> dict[str, Any]:
     backend = AccelBackend(device_id)
     devices = backend.devices()
     if not devices:
@@ -366,7 +403,13 @@ def run(elements: int, repeats: int, device_id: str | None, lengths: tuple[int, 
     if matmul is not None:
         m, k, n = matmul
         setup = setup_partition(f"MatMul {m}x{k}x{n} + BiasAdd + GELU",
-                                matmul_graph(m, k, n), device, rng, flops=2 * m * k * n)
+                                matmul_graph(m, k, n), device, rng, gemm=(m, k, n))
+        partitions.append(measure_partition(setup, repeats))
+    if conv is not None:
+        batch, channels, hw = conv
+        setup = setup_partition(f"Conv {batch}x{channels}x{hw}x{hw} 3x3 + BiasAdd + ReLU",
+                                conv_graph(batch, channels, hw), device, rng,
+                                gemm=(batch * hw * hw, 9 * channels, channels))
         partitions.append(measure_partition(setup, repeats))
     if softmax is not None:
         rows, cols = softmax
@@ -407,15 +450,20 @@ def main(argv: list[str] | None = None) -> int:
                         help="comma-separated chain lengths")
     parser.add_argument("--matmul", default="512,512,512",
                         help="M,K,N of the MatMul + BiasAdd + GELU partition ('off' skips it)")
+    parser.add_argument("--conv", default="1,64,56",
+                        help="N,C,HW of the 3x3 Convolution + BiasAdd + ReLU partition "
+                             "('off' skips it)")
     parser.add_argument("--softmax", default="256,4096",
                         help="rows,columns of the SoftMax partition ('off' skips it)")
     args = parser.parse_args(argv)
     lengths = tuple(int(n) for n in args.lengths.split(",") if n)
     matmul = _ints(args.matmul, 3, "matmul")
     softmax = _ints(args.softmax, 2, "softmax")
+    conv = _ints(args.conv, 3, "conv")
     doc = run(args.elements, args.repeats, args.device, lengths,
               matmul=None if matmul is None else (matmul[0], matmul[1], matmul[2]),
-              softmax=None if softmax is None else (softmax[0], softmax[1]))
+              softmax=None if softmax is None else (softmax[0], softmax[1]),
+              conv=None if conv is None else (conv[0], conv[1], conv[2]))
     load = ", ".join(f"{v:.2f}" for v in doc["load_average"])
     print(f"device {doc['device_name']} ({doc['device']}), driver {doc['driver']}, "
           f"{doc['elements']} f32 elements, median of {doc['repeats']}, load average {load}")
@@ -436,14 +484,18 @@ def main(argv: list[str] | None = None) -> int:
               f"{r['opbyop_cold_ms']:>9.2f}{r['cold_opbyop_over_fused']:>7.2f}"
               f"{r['reference_ms']:>9.2f}{r['reference_over_fused']:>11.2f}", flush=True)
     if doc["partitions"]:
-        header = (f"{'partition':<34}{'fused ms':>10}{'op-by-op ms':>13}{'cold ms':>9}"
-                  f"{'ref ms':>9}{'ref/fused':>11}{'max |diff|':>12}")
+        header = (f"{'partition':<40}{'fused ms':>10}{'op-by-op ms':>13}{'cold ms':>9}"
+                  f"{'ref ms':>9}{'ref/fused':>11}{'GFLOP/s':>9}{'sgemm ms':>10}"
+                  f"{'sgemm GFLOP/s':>15}{'max |diff|':>12}")
         print(header)
         print("-" * len(header))
         for r in doc["partitions"]:
             opbyop = f"{r['opbyop_ms']:>13.2f}" if "opbyop_ms" in r else f"{'-':>13}"
-            print(f"{r['name']:<34}{r['fused_ms']:>10.2f}{opbyop}{r['fused_cold_ms']:>9.2f}"
-                  f"{r['reference_ms']:>9.2f}{r['reference_over_fused']:>11.2f}"
+            rates = (f"{r['fused_gflop_s']:>9.1f}{r['sgemm_ms']:>10.2f}"
+                     f"{r['sgemm_gflop_s']:>15.1f}") if "sgemm_ms" in r else \
+                f"{'-':>9}{'-':>10}{'-':>15}"
+            print(f"{r['name']:<40}{r['fused_ms']:>10.2f}{opbyop}{r['fused_cold_ms']:>9.2f}"
+                  f"{r['reference_ms']:>9.2f}{r['reference_over_fused']:>11.2f}{rates}"
                   f"{r['max_abs_diff']:>12.2e}", flush=True)
     doc.update(python=platform.python_version(), numpy=np.__version__, cpus=os.cpu_count(),
                machine=platform.machine())

@@ -36,11 +36,12 @@ def main(argv: list[str] | None = None) -> int:
 
     from fusionspec.conformance.cases import CaseKind
     from fusionspec.conformance.generate.values import output_health
-    from fusionspec.conformance.suite import PROFILES, draw_cases, select_patterns
+    from fusionspec.conformance.selection import Selection
+    from fusionspec.conformance.suite import PROFILES, draw_cases
 
-    ids = args.patterns.split(",") if args.patterns else None
+    ids = tuple(args.patterns.split(",")) if args.patterns else ()
     rows: list[dict[str, Any]] = []
-    for pattern in select_patterns(ids):
+    for pattern in Selection(patterns=ids).validate().entries():
         tally: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0, 0.0, 0.0])
         weak_cases = 0
         for kind in (CaseKind.valid, CaseKind.near_miss):

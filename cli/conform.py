@@ -1,16 +1,27 @@
-"""``fusionspec conform``: grade a backend against the spec, pattern by pattern.
+"""``fusionspec conform``: grade a backend against the spec.
 
-    fusionspec conform --backend reference --out results/conformance/reference
-    fusionspec conform --backend accel --device pocl-cpu --patterns fp.conv_post_ops
+    fusionspec conform --backend reference
+    fusionspec conform --backend accel --device pocl-cpu --patterns 'int8.*' --jobs 2
+    fusionspec conform --backend mypkg.backend:Mine --expectations ci/expectations.toml
+    fusionspec conform --backend NAME --shard 2/4 --out results/shard-2
+    fusionspec conform --backend NAME --case fp.conv_post_ops/valid/1a2b3c4d
+    fusionspec conform --replay results/conformance/<backend>-<device>/failures/<case>
     fusionspec conform --list                      # registered backends and their devices
-    fusionspec conform --backend NAME --replay results/.../failures/<case>
 
-Prints one line per pattern and case kind as it goes, writes the results document
-(``results.json``), one folder per failing case and the backend process's log (``worker.log``:
-whatever the backend and its compilers printed) under ``--out``. Exits with 0 only when no case
-failed (``extension`` and ``unsupported`` do not fail a run), 1 when some did, and
-`UNAVAILABLE_EXIT` (3) when the backend has no usable device: with ``--out`` that run still
-writes a results document, which says why, so the report shows it.
+Draws the selected cases (the options are `fusionspec.conformance.options`, shared with the
+pytest plugin), judges them with a progress bar on standard error, and writes the results
+document (``results.json``), one folder per failing case and the backend process's log
+(``worker.log``) under ``--out`` (default ``results/conformance/<backend>-<device>``, so every
+failure can be replayed). The summary lists the failures that are not expected, each with the
+command that replays it (pasted as it is, from any folder).
+
+Exit codes: 0 when no case failed unexpectedly (``extension``, ``unsupported`` and failures the
+expectations file expects do not fail a run; an expected failure that passes does only with
+``--strict-expectations``); 1 when some did, or the run judged nothing; 2 for a usage error (a
+bad option value, a selection that holds no case); `UNAVAILABLE_EXIT` (3) when the backend has
+no usable device (that run still writes a results document saying why, so the report shows it);
+`INTERRUPTED_EXIT` (130) for a run stopped with Ctrl-C (what it judged is written, marked
+incomplete).
 """
 
 from __future__ import annotations
@@ -18,13 +29,17 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections import Counter
 from pathlib import Path
+from typing import Any
 
 from fusionspec.backend import BackendUnavailableError, Device, available_backends
 from fusionspec.backend.describe import describe_isolated
-from fusionspec.conformance.cases import Case, CaseKind, Status, Verdict
-from fusionspec.conformance.grade.results import ResultsCollector
+from fusionspec.conformance.grade.results import (
+    ResultsCollector,
+    artifact_name,
+    replay_commands,
+)
+from fusionspec.conformance.selection import SelectionError
 
 from .output import emit
 
@@ -33,53 +48,31 @@ HELP = "run the conformance suite against a backend and write the results"
 UNAVAILABLE_EXIT = 3
 #: The exit code of a run stopped with Ctrl-C (what it judged is written, marked incomplete).
 INTERRUPTED_EXIT = 130
+#: The exit code of a usage error (argparse's).
+USAGE_EXIT = 2
+#: Where results go without ``--out``.
+DEFAULT_ROOT = Path("results", "conformance")
+#: How many failures the summary lists.
+LISTED = 20
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--backend", default="reference",
-                        help="registered backend name, or module:attr (default: reference)")
-    parser.add_argument("--device", help="device id (default: the backend's first device)")
-    parser.add_argument("--out", type=Path, help="folder for results.json and failure folders")
-    parser.add_argument("--patterns", help="comma-separated pattern ids (default: all)")
-    parser.add_argument("--kinds", type=_kinds, default=list(CaseKind), metavar="KINDS",
-                        help="comma-separated case kinds among "
-                             f"{', '.join(k.value for k in CaseKind)} (default: all three)")
-    parser.add_argument("--profile", choices=("ci", "thorough"), default="ci")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the input data")
+    from fusionspec.conformance.options import add_flags
+
+    add_flags(parser.add_argument)
     parser.add_argument("--jobs", type=_jobs, default=1, metavar="N",
                         help="cases judged at a time, each job in its own worker process "
                              "('auto': one per CPU core; default 1)")
-    parser.add_argument("--memory-limit", type=_gigabytes, default=None, metavar="GB",
-                        help="address-space cap of each backend process in GB (default: half "
-                             "the machine's memory; 0: no cap)")
     parser.add_argument("--no-isolate", action="store_true",
                         help="judge cases in this process (faster; no timeout or crash guard)")
-    parser.add_argument("--replay", type=Path, help="re-run one saved failure folder")
+    parser.add_argument("--write-expectations", type=Path, metavar="FILE",
+                        help="write an expectations file expecting this run's failures")
+    parser.add_argument("--replay", type=Path, metavar="DIR",
+                        help="re-run one saved failure folder (on the recorded backend and "
+                             "device unless --backend/--device say otherwise)")
     parser.add_argument("--list", action="store_true", help="list backends and devices")
     parser.add_argument("--json", action="store_true", help="machine-readable summary")
-
-
-def _kinds(text: str) -> list[CaseKind]:
-    """``--kinds``: one or more case kinds, comma-separated."""
-    names = [k.strip() for k in text.split(",") if k.strip()]
-    known = {k.value: k for k in CaseKind}
-    wrong = [n for n in names if n not in known]
-    if wrong or not names:
-        raise argparse.ArgumentTypeError(
-            f"{', '.join(map(repr, wrong)) if wrong else 'no kind'} given; choose among "
-            f"{', '.join(known)}")
-    return [known[n] for n in dict.fromkeys(names)]
-
-
-def _gigabytes(text: str) -> int:
-    """``--memory-limit``: gigabytes as a number of bytes (0 for no cap)."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of gigabytes") from None
-    if not value >= 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"--memory-limit must be 0 or more, got {text}")
-    return int(value * 2**30)
+    parser.set_defaults(_parser=parser)
 
 
 def _jobs(text: str) -> int:
@@ -97,91 +90,137 @@ def _jobs(text: str) -> int:
     return value
 
 
+def default_out(backend: str, device: str) -> Path:
+    """``results/conformance/<backend>-<device>``."""
+    return DEFAULT_ROOT / artifact_name(f"{backend}-{device}")
+
+
+def _usage(args: argparse.Namespace, message: str) -> int:
+    parser: argparse.ArgumentParser | None = getattr(args, "_parser", None)
+    if parser is not None:
+        parser.print_usage(sys.stderr)
+        print(f"{parser.prog}: error: {message}", file=sys.stderr)
+    else:
+        print(f"fusionspec conform: error: {message}", file=sys.stderr)
+    return USAGE_EXIT
+
+
 def run(args: argparse.Namespace) -> int:
     if args.list:
         return _list(args)
     if args.replay is not None:
         return _replay(args)
-    from fusionspec.conformance.suite import PROFILES, run_suite
+    from fusionspec.conformance.options import read_options
+    from fusionspec.conformance.suite import run_suite
 
-    patterns = [p.strip() for p in args.patterns.split(",")] if args.patterns else None
-    progress = _Progress(quiet=args.json)
+    from .progress import RunProgress
+
     try:
-        collector = run_suite(args.backend, device=args.device, patterns=patterns,
-                              kinds=args.kinds, profile=PROFILES[args.profile], out_dir=args.out,
-                              isolate=not args.no_isolate, seed=args.seed, progress=progress,
-                              jobs=args.jobs, memory_limit=args.memory_limit)
+        options = read_options(lambda name: getattr(args, name))
+    except SelectionError as exc:
+        return _usage(args, str(exc))
+    backend = options.backend or "reference"
+    out = options.out if options.out is not None else \
+        (lambda name, device: default_out(name, device.id))
+    try:
+        with RunProgress() as progress:
+            collector = run_suite(
+                backend, device=options.device, selection=options.selection,
+                profile=options.profile, out_dir=out, isolate=not args.no_isolate,
+                seed=options.seed, progress=progress, jobs=args.jobs,
+                memory_limit=options.memory_limit, shard=options.shard,
+                expectations=options.expectations, strict=options.strict)
     except BackendUnavailableError as exc:
-        return _unavailable(args, exc)
-    progress.flush()
-    if not collector.cases and collector.incomplete is None:
+        return _unavailable(args, backend, options.device, options.seed, options.out, exc)
+    except SelectionError as exc:
+        return _usage(args, str(exc))
+    empty_shard = not collector.cases and not collector.skipped and options.shard is not None \
+        and collector.incomplete is None
+    if not collector.cases and collector.incomplete is None and not empty_shard:
         collector.incomplete = "no case was judged"
+    written = collector.write(collector.out_dir / "results.json") \
+        if collector.out_dir is not None else None
+    if args.write_expectations is not None:
+        _write_expectations(args.write_expectations, collector, options.expectations)
+    return _summary(args, collector, written, empty_shard)
+
+
+def _summary(args: argparse.Namespace, collector: ResultsCollector, written: Path | None,
+             empty_shard: bool) -> int:
     document = collector.to_dict()
-    written = collector.write(args.out / "results.json") if args.out is not None else None
-    totals = ", ".join(f"{n} {s}" for s, n in sorted(collector.totals.items())) or "no case"
-    verdict = "INCOMPLETE" if collector.incomplete else "FAIL" if collector.failed else "PASS"
-    lines = [f"{verdict}: {collector.backend} on {collector.device.id}: {totals}"]
+    totals = ", ".join(f"{n} {s}" for s, n in document["totals"].items()) or "no case"
+    verdict = "INCOMPLETE" if collector.incomplete else "FAIL" if collector.failed else \
+        "EMPTY" if empty_shard else "PASS"
+    shard = f" (shard {collector.shard})" if collector.shard else ""
+    lines = [f"{verdict}: {collector.backend} on {collector.device.id}{shard}: {totals}"]
+    if empty_shard:
+        lines.append(f"  shard {collector.shard} holds none of the selected cases")
     if collector.incomplete:
         lines.append(f"  the run is incomplete: {collector.incomplete}")
-    for failure in collector.failures[:20]:
+    expected = sum(1 for f in collector.failures if f.get("expected"))
+    if expected:
+        lines.append(f"  {expected} expected failure(s) (expectations file)")
+    if collector.skipped:
+        lines.append(f"  {len(collector.skipped)} case(s) skipped (expectations file)")
+    for passed in collector.unexpected_passes[:LISTED]:
+        word = "error" if collector.strict else "note"
+        lines.append(f"  {word}: {passed['case_id']} passes ({passed['status']}), but "
+                     f"expectations entry {passed['entry']} expects it to fail")
+    unexpected = collector.unexpected_failures
+    for failure in unexpected[:LISTED]:
         lines.append(f"  {failure['status']}: {failure['case_id']}: {failure['reason']}")
-        for command in failure["replay"].get("commands", [])[:1]:
-            lines.append(f"    replay: {command}")
-    if len(collector.failures) > 20:
-        lines.append(f"  ... {len(collector.failures) - 20} more failures in the results file")
+        slipped = failure.get("unexpected_status")
+        if slipped:
+            lines.append(f"    (expectations entry {slipped['entry']} expects another "
+                         "failing status)")
+        lines.append(f"    replay: {_replay_line(collector, failure)}")
+    if len(unexpected) > LISTED:
+        lines.append(f"  ... {len(unexpected) - LISTED} more failures in the results file")
     if written is not None:
         lines.append(f"results: {written}")
     ok = not collector.failed and not collector.incomplete
-    emit(args, "\n".join(lines), {"ok": ok, "verdict": verdict, "results": str(written or ""),
-                                  "totals": document["totals"],
-                                  "incomplete": collector.incomplete})
+    emit(args, "\n".join(lines), {
+        "ok": ok, "verdict": verdict, "results": str(written or ""),
+        "totals": document["totals"], "incomplete": collector.incomplete,
+        "unexpected_failures": len(unexpected), "expected_failures": expected,
+        "unexpected_passes": len(collector.unexpected_passes),
+        "skipped": len(collector.skipped), "shard": collector.shard})
     if collector.interrupted:
         return INTERRUPTED_EXIT
     return 0 if ok else 1
 
 
-class _Progress:
-    """One line per pattern and case kind: counts by status, updated as cases finish."""
-
-    def __init__(self, *, quiet: bool) -> None:
-        self.quiet = quiet
-        self.key: tuple[str, CaseKind] | None = None
-        self.counts: Counter[str] = Counter()
-        self.live = sys.stderr.isatty()
-
-    def __call__(self, pattern: str, kind: CaseKind, case: Case, verdict: Verdict) -> None:
-        if (pattern, kind) != self.key:
-            self.flush()
-            self.key, self.counts = (pattern, kind), Counter()
-        self.counts[verdict.status.value] += 1
-        if self.live and not self.quiet:
-            sys.stderr.write("\r" + self._line())
-            sys.stderr.flush()
-
-    def _line(self) -> str:
-        assert self.key is not None
-        pattern, kind = self.key
-        counts = " ".join(f"{n} {s}" for s, n in sorted(self.counts.items()))
-        bad = sum(n for s, n in self.counts.items() if Status(s) not in
-                  (Status.passed, Status.extension, Status.unsupported))
-        return f"{'FAIL' if bad else 'ok  '} {pattern:<34} {kind.value:<10} {counts}"
-
-    def flush(self) -> None:
-        if self.key is not None and not self.quiet:
-            sys.stderr.write(("\r" if self.live else "") + self._line() + "\n")
-            sys.stderr.flush()
-        self.key = None
+def _replay_line(collector: ResultsCollector, failure: dict[str, Any]) -> str:
+    """The command replaying `failure`, with an absolute path (it works from any folder), or
+    the command that draws it afresh when nothing was saved."""
+    replay = failure["replay"]
+    if collector.out_dir is None or not replay.get("path"):
+        return str(replay["rerun"])
+    folder = (collector.out_dir / replay["path"]).resolve()
+    return replay_commands(folder, collector.backend_spec, collector.device.id, False)[0]
 
 
-def _unavailable(args: argparse.Namespace, exc: BackendUnavailableError) -> int:
-    """Say why the backend cannot run; with --out, leave a results document that says it."""
-    written = None
-    if args.out is not None:
-        device = Device(id=args.device or "none", kind="")
-        written = ResultsCollector(args.backend, device, seed=args.seed,
-                                   unavailable=exc.reason).write(args.out / "results.json")
-    text = f"UNAVAILABLE: {exc}" + (f"\nresults: {written}" if written else "")
-    emit(args, text, {"ok": False, "unavailable": exc.reason, "results": str(written or "")})
+def _write_expectations(path: Path, collector: ResultsCollector, used: Any) -> None:
+    from fusionspec.conformance.expectations import expectations_toml
+
+    keep = [e for e in used.entries if e.status == "skip"] if used is not None else []
+    title = (f"Started from a run of {collector.backend_spec} on {collector.device.id} "
+             f"(profile {collector.profile}, seed {collector.seed}).")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(expectations_toml(collector.failures, keep, title=title), encoding="utf-8")
+    print(f"expectations: {path} ({len(collector.failures)} failure(s) expected)",
+          file=sys.stderr)
+
+
+def _unavailable(args: argparse.Namespace, backend: str, device: str | None, seed: int,
+                 out: Path | None, exc: BackendUnavailableError) -> int:
+    """Say why the backend cannot run; leave a results document that says it."""
+    folder = out if out is not None else default_out(backend, device or "unavailable")
+    written = ResultsCollector(backend, Device(id=device or "none", kind=""), seed=seed,
+                               unavailable=exc.reason).write(folder / "results.json")
+    text = f"UNAVAILABLE: {exc}\nresults: {written}"
+    emit(args, text, {"ok": False, "verdict": "UNAVAILABLE", "unavailable": exc.reason,
+                      "results": str(written)})
     return UNAVAILABLE_EXIT
 
 
@@ -201,15 +240,22 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def _replay(args: argparse.Namespace) -> int:
-    from fusionspec.conformance.grade.results import load_failure
+    from fusionspec.conformance.grade.results import failure_origin, load_failure
     from fusionspec.conformance.runner import Runner
 
     case, seed = load_failure(args.replay)
-    with Runner(args.backend, args.device, 120.0, isolate=not args.no_isolate,
-                seed=seed) as runner:
+    recorded_backend, recorded_device = failure_origin(args.replay)
+    backend = args.backend or recorded_backend
+    if backend is None:
+        return _usage(args, f"{args.replay} does not record its backend: pass --backend")
+    device = args.device or recorded_device
+    with Runner(backend, device, 120.0, isolate=not args.no_isolate, seed=seed) as runner:
         verdict = runner.run(case)
-    text = (f"{verdict.status.value}: {case.id} ({case.description})\n  {verdict.reason}"
-            if verdict.reason else f"{verdict.status.value}: {case.id}")
+        device_id = runner.device.id
+    where = f"{backend} on {device_id}"
+    text = (f"{verdict.status.value}: {case.id} ({case.description}) on {where}\n  "
+            f"{verdict.reason}" if verdict.reason else f"{verdict.status.value}: {case.id} "
+            f"on {where}")
     emit(args, text, {"case_id": case.id, "status": verdict.status.value,
-                      "reason": verdict.reason})
+                      "reason": verdict.reason, "backend": backend, "device": device_id})
     return 1 if verdict.failed else 0

@@ -17,8 +17,9 @@ import os
 from pathlib import Path
 
 from fusionspec.conformance.grade.results import load_results
+from fusionspec.spec.files import atomic_write_text, inside
 
-from .output import emit
+from .output import UsageError, check_paths, emit
 
 HELP = "list where a backend departs from the spec (Markdown, from a results document)"
 
@@ -37,29 +38,46 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from fusionspec.reports.findings import (
+        checked,
         copy_examples,
         findings_markdown,
         group_findings,
         run_label,
     )
 
-    runs = [load_results(path) for path in args.results]
+    check_paths({**{f"RESULTS[{i}]": p for i, p in enumerate(args.results)},
+                 "--intro": args.intro}, {"--out": args.out})
+    runs = [checked(load_results(path), str(path)) for path in args.results]
+    if args.examples is not None:
+        _check_examples(args.examples, [run_label(r) for r in runs], args.results)
     dirs: dict[str, str] = {}
     departures = extensions = 0
-    for results in runs:
+    for path, results in zip(args.results, runs, strict=True):
         findings = group_findings(results)
         departures += sum(1 for f in findings if f.status != "extension")
         extensions += sum(1 for f in findings if f.status == "extension")
         if args.examples is not None:
-            copied = copy_examples(findings, args.examples / run_label(results))
+            copied = copy_examples(findings, args.examples, run_label(results), path)
             dirs.update({case: os.path.relpath(Path(folder).resolve(), Path.cwd())
                          for case, folder in copied.items()})
     intro = args.intro.read_text(encoding="utf-8") if args.intro is not None else ""
     text = findings_markdown(runs, title=args.title, example_dirs=dirs, intro=intro)
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(text, encoding="utf-8")
+    atomic_write_text(args.out, text)
     emit(args, f"findings: {args.out} ({len(runs)} run(s), {departures} departure(s), "
          f"{extensions} extension kind(s), {len(dirs)} example(s) copied)",
          {"ok": True, "out": str(args.out), "runs": len(runs), "departures": departures,
           "extensions": extensions, "examples": dirs})
     return 0
+
+
+def _check_examples(root: Path, labels: list[str], results: list[Path]) -> None:
+    """Refuse an ``--examples`` folder whose per-run subfolders (emptied before copying) hold
+    one of the results documents being read."""
+    for label in labels:
+        target = root / label
+        for path in results:
+            if inside(path.resolve(), target) is not None:
+                raise UsageError(f"--examples {root}: {target} holds {path}, and it is emptied "
+                                 "before the examples are copied; give the examples another "
+                                 "folder")

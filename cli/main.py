@@ -13,13 +13,26 @@ from __future__ import annotations
 
 import argparse
 import sys
+import zipfile
 from collections.abc import Sequence
 from types import ModuleType
 
 from fusionspec.spec.errors import FusionspecError
 
-from . import conform, explain, findings, partition, patterns, report, run, validate
-from .output import emit
+from . import (
+    conform,
+    diff,
+    explain,
+    findings,
+    merge,
+    partition,
+    patterns,
+    report,
+    run,
+    validate,
+)
+from .output import UsageError, emit
+from .version import VersionAction
 
 __all__ = ["main", "COMMANDS", "build_parser"]
 
@@ -31,6 +44,8 @@ COMMANDS: dict[str, ModuleType] = {
     "explain": explain,
     "run": run,
     "conform": conform,
+    "merge": merge,
+    "diff": diff,
     "report": report,
     "findings": findings,
 }
@@ -40,6 +55,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="fusionspec",
         description="Conformance suite and reference for the oneDNN Graph fusion patterns.")
+    parser.add_argument("--version", action=VersionAction,
+                        help="the suite's and the spec's versions, Python, the backends found")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for command, module in COMMANDS.items():
         help_text: str = module.HELP
@@ -55,16 +72,32 @@ def main(argv: Sequence[str] | None = None) -> int:
     module: ModuleType = args._module
     try:
         code: int = module.run(args)
+    except UsageError as exc:
+        return _fail(args, "error", exc, 2)
     except FusionspecError as exc:
-        if getattr(args, "json", False):
-            emit(args, "", {"ok": False, "error": type(exc).__name__, "message": str(exc)})
-        else:
-            print(f"fusionspec {args.command}: {exc}", file=sys.stderr)
-        return 1
+        return _fail(args, "", exc, 1)
     except OSError as exc:
-        print(f"fusionspec {args.command}: {exc.strerror or exc}: {exc.filename or ''}",
-              file=sys.stderr)
-        return 1
+        return _fail(args, "", exc, 1, f"{exc.strerror or exc}: {exc.filename or ''}")
+    except (OverflowError, RecursionError, MemoryError, zipfile.BadZipFile) as exc:
+        # An input past what Python can hold (a number too large, JSON nested too deep, an
+        # array too big): still one line, never a traceback.
+        return _fail(args, "", exc, 1, f"the input is too large to handle: "
+                                       f"{type(exc).__name__}: {exc}")
+    except KeyboardInterrupt:
+        print(f"fusionspec {args.command}: interrupted", file=sys.stderr)
+        return 130
+    return code
+
+
+def _fail(args: argparse.Namespace, label: str, exc: BaseException, code: int,
+          message: str | None = None) -> int:
+    """Report `exc` in one line (JSON with ``--json``) and return the exit `code`."""
+    text = message if message is not None else str(exc)
+    if getattr(args, "json", False):
+        emit(args, "", {"ok": False, "error": type(exc).__name__, "message": text})
+    else:
+        prefix = f"fusionspec {args.command}: " + (f"{label}: " if label else "")
+        print(prefix + text, file=sys.stderr)
     return code
 
 

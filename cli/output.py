@@ -1,13 +1,19 @@
-"""How every command prints: human-readable text, or JSON with ``--json``."""
+"""How every command prints (human-readable text, or JSON with ``--json``), and the checks
+every command makes of the paths it is given."""
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
+from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
-__all__ = ["emit"]
+from fusionspec.spec.errors import FusionspecError
+
+__all__ = ["emit", "UsageError", "check_paths"]
 
 
 def emit(args: argparse.Namespace, text: str, data: Any) -> None:
@@ -17,3 +23,25 @@ def emit(args: argparse.Namespace, text: str, data: Any) -> None:
         sys.stdout.write("\n")
     elif text:
         sys.stdout.write(text if text.endswith("\n") else text + "\n")
+
+
+class UsageError(FusionspecError):
+    """A command line that cannot be right (exit 2, as argparse's own errors)."""
+
+
+def check_paths(inputs: Mapping[str, str | Path | None],
+                outputs: Mapping[str, str | Path | None]) -> None:
+    """Refuse an output that is also an input, or two outputs on one path (``run g.json --out
+    g.json`` would replace its own input), with a `UsageError` naming the options."""
+    def key(value: str | Path) -> str:
+        return os.path.realpath(os.fspath(value))
+
+    seen = {key(v): name for name, v in inputs.items() if v is not None}
+    for name, value in outputs.items():
+        if value is None:
+            continue
+        other = seen.get(key(value))
+        if other is not None:
+            what = "an input" if other in inputs else "another output"
+            raise UsageError(f"{name} {value} is also {what} ({other}); give it another path")
+        seen[key(value)] = name

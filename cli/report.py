@@ -5,8 +5,14 @@
 
 Each results document (``fusionspec conform --out DIR`` writes ``DIR/results.json``) becomes a
 column of the report: several backends and devices side by side. ``--baseline`` adds what
-changed since an earlier run (new failures, fixed cases). The report is one self-contained HTML
-file; failure drill-downs read the failure folders next to each results file.
+changed since an earlier run (new failures, fixed cases: the comparison ``fusionspec diff``
+makes). The report is one self-contained HTML file; failure drill-downs read the failure folders
+next to each results file.
+
+Exit codes: 0 once the page is written, whatever the runs' verdicts (the report is wanted most
+when a run failed); with ``--fail-on-failures``, 1 when a run does not PASS (FAIL, INCOMPLETE,
+UNAVAILABLE or EMPTY); with ``--fail-on-regressions``, 1 when a run has new failures against
+its baseline. ``--json`` says ``"ok": true`` only when every run passes and no run regressed.
 
 Documents are read with `load_results`, so a missing file or one of another schema is a typed
 error naming it. The grammar items each pattern must cover come from the suite's strategies
@@ -24,7 +30,7 @@ from pathlib import Path
 from fusionspec.conformance.grade.results import load_results
 from fusionspec.spec.catalog import CATALOG
 
-from .output import emit
+from .output import check_paths, emit
 
 HELP = "render the HTML compliance report from results documents"
 
@@ -41,6 +47,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "(repeat for several backends/devices)")
     parser.add_argument("--drilldowns", type=int, default=None, metavar="N",
                         help="failures drilled down per pattern and run (default: 8)")
+    parser.add_argument("--fail-on-failures", action="store_true",
+                        help="exit 1 when a run does not PASS")
+    parser.add_argument("--fail-on-regressions", action="store_true",
+                        help="exit 1 when a run has new failures against its --baseline")
     parser.add_argument("--json", action="store_true", help="machine-readable summary")
 
 
@@ -49,6 +59,9 @@ def run(args: argparse.Namespace) -> int:
     from fusionspec.reports.render import write
     from fusionspec.reports.runs import RunInput
 
+    check_paths({**{f"RESULTS[{i}]": p for i, p in enumerate(args.results)},
+                 **{f"--baseline[{i}]": p for i, p in enumerate(args.baseline)}},
+                {"--out": args.out})
     runs = [RunInput(load_results(path), path) for path in args.results]
     baselines = [RunInput(load_results(path), path) for path in args.baseline]
     required = _required()
@@ -62,13 +75,24 @@ def run(args: argparse.Namespace) -> int:
     shown = sum(len(rf.views) for p in report.patterns for rf in p.failures)
     lines = [f"{run.verdict}: {run.backend} on {run.device_id}: {run.summary}"
              for run in report.runs]
+    regressions = sum(d.regressions for d in report.diffs)
+    for d in report.diffs:
+        if d.regressions:
+            lines.append(f"REGRESSION: {d.run_label}: {d.regressions} new failure(s) against "
+                         f"{d.baseline_source}")
     lines.append(f"report: {written} ({len(report.runs)} run(s), {report.failing} failing "
                  f"case(s), {shown} drilled down)")
+    passed = report.verdict == "PASS"
     emit(args, "\n".join(lines), {
-        "ok": True, "report": str(written), "verdict": report.verdict,
+        "ok": passed and not regressions, "written": True, "report": str(written),
+        "verdict": report.verdict, "regressions": regressions,
         "runs": [{"backend": r.backend, "device": r.device_id, "verdict": r.verdict,
                   "summary": r.summary} for r in report.runs],
         "failing": report.failing, "drilled_down": shown})
+    if args.fail_on_failures and not passed:
+        return 1
+    if args.fail_on_regressions and regressions:
+        return 1
     return 0
 
 

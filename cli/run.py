@@ -20,11 +20,12 @@ import numpy as np
 from fusionspec.reference.arrays import read_npz, write_npz
 from fusionspec.reference.execute import default_partitioner, execute, single_op_partitions
 from fusionspec.reference.filling import fill_inputs
+from fusionspec.reference.memory import BUDGET_ENV, DEFAULT_BUDGET, budget, check_budget
 from fusionspec.spec.graph import Graph, LogicalTensor, Partition
 from fusionspec.spec.onednn_json import load
 from fusionspec.spec.types import Array
 
-from .output import emit
+from .output import UsageError, check_paths, emit
 
 __all__ = ["HELP", "add_arguments", "run", "summarise"]
 
@@ -40,6 +41,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--save-inputs", metavar="IN.npz", help="write the inputs used here")
     parser.add_argument("--single-op", action="store_true",
                         help="run every op as its own partition (no fusion)")
+    parser.add_argument("--max-memory", type=float, metavar="GB",
+                        help="refuse graphs (and input files) needing more memory than this "
+                             f"(default {DEFAULT_BUDGET / 2**30:g} GB, or "
+                             f"${BUDGET_ENV})")
     parser.add_argument("--json", action="store_true", help="machine-readable output")
 
 
@@ -70,16 +75,22 @@ def _line(s: dict[str, Any]) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    check_paths({"FILE": args.file, "--inputs": args.inputs},
+                {"--out": args.out, "--save-inputs": args.save_inputs})
+    if args.max_memory is not None and not args.max_memory > 0:
+        raise UsageError(f"--max-memory must be positive, got {args.max_memory}")
+    limit = budget(args.max_memory)
     graph: Graph = load(args.file).finalize()
+    check_budget(graph, limit)  # before any input is filled or read
     parts: list[Partition] = (single_op_partitions(graph) if args.single_op
                               else default_partitioner(graph))
     if args.inputs:
-        inputs = read_npz(args.inputs, graph.input_tensors)
+        inputs = read_npz(args.inputs, graph.input_tensors, max_bytes=limit)
         origin = f"inputs from {args.inputs}"
     else:
         inputs = fill_inputs(graph, args.seed)
         origin = f"inputs filled with seed {args.seed}"
-    outputs = execute(graph, inputs, partitioner=lambda _graph: parts)
+    outputs = execute(graph, inputs, partitioner=lambda _graph: parts, memory_budget=limit)
     tensors = graph.tensors
     if args.save_inputs:
         write_npz(args.save_inputs, inputs, tensors)

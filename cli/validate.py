@@ -66,6 +66,10 @@ def validate_file(path: str) -> dict[str, Any]:
         result["error"] = {"type": type(exc).__name__,
                            "message": f"{exc.strerror or exc}: {path}"}
         return result
+    except (OverflowError, RecursionError, MemoryError) as exc:
+        result["error"] = {"type": type(exc).__name__,
+                           "message": f"the graph is too large to handle: {exc}"}
+        return result
     result["ok"] = True
     return result
 

@@ -1,100 +1,324 @@
-"""pytest plugin: run the conformance suite as pytest tests.
+"""pytest plugin: the conformance suite as pytest tests, one test per case.
 
-    pytest --pyargs fusionspec.conformance --backend reference
-    pytest --pyargs fusionspec.conformance --backend accel --device pocl-cpu \\
-        --patterns fp.conv_post_ops,softmax.post_ops --profile thorough
+    pytest --pyargs fusionspec.conformance --fs-backend reference
+    pytest --pyargs fusionspec.conformance --fs-backend mypkg:Mine --fs-patterns 'int8.*' \\
+        --fs-expectations ci/expectations.toml -n 4 --junitxml junit.xml
 
-One test per catalog pattern and case kind (``test_conformance[fp.conv_post_ops-valid]``);
-each draws that pattern's cases with hypothesis and fails listing its failing cases. The
-results document and the failure folders go to ``--conformance-out`` (default
-``results/conformance/<backend>-<device>``). Without ``--backend`` the conformance tests are
-skipped, so installing fusionspec does not change other projects' test runs.
+Every option is the ``fusionspec conform`` option of the same name with the prefix ``--fs-``
+(`fusionspec.conformance.options`: ``--fs-backend``, ``--fs-device``, ``--fs-profile``,
+``--fs-seed``, ``--fs-patterns``, ``--fs-family``, ``--fs-kinds``, ``--fs-case``,
+``--fs-rule``, ``--fs-dtype``, ``--fs-shard``, ``--fs-expectations``,
+``--fs-strict-expectations``, ``--fs-out``, ``--fs-memory-limit``), with the same values and
+meanings. The plugin adds nothing else to pytest: no unprefixed option, no fixture, no hook
+that acts outside its own test module, so installing fusionspec changes no other project's test
+runs. It is registered through the ``pytest11`` entry point under its module name; with
+``PYTEST_DISABLE_PLUGIN_AUTOLOAD`` set, load it with ``-p fusionspec.conformance.plugin``.
+
+Each case is one test, ``test_conformance.py::test_conformance[<case id>]``, so ``-k``,
+``--lf``, ``--deselect``, ``--junitxml`` and pytest-xdist work case by case. A failing case's
+text gives its status, reason and the commands that replay it. Cases an expectations file
+expects to fail are marked ``xfail`` (an expected failure is XFAIL; one that passes is XPASS,
+a failure in strict mode; a failure with a status the entry does not expect fails), and cases it
+skips are skipped with its reason.
+
+One results document is written whatever the parallelism: ``--fs-out`` (default
+``results/conformance/<backend>-<device>``) gets ``results.json`` and the failure folders.
+Under pytest-xdist each worker judges its share and hands its part to the controller, which
+joins them (`fusionspec.conformance.grade.merge`) into the document a single process writes.
+Without ``--fs-backend`` the conformance test is skipped. The thorough profile's search for
+minimal failing cases is the command line's (``fusionspec conform --profile thorough``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import json
+import time
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from .cases import CaseKind
-from .grade.results import ResultsCollector
-from .runner import Runner
-from .suite import PROFILES, Profile, run_pattern, select_patterns
+from fusionspec.backend import BackendError
+from fusionspec.spec.errors import FusionspecError
 
-_RESULTS = pytest.StashKey[ResultsCollector]()
+from .grade.merge import merge_documents
+from .grade.results import ResultsCollector, artifact_name, replay_commands
+from .options import RunOptions, add_flags, read_options
+from .runner import Runner
+from .suite import PlannedCase, plan_cases
+
+__all__ = ["judge_case"]
+
+_PREFIX = "fs-"
+_TEST_ARG = "fs_case"
+#: What a worker hands the controller (pytest-xdist's workeroutput key).
+_OUTPUT_KEY = "fusionspec_results"
+
+
+class _NeverRaised(Exception):
+    """Given as the xfail marks' ``raises``: only an imperative xfail (an expected failing
+    status) makes a case XFAIL, never another failure."""
+
+
+@dataclass
+class _State:
+    """The plugin's state in one pytest process."""
+
+    options: RunOptions | None = None
+    runner: Runner | None = None
+    problem: str = ""
+    collector: ResultsCollector | None = None
+    out: Path | None = None
+    collected: int = 0
+    parts: list[dict[str, Any]] = field(default_factory=list)
+    lost: list[str] = field(default_factory=list)
+    summary: list[str] = field(default_factory=list)
+
+
+_STATE = pytest.StashKey[_State]()
+
+
+def _state(config: pytest.Config) -> _State:
+    if _STATE not in config.stash:
+        config.stash[_STATE] = _State()
+    return config.stash[_STATE]
+
+
+def _get(config: pytest.Config, name: str) -> Any:
+    return config.getoption(f"fs_{name}")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    group = parser.getgroup("fusionspec", "fusionspec conformance suite")
-    group.addoption("--backend", help="backend to grade (registered name or module:attr)")
-    group.addoption("--device", help="device id of the backend (default: its first device)")
-    group.addoption("--patterns", help="comma-separated catalog pattern ids (default: all)")
-    group.addoption("--profile", choices=sorted(PROFILES), default="ci",
-                    help="hypothesis profile: ci (derandomized, bounded) or thorough")
-    group.addoption("--case-kinds", default="valid,near-miss,ill-formed",
-                    help="comma-separated case kinds to run")
-    group.addoption("--conformance-out", type=Path,
-                    help="folder for results.json and failure folders")
+    group = parser.getgroup("fusionspec", "fusionspec conformance suite (pytest --pyargs "
+                                          "fusionspec.conformance --fs-backend NAME)")
+    add_flags(group.addoption, prefix=_PREFIX)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if _get(config, "backend") is None:
+        return
+    try:
+        _state(config).options = read_options(lambda name: _get(config, name))
+    except FusionspecError as exc:
+        raise pytest.UsageError(f"--fs-* options: {exc}") from None
+
+
+def _is_worker(config: pytest.Config) -> bool:
+    return hasattr(config, "workerinput")
+
+
+def _worker_id(config: pytest.Config) -> str:
+    workerinput: dict[str, Any] = getattr(config, "workerinput", {})
+    return str(workerinput.get("workerid", ""))
+
+
+def _start(config: pytest.Config, state: _State) -> None:
+    """Start the runner and the collector (once per process)."""
+    options = state.options
+    assert options is not None and options.backend is not None
+    base = options.out
+    worker = _worker_id(config)
+    log_name = f"worker.{worker}.log" if worker else "worker.log"
+    try:
+        if base is None:
+            # The default folder names the device the backend picks: start first, log beside.
+            state.runner = Runner(options.backend, options.device,
+                                  options.profile.timeout_s, seed=options.seed,
+                                  memory_limit=options.memory_limit)
+            base = config.invocation_params.dir / "results" / "conformance" / artifact_name(
+                f"{state.runner.backend_name}-{state.runner.device.id}")
+        else:
+            state.runner = Runner(options.backend, options.device, options.profile.timeout_s,
+                                  seed=options.seed, memory_limit=options.memory_limit,
+                                  log_path=base / log_name)
+    except BackendError as exc:
+        state.problem = str(exc)
+        return
+    state.out = base
+    runner = state.runner
+    state.collector = ResultsCollector(
+        runner.backend_name, runner.device, seed=options.seed, out_dir=base,
+        device_problems=runner.device_problems, backend_spec=options.backend,
+        profile=options.profile.name, selection=options.selection.to_dict(),
+        shard=str(options.shard) if options.shard else None,
+        expectations=options.expectations.header() if options.expectations else None,
+        strict=options.strict)
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    if "conformance_target" not in metafunc.fixturenames:
+    if _TEST_ARG not in metafunc.fixturenames:
         return
     config = metafunc.config
-    ids = config.getoption("--patterns")
-    kinds = [CaseKind(k.strip()) for k in config.getoption("--case-kinds").split(",")
-             if k.strip()]
-    entries = select_patterns(ids.split(",") if ids else None)
-    targets = [(e.id, k) for e in entries for k in kinds]
-    metafunc.parametrize("conformance_target", targets,
-                         ids=[f"{p}-{k.value}" for p, k in targets])
+    state = _state(config)
+    if state.options is None:
+        metafunc.parametrize(_TEST_ARG, [None], ids=["no-backend"])
+        return
+    if state.runner is None and not state.problem:
+        _start(config, state)
+    if state.runner is None or state.collector is None:
+        metafunc.parametrize(_TEST_ARG, [None], ids=["backend-unavailable"])
+        return
+    options = state.options
+    plan = plan_cases(options.selection, options.profile, run_seed=options.seed,
+                      shard=options.shard, expectations=options.expectations,
+                      device=state.runner.device)
+    state.collector.planned = plan.selected
+    params = []
+    for planned in sorted((*plan.cases, *plan.skipped), key=lambda p: p.index):
+        ident = planned.case.id + (f"~{planned.occurrence}" if planned.occurrence > 1 else "")
+        marks = []
+        entry = planned.expectation
+        if entry is not None and entry.status == "fail":
+            marks.append(pytest.mark.xfail(reason=_cite(entry.record()), strict=options.strict,
+                                           raises=_NeverRaised))
+        params.append(pytest.param(planned, id=ident, marks=marks))
+    metafunc.parametrize(_TEST_ARG, params)
 
 
-@pytest.fixture(scope="session")
-def conformance_profile(pytestconfig: pytest.Config) -> Profile:
-    return PROFILES[pytestconfig.getoption("--profile")]
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    # What is left after -k, --deselect and --lf: the run is complete when all of it ran.
+    _state(config).collected = sum(1 for item in items if _TEST_ARG in
+                                   getattr(item, "fixturenames", ()))
 
 
-@pytest.fixture(scope="session")
-def conformance_runner(pytestconfig: pytest.Config,
-                       conformance_profile: Profile) -> Iterator[Runner]:
-    backend = pytestconfig.getoption("--backend")
-    if not backend:
-        pytest.skip("the conformance tests grade a backend: pass --backend NAME")
-    with Runner(backend, pytestconfig.getoption("--device"),
-                conformance_profile.timeout_s) as runner:
-        out = pytestconfig.getoption("--conformance-out") or Path(
-            "results", "conformance", f"{runner.backend_name}-{runner.device.id}")
-        collector = ResultsCollector(runner.backend_name, runner.device, out_dir=out)
-        pytestconfig.stash[_RESULTS] = collector
-        yield runner
-        collector.finish()
-        path = collector.write(out / "results.json")
-        pytestconfig.stash[_RESULTS] = collector
-        print(f"\nfusionspec conformance results: {path}")
+def _cite(record: dict[str, Any]) -> str:
+    link = f" ({record['link']})" if record.get("link") else ""
+    return f"expectations entry {record['entry']}: {record['reason']}{link}"
+
+
+def judge_case(planned: PlannedCase | None, config: pytest.Config) -> None:
+    """The body of one conformance test: judge the case, record it, and end as pytest should
+    (pass, fail with the replay commands, xfail, skip)."""
+    state = _state(config)
+    if planned is None:
+        if state.problem:
+            pytest.fail(f"the backend cannot run: {state.problem}", pytrace=False)
+        pytest.skip("the conformance tests grade a backend: pass --fs-backend NAME")
+    collector, runner = state.collector, state.runner
+    assert collector is not None and runner is not None
+    entry = planned.expectation
+    if entry is not None and entry.status == "skip":
+        collector.skip(planned.case, index=planned.index, occurrence=planned.occurrence,
+                       expectation=entry.record())
+        pytest.skip(_cite(entry.record()))
+    start = time.perf_counter()
+    verdict = runner.run(planned.case)
+    seconds = time.perf_counter() - start
+    record: dict[str, Any] | None = None
+    if entry is not None:
+        record = {**entry.record(),
+                  "met": verdict.failed and entry.expects(verdict.status.value)}
+    collector.add(planned.case, verdict, index=planned.index, occurrence=planned.occurrence,
+                  seconds=seconds, expectation=record)
+    if not verdict.failed:
+        return
+    failure = collector.failures[-1]
+    text = _failure_text(collector, failure)
+    if record is not None and record["met"]:
+        pytest.xfail(f"{_cite(record)}; {text}")
+    pytest.fail(text, pytrace=False)
+
+
+def _failure_text(collector: ResultsCollector, failure: dict[str, Any]) -> str:
+    lines = [f"{failure['status']}: {failure['case_id']}"
+             + (f" ({failure['description']})" if failure.get("description") else ""),
+             f"  {failure['reason']}"]
+    slipped = failure.get("unexpected_status")
+    if slipped:
+        lines.append(f"  expectations entry {slipped['entry']} expects another failing status")
+    replay = failure["replay"]
+    if collector.out_dir is not None and replay.get("path"):
+        folder = (collector.out_dir / replay["path"]).resolve()
+        lines.append("  replay: " + replay_commands(folder, collector.backend_spec,
+                                                    collector.device.id, False)[0])
+    lines.append(f"  rerun:  {replay['rerun']}")
+    return "\n".join(lines)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: Any) -> None:
+    """pytest-xdist, on the controller: a worker is done; keep its part of the results."""
+    state = _state(node.config)
+    output = getattr(node, "workeroutput", {}) or {}
+    part = output.get(_OUTPUT_KEY)
+    if part:
+        state.parts.append(json.loads(part))
+    if error:
+        state.lost.append(f"worker {output.get('workerid', '?')} went down: {error}")
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    config = session.config
+    state = _state(config)
+    try:
+        if state.collector is not None:
+            _finish_part(config, state, interrupted=exitstatus == pytest.ExitCode.INTERRUPTED)
+        if state.parts and not _is_worker(config):
+            _write_merged(config, state)
+    finally:
+        if state.runner is not None:
+            state.runner.close()
+            state.runner = None
+
+
+def _finish_part(config: pytest.Config, state: _State, *, interrupted: bool) -> None:
+    collector = state.collector
+    assert collector is not None
+    collector.finish()
+    ran = collector.cases + len(collector.skipped)
+    if interrupted:
+        collector.interrupted = True
+        collector.incomplete = f"interrupted after {collector.cases} case(s)"
+    document = collector.to_dict()
+    document["_collected"] = state.collected
+    if _is_worker(config):
+        workeroutput: dict[str, Any] = getattr(config, "workeroutput")  # noqa: B009
+        workeroutput[_OUTPUT_KEY] = json.dumps(document)
+        return
+    if ran < state.collected and collector.incomplete is None:
+        document["incomplete"] = (f"{state.collected - ran} of the {state.collected} collected "
+                                  "case(s) did not run")
+    state.parts.append(document)
+
+
+def _write_merged(config: pytest.Config, state: _State) -> None:
+    collected = max(int(part.pop("_collected", 0)) for part in state.parts)
+    merged = merge_documents(state.parts, [f"part {i + 1}" for i in range(len(state.parts))])
+    ran = len(merged.get("verdicts", [])) + \
+        len((merged.get("expectations") or {}).get("skipped", []))
+    notes = [*state.lost]
+    if ran < collected:
+        notes.append(f"{collected - ran} of the {collected} collected case(s) did not run")
+    if notes and "unavailable" not in merged:
+        merged["incomplete"] = "; ".join(filter(None, [merged.get("incomplete"), *notes]))
+    device = merged.get("device") or {}
+    chosen = state.options.out if state.options is not None else None
+    out = state.out or chosen or (config.invocation_params.dir / "results" / "conformance" /
+                                  artifact_name(f"{merged.get('backend')}-{device.get('id')}"))
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / "results.json"
+    path.write_text(json.dumps(merged, indent=1, allow_nan=False) + "\n", encoding="utf-8")
+    state.summary = [_verdict_line(merged), f"results: {path}"]
+
+
+def _verdict_line(document: dict[str, Any]) -> str:
+    failing = [f for f in document.get("failures", [])
+               if not f.get("expected") and not f.get("minimal_of")]
+    section = document.get("expectations") or {}
+    strict_fail = section.get("strict") and section.get("unexpected_passes")
+    verdict = "INCOMPLETE" if document.get("incomplete") else \
+        "FAIL" if failing or strict_fail else "PASS"
+    totals = ", ".join(f"{n} {s}" for s, n in (document.get("totals") or {}).items())
+    device: dict[str, Any] = document.get("device") or {}
+    return f"{verdict}: {document.get('backend')} on {device.get('id')}: {totals or 'no case'}"
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
-    collector = terminalreporter.config.stash.get(_RESULTS, None)
-    if collector is None:
+    state = _state(terminalreporter.config)
+    if not state.summary:
         return
-    totals = ", ".join(f"{n} {s}" for s, n in sorted(collector.totals.items()))
     terminalreporter.write_sep("=", "fusionspec conformance")
-    terminalreporter.write_line(f"{collector.backend} on {collector.device.id}: {totals}")
-
-
-def conformance_case_run(target: tuple[str, CaseKind], runner: Runner,
-                         config: pytest.Config, profile: Profile) -> None:
-    """The body of one conformance test: draw, judge and record; fail on failing cases."""
-    pattern_id, kind = target
-    collector = config.stash[_RESULTS]
-    (entry,) = select_patterns([pattern_id])
-    failing = run_pattern(entry, kind, runner, collector, profile)
-    if failing:
-        lines = [f"{len(failing)} failing {kind.value} case(s) of {pattern_id}:"]
-        for case, verdict in failing[:10]:
-            lines.append(f"  {verdict.status.value}: {case.description or case.id}: "
-                         f"{verdict.reason}")
-        pytest.fail("\n".join(lines), pytrace=False)
+    for line in state.summary:
+        terminalreporter.write_line(line)

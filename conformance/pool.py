@@ -2,14 +2,20 @@
 
 Each job is a `fusionspec.conformance.runner.Runner` with its own worker process, so each keeps
 its own timeout, crash recovery, memory cap and backend instance. `run_many` hands the cases to
-whichever worker is free through a thread pool (its threads only wait on their worker's pipe;
-grading is quick next to a backend's work) and yields the verdicts in the cases' order, so a
-results document does not depend on the number of jobs. With one job it is a plain `Runner`.
+whichever worker is free through a thread pool (its threads only wait on their worker's pipe)
+and yields the verdicts in the cases' order, so a results document does not depend on the
+number of jobs; `judge_many` yields each verdict with the wall time its case took. The workers
+start side by side. With one job it is a plain `Runner`.
+
+Grading runs in this process (the runner's threads share its interpreter), so jobs pay off as
+far as the backend's own work outweighs grading: for the reference backend, whose work costs
+about what grading costs, two jobs gain little (BENCHMARKS.md).
 """
 
 from __future__ import annotations
 
 import queue
+import time
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -37,16 +43,26 @@ class RunnerPool:
             raise BackendError("several jobs need isolated workers (drop --no-isolate)")
         self.runners: list[Runner] = []
         self._threads: ThreadPoolExecutor | None = None
-        try:
-            for index in range(jobs):
-                log = log_path if log_path is None or index == 0 else \
-                    log_path.with_name(f"{log_path.stem}.{index}{log_path.suffix}")
-                self.runners.append(Runner(backend, device_id, timeout_s, isolate=isolate,
-                                           seed=seed, sys_path=sys_path, log_path=log,
-                                           memory_limit=memory_limit))
-        except BaseException:
+
+        def start(index: int) -> Runner:
+            log = log_path if log_path is None or index == 0 else \
+                log_path.with_name(f"{log_path.stem}.{index}{log_path.suffix}")
+            return Runner(backend, device_id, timeout_s, isolate=isolate, seed=seed,
+                          sys_path=sys_path, log_path=log, memory_limit=memory_limit)
+
+        # Each worker imports its backend on start (half a second for the reference, more for
+        # a driver): they start side by side.
+        with ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="fusionspec-start") as go:
+            started = [go.submit(start, index) for index in range(jobs)]
+            problem: BaseException | None = None
+            for future in started:
+                try:
+                    self.runners.append(future.result())
+                except BaseException as exc:  # the first problem is raised once all are in
+                    problem = problem or exc
+        if problem is not None:
             self.close()
-            raise
+            raise problem
         first = self.runners[0]
         self.backend_name, self.device = first.backend_name, first.device
         self.limitations, self.device_problems = first.limitations, first.device_problems
@@ -87,6 +103,23 @@ class RunnerPool:
             yield from self.runners[0].run_many(cases)
             return
         yield from self._threads.map(self.run, cases)
+
+    def judge_many(self, cases: Sequence[Case]) -> Iterator[tuple[Verdict, float]]:
+        """(verdict, wall seconds) on each of `cases`, in order, judged `jobs` at a time."""
+        if len(self.runners) == 1 or self._threads is None:
+            yield from map(self._timed_on_first, cases)
+            return
+        yield from self._threads.map(self._timed, cases)
+
+    def _timed(self, case: Case) -> tuple[Verdict, float]:
+        start = time.perf_counter()
+        verdict = self.run(case)
+        return verdict, time.perf_counter() - start
+
+    def _timed_on_first(self, case: Case) -> tuple[Verdict, float]:
+        start = time.perf_counter()
+        verdict = self.runners[0].run(case)
+        return verdict, time.perf_counter() - start
 
     def close(self) -> None:
         if self._threads is not None:

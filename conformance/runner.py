@@ -35,6 +35,7 @@ import signal
 import sys
 import tempfile
 import time
+import weakref
 from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from multiprocessing.connection import Connection
@@ -184,6 +185,9 @@ class Runner:
         else:
             handle, self._log_path = tempfile.mkstemp(prefix="fusionspec-worker-", suffix=".log")
             os.close(handle)
+            # A runner dropped without close() (an exception in the caller) must not leave
+            # its log behind either.
+            weakref.finalize(self, _unlink, self._log_path)
         #: The backend's counters summed over every worker this runner started (a worker
         #: that crashed takes its counts with it).
         self.counters: dict[str, int] = {}
@@ -388,8 +392,12 @@ class Runner:
             pass
 
     def _discard_log(self) -> None:
-        with contextlib.suppress(OSError):
-            os.unlink(self._log_path)
+        _unlink(self._log_path)
+
+
+def _unlink(path: str) -> None:
+    with contextlib.suppress(OSError):
+        os.unlink(path)
 
 
 def _bounded(verdict: Verdict) -> Verdict:

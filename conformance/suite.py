@@ -1,47 +1,74 @@
-"""Running the conformance suite: profiles, and the loop over patterns and case kinds.
+"""Running the conformance suite: profiles, the plan of cases, and judging it.
 
-For each catalog pattern and each case kind (valid, near-miss, ill-formed), hypothesis draws cases
-from the catalog-derived strategies (`fusionspec.conformance.generate.strategies`); valid cases
-start from the catalog instances of `fusionspec.conformance.generate.instances` (every category
-member and repetition count, in f32 or int8), a deterministic floor under the random draws. Every
-case is judged on the backend in an isolated worker (`Runner`) and recorded (`ResultsCollector`).
-The cases of one pattern and kind are drawn in one hypothesis run, so hypothesis' ``event`` records
-which alternatives, counts and dtype rows were exercised.
+A run has two phases.
+
+**Planning** (`plan_cases`). For each selected catalog pattern and case kind (valid, near-miss,
+ill-formed), hypothesis draws cases from the catalog-derived strategies
+(`fusionspec.conformance.generate.strategies`); valid cases start from the catalog instances of
+`fusionspec.conformance.generate.instances` (every category member and repetition count, in f32
+or int8), a deterministic floor under the random draws; near misses are drawn rule by rule, so
+each rule of the pattern is exercised whatever the profile's budget. Each draw's seed is pinned
+from its coordinates (`draw_seed`: pattern, kind, rule, profile and the run's ``--seed``), so the
+same profile and seed draw the same cases whatever the code around the draw, and a narrower
+selection (`fusionspec.conformance.selection`) draws exactly the cases the full run draws for
+it. The selection then keeps its cases, the shard its slice, and the expectations file
+(`fusionspec.conformance.expectations`) takes out the cases it skips. Every planned case keeps
+its position in the whole selection (`PlannedCase.index`), which orders results documents
+whatever judged them: one process, `jobs` workers, shards or pytest-xdist workers. With
+several jobs the draws themselves are spread over processes.
+
+**Judging** (`judge_plan`). The planned cases go to a `RunnerPool` (isolated workers, `jobs`
+at a time), all in one stream so that no worker waits at the end of a pattern, and each verdict
+and its wall time is recorded (`ResultsCollector`).
 
 Profiles:
 
-- ``ci``: derandomized (the same cases on every run, so a result is reproducible from the
-  command alone), a bounded number of examples per pattern and kind, no example database;
-- ``thorough``: random, many more examples, hypothesis' example database (so a failure found
-  once is tried first next time), and each failing status is searched down to a minimal case
-  (hypothesis' shrinking), saved next to the failures it stands for.
+- ``ci``: a bounded number of examples per pattern and kind, no example database;
+- ``thorough``: many more examples, hypothesis' example database (so a failure found once is
+  tried first next time), and each failing status is searched down to a minimal case
+  (hypothesis' shrinking), saved next to the failures it stands for. A new ``--seed`` draws new
+  cases.
 
 A failure never stops the run: every pattern is graded, and the caller decides what fails.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+import hashlib
+import multiprocessing
+import pickle
+import shutil
+import signal
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Protocol
 
-from hypothesis import HealthCheck, Phase, find, given, settings
+from hypothesis import HealthCheck, Phase, find, given, seed, settings
 from hypothesis import strategies as st
 from hypothesis.database import DirectoryBasedExampleDatabase
 from hypothesis.errors import NoSuchExample, Unsatisfiable
 
-from fusionspec.spec.catalog import CATALOG, PatternEntry, entry
+from fusionspec.backend import Device
+from fusionspec.spec.catalog import PatternEntry, entry
 
 from .cases import Case, CaseKind, Status, Verdict
+from .expectations import Expectation, Expectations
 from .generate.instances import instance_cases
 from .generate.near_miss import near_miss_rules, near_misses
 from .generate.strategies import ill_formed_cases, near_miss_cases, valid_cases
 from .grade.results import ResultsCollector
 from .pool import RunnerPool
 from .runner import Runner
+from .selection import Selection, SelectionError, Shard
+from .transport import dumps
 
-__all__ = ["Profile", "PROFILES", "Progress", "select_patterns", "draw_cases", "run_pattern",
-           "run_suite"]
+__all__ = ["Profile", "PROFILES", "Progress", "PlannedCase", "Plan", "draw_seed", "draw_cases",
+           "plan_cases", "judge_plan", "run_suite", "OutDir"]
 
 
 @dataclass(frozen=True)
@@ -69,8 +96,46 @@ PROFILES: dict[str, Profile] = {
                         database=True, shrink=True, timeout_s=120.0),
 }
 
-#: Called after each case: (pattern id, case kind, case, verdict).
-Progress = Callable[[str, CaseKind, Case, Verdict], None]
+
+class Progress(Protocol):
+    """What a run tells its caller as it goes (the command line draws a progress bar)."""
+
+    def drawing(self, done: int, total: int) -> None:
+        """`done` of `total` draws (pattern × kind × rule) are drawn."""
+
+    def judging(self, total: int) -> None:
+        """Judging starts: `total` cases to judge."""
+
+    def judged(self, planned: PlannedCase, verdict: Verdict, seconds: float) -> None:
+        """One more case is judged."""
+
+
+@dataclass(frozen=True)
+class PlannedCase:
+    """A case of the plan: `index` is its position among all the cases the selection drew
+    (before sharding), `occurrence` counts earlier cases with the same id (the same graph drawn
+    twice) from 1, `expectation` is the expectations entry that matches it, if any."""
+
+    case: Case
+    index: int
+    occurrence: int = 1
+    expectation: Expectation | None = None
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The cases to judge, those an expectations entry skips, and how many cases the selection
+    holds before sharding (`selected`)."""
+
+    cases: tuple[PlannedCase, ...]
+    skipped: tuple[PlannedCase, ...]
+    selected: int
+    shard: Shard | None = None
+
+
+#: Where a run writes: a folder, or a function of the backend's name and device giving one
+#: (for a default that depends on which device the backend picked), or None for nowhere.
+OutDir = Path | Callable[[str, Device], Path] | None
 
 _STRATEGIES: dict[CaseKind, Callable[[PatternEntry], st.SearchStrategy[Case]]] = {
     CaseKind.valid: valid_cases,
@@ -79,23 +144,34 @@ _STRATEGIES: dict[CaseKind, Callable[[PatternEntry], st.SearchStrategy[Case]]] =
 }
 
 
-def select_patterns(ids: Sequence[str] | None) -> list[PatternEntry]:
-    """The catalog entries named by `ids` (all, in catalog order, when None or empty)."""
-    if not ids:
-        return list(CATALOG)
-    return [entry(i) for i in ids]
+def draw_seed(pattern: str, kind: CaseKind, rule: str | None, profile: str, run_seed: int,
+              ) -> int:
+    """The hypothesis seed of one draw: a hash of its coordinates and the run's seed."""
+    key = f"{pattern}\x1f{kind.value}\x1f{rule or ''}\x1f{profile}\x1f{run_seed}"
+    return int.from_bytes(hashlib.sha256(key.encode()).digest()[:8], "big")
 
 
-def _draws(pattern: PatternEntry, kind: CaseKind, profile: Profile,
-           ) -> list[tuple[st.SearchStrategy[Case], int]]:
-    """The hypothesis runs of one pattern and kind: near misses get one run per rule of the
-    pattern (each rule is exercised whatever the profile's budget), the others one run."""
+@dataclass(frozen=True)
+class _Draw:
+    """One hypothesis run: the cases of `pattern` × `kind` (× `rule` for near misses)."""
+
+    pattern: str
+    kind: CaseKind
+    rule: str | None
+    examples: int
+    floor: bool = False  # valid cases: the catalog instances come first
+
+
+def _draws(pattern: PatternEntry, kind: CaseKind, profile: Profile, selection: Selection,
+           ) -> list[_Draw]:
     budget = profile.examples(kind)
     if kind is not CaseKind.near_miss:
-        return [(_STRATEGIES[kind](pattern), budget)]
+        wanted = selection.draws(pattern.id, kind)
+        return [_Draw(pattern.id, kind, None, budget, kind is CaseKind.valid)] if wanted else []
     rules = near_miss_rules(pattern)
     share = max(2, -(-budget // max(len(rules), 1)))
-    return [(near_misses(pattern, rule).map(lambda miss: miss.case), share) for rule in rules]
+    return [_Draw(pattern.id, kind, rule, share) for rule in rules
+            if selection.draws(pattern.id, kind, rule)]
 
 
 def _settings(profile: Profile, examples: int, database_dir: Path | None) -> settings:
@@ -108,40 +184,155 @@ def _settings(profile: Profile, examples: int, database_dir: Path | None) -> set
                     suppress_health_check=list(HealthCheck))
 
 
-def draw_cases(pattern: PatternEntry, kind: CaseKind, profile: Profile, *,
-               database_dir: Path | None = None) -> list[Case]:
-    """The cases of one pattern and kind, in the order they are judged: for valid cases a
-    deterministic floor first (every category member and repetition count), then hypothesis'
-    draws."""
-    cases = list(instance_cases(pattern)) if kind is CaseKind.valid else []
-    for part, examples in _draws(pattern, kind, profile):
-        @_settings(profile, examples, database_dir)
-        @given(part)
-        def draw(case: Case) -> None:
-            cases.append(case)
+def _strategy(draw: _Draw) -> st.SearchStrategy[Case]:
+    pattern = entry(draw.pattern)
+    if draw.rule is not None:
+        return near_misses(pattern, draw.rule).map(lambda miss: miss.case)
+    return _STRATEGIES[draw.kind](pattern)
 
-        draw()
+
+def _run_draw(draw: _Draw, profile: Profile, run_seed: int, database_dir: Path | None,
+              ) -> list[Case]:
+    cases = list(instance_cases(entry(draw.pattern))) if draw.floor else []
+
+    # The seed is explicit: hypothesis would otherwise derive it from this function's source,
+    # and the cases would change whenever the code around them does.
+    @seed(draw_seed(draw.pattern, draw.kind, draw.rule, profile.name, run_seed))
+    @_settings(profile, draw.examples, database_dir)
+    @given(_strategy(draw))
+    def collect(case: Case) -> None:
+        cases.append(case)
+
+    collect()
     return cases
 
 
-def run_pattern(pattern: PatternEntry, kind: CaseKind, runner: Runner | RunnerPool,
-                collector: ResultsCollector, profile: Profile, *,
-                progress: Progress | None = None, database_dir: Path | None = None,
-                ) -> list[tuple[Case, Verdict]]:
-    """Draw the cases of one pattern and kind, then judge them (several at a time when the
-    runner is a pool); returns the failing ones."""
-    strategy = _STRATEGIES[kind](pattern)
-    failing: list[tuple[Case, Verdict]] = []
-    cases = draw_cases(pattern, kind, profile, database_dir=database_dir)
-    for case, verdict in zip(cases, runner.run_many(cases)):
-        collector.add(case, verdict)
+def draw_cases(pattern: PatternEntry, kind: CaseKind, profile: Profile, *, run_seed: int = 0,
+               database_dir: Path | None = None, selection: Selection | None = None,
+               ) -> list[Case]:
+    """The cases of one pattern and kind, in the order they are judged (for valid cases the
+    catalog instances first, then hypothesis' draws), before the selection filters them."""
+    return [case for draw in _draws(pattern, kind, profile, selection or Selection())
+            for case in _run_draw(draw, profile, run_seed, database_dir)]
+
+
+def _ignore_sigint() -> None:
+    # Ctrl-C is the parent's to handle: it stops the drawing processes itself.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _draw_in_child(draw: _Draw, profile: Profile, run_seed: int,
+                   database_dir: Path | None) -> bytes:
+    # Graphs hold read-only mappings that the standard pickler refuses; the transport's
+    # pickler rebuilds them (these bytes come from the suite's own process, so plain pickle
+    # reads them back).
+    return dumps(_run_draw(draw, profile, run_seed, database_dir))
+
+
+def _drawn(draws: Sequence[_Draw], profile: Profile, run_seed: int, database_dir: Path | None,
+           jobs: int) -> Iterator[list[Case]]:
+    """The cases of each draw, in order; with several jobs, drawn in as many processes."""
+    if jobs <= 1 or len(draws) < 4:
+        for draw in draws:
+            yield _run_draw(draw, profile, run_seed, database_dir)
+        return
+    methods = multiprocessing.get_all_start_methods()
+    context = multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
+    with ProcessPoolExecutor(max_workers=jobs, mp_context=context,
+                             initializer=_ignore_sigint) as pool:
+        futures = [pool.submit(_draw_in_child, d, profile, run_seed, database_dir)
+                   for d in draws]
+        try:
+            for future in futures:
+                found: list[Case] = pickle.loads(future.result())
+                yield found
+        except BaseException:
+            for future in futures:
+                future.cancel()
+            raise
+
+
+def plan_cases(selection: Selection, profile: Profile, *, run_seed: int = 0,
+               shard: Shard | None = None, expectations: Expectations | None = None,
+               device: Device | None = None, jobs: int = 1, database_dir: Path | None = None,
+               progress: Progress | None = None) -> Plan:
+    """Draw and select the cases of a run (see the module docstring). SelectionError when a
+    case id given without wildcards is not among the cases drawn, or nothing is selected."""
+    draws = [d for pattern in selection.entries() for kind in selection.kinds
+             for d in _draws(pattern, kind, profile, selection)]
+    selected: list[Case] = []
+    for done, cases in enumerate(_drawn(draws, profile, run_seed, database_dir, jobs), 1):
+        selected += [c for c in cases if selection.holds(c)]
         if progress is not None:
-            progress(pattern.id, kind, case, verdict)
+            progress.drawing(done, len(draws))
+    found = {c.id for c in selected}
+    missing = [c for c in selection.exact_cases() if c not in found]
+    if missing:
+        raise SelectionError(f"case {missing[0]!r} is not among the cases the {profile.name} "
+                             f"profile draws with seed {run_seed}"
+                             + (f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""))
+    if not selected:
+        raise SelectionError("the selection holds no case: no drawn case has the selected "
+                             "rules, dtypes and kinds")
+    seen: Counter[str] = Counter()
+    judged: list[PlannedCase] = []
+    skipped: list[PlannedCase] = []
+    where = device or Device("unknown")
+    for index, case in enumerate(selected):
+        seen[case.id] += 1
+        if shard is not None and not shard.holds(case.id):
+            continue
+        match = expectations.match(case, where) if expectations is not None else None
+        planned = PlannedCase(case, index, seen[case.id], match)
+        (skipped if match is not None and match.status == "skip" else judged).append(planned)
+    return Plan(tuple(judged), tuple(skipped), len(selected), shard)
+
+
+def judge_plan(plan: Plan, runner: Runner | RunnerPool, collector: ResultsCollector,
+               profile: Profile, *, progress: Progress | None = None) -> None:
+    """Judge the plan's cases and record them (skipped ones too); in the thorough profile,
+    shrink each failing status of each pattern and kind to a minimal case. Ctrl-C leaves
+    what was judged recorded and raises KeyboardInterrupt."""
+    for planned in plan.skipped:
+        collector.skip(planned.case, index=planned.index, occurrence=planned.occurrence,
+                       expectation=_record(planned.expectation))
+    if progress is not None:
+        progress.judging(len(plan.cases))
+    cases = [p.case for p in plan.cases]
+    verdicts = runner.judge_many(cases) if isinstance(runner, RunnerPool) else \
+        _timed(runner, cases)
+    failing: dict[tuple[str, CaseKind], list[tuple[Case, Verdict]]] = {}
+    for planned, (verdict, seconds) in zip(plan.cases, verdicts):
+        collector.add(planned.case, verdict, index=planned.index,
+                      occurrence=planned.occurrence, seconds=seconds,
+                      expectation=_record(planned.expectation, verdict))
+        if progress is not None:
+            progress.judged(planned, verdict, seconds)
         if verdict.failed:
-            failing.append((case, verdict))
-    if failing and profile.shrink:
-        _add_minimal_cases(strategy, failing, runner, collector)
-    return failing
+            key = (planned.case.pattern, planned.case.kind)
+            failing.setdefault(key, []).append((planned.case, verdict))
+    if profile.shrink:
+        for (pattern, kind), found in failing.items():
+            _add_minimal_cases(_STRATEGIES[kind](entry(pattern)), found, runner, collector)
+
+
+def _record(expectation: Expectation | None, verdict: Verdict | None = None,
+            ) -> dict[str, object] | None:
+    """The expectations entry as the results document records it, with whether `verdict` is
+    the failure it expects."""
+    if expectation is None:
+        return None
+    found: dict[str, object] = expectation.record()
+    if verdict is not None:
+        found["met"] = verdict.failed and expectation.expects(verdict.status.value)
+    return found
+
+
+def _timed(runner: Runner, cases: Sequence[Case]) -> Iterator[tuple[Verdict, float]]:
+    for case in cases:
+        start = time.perf_counter()
+        verdict = runner.run(case)
+        yield verdict, time.perf_counter() - start
 
 
 def _add_minimal_cases(strategy: st.SearchStrategy[Case], failing: list[tuple[Case, Verdict]],
@@ -163,29 +354,70 @@ def _add_minimal_cases(strategy: st.SearchStrategy[Case], failing: list[tuple[Ca
 
 
 def run_suite(backend: str, *, device: str | None = None, patterns: Sequence[str] | None = None,
-              kinds: Sequence[CaseKind] = tuple(CaseKind), profile: Profile = PROFILES["ci"],
-              out_dir: Path | None = None, isolate: bool = True, seed: int = 0,
-              sys_path: Sequence[str] = (), progress: Progress | None = None, jobs: int = 1,
-              memory_limit: int | None = None) -> ResultsCollector:
-    """Grade `backend` (a registered name or ``module:attr``) on every selected pattern,
-    `jobs` cases at a time. Ctrl-C stops the run: what was judged is kept, and the collector
-    is marked `interrupted` (its document `incomplete`)."""
-    entries = select_patterns(patterns)
-    database_dir = out_dir / "hypothesis-db" if out_dir is not None else None
-    log_path = out_dir / "worker.log" if out_dir is not None else None
+              kinds: Sequence[CaseKind] = tuple(CaseKind), selection: Selection | None = None,
+              profile: Profile = PROFILES["ci"], out_dir: OutDir = None, isolate: bool = True,
+              seed: int = 0, sys_path: Sequence[str] = (), progress: Progress | None = None,
+              jobs: int = 1, memory_limit: int | None = None, shard: Shard | None = None,
+              expectations: Expectations | None = None, strict: bool = False,
+              ) -> ResultsCollector:
+    """Grade `backend` (a registered name or ``module:attr``, recorded as given) on the
+    selected cases (`selection`, or the patterns and kinds given), `jobs` cases at a time.
+    Ctrl-C stops the run: what was judged is kept, and the collector is marked `interrupted`
+    (its document `incomplete`). SelectionError when the selection names nothing."""
+    chosen = (selection or Selection(patterns=tuple(patterns or ()), kinds=tuple(kinds)))
+    chosen = replace(chosen, kinds=tuple(chosen.kinds)).validate()
+    log_dir = out_dir if isinstance(out_dir, Path) else None
+    scratch: Path | None = None
+    if callable(out_dir):
+        # The default folder depends on the device the backend picks, known once a worker
+        # has started: the workers log to a scratch folder meanwhile.
+        scratch = log_dir = Path(tempfile.mkdtemp(prefix="fusionspec-logs-"))
+    log_path = log_dir / "worker.log" if log_dir is not None else None
+    try:
+        collector = _run_in_pool(backend, device, chosen, profile, out_dir, isolate, seed,
+                                 sys_path, progress, jobs, memory_limit, shard, expectations,
+                                 strict, log_path)
+    finally:
+        if scratch is not None:
+            # Also when the workers never started: the scratch folder is this run's alone.
+            _move_logs(scratch, None)
+    return collector
+
+
+def _run_in_pool(backend: str, device: str | None, chosen: Selection, profile: Profile,
+                 out_dir: OutDir, isolate: bool, seed: int, sys_path: Sequence[str],
+                 progress: Progress | None, jobs: int, memory_limit: int | None,
+                 shard: Shard | None, expectations: Expectations | None, strict: bool,
+                 log_path: Path | None) -> ResultsCollector:
     with RunnerPool(backend, device, profile.timeout_s, jobs=jobs, isolate=isolate, seed=seed,
                     sys_path=sys_path, log_path=log_path, memory_limit=memory_limit) as runner:
-        collector = ResultsCollector(runner.backend_name, runner.device, seed=seed,
-                                     out_dir=out_dir, device_problems=runner.device_problems)
+        target = out_dir(runner.backend_name, runner.device) if callable(out_dir) else out_dir
+        collector = ResultsCollector(
+            runner.backend_name, runner.device, seed=seed, out_dir=target,
+            device_problems=runner.device_problems, backend_spec=backend, profile=profile.name,
+            selection=chosen.to_dict(), shard=str(shard) if shard else None,
+            expectations=(expectations.header() if expectations else None), strict=strict)
         try:
-            for pattern in entries:
-                for kind in kinds:
-                    run_pattern(pattern, kind, runner, collector, profile, progress=progress,
-                                database_dir=database_dir)
+            plan = plan_cases(chosen, profile, run_seed=seed, shard=shard,
+                              expectations=expectations, device=runner.device, jobs=jobs,
+                              database_dir=target / "hypothesis-db" if target else None,
+                              progress=progress)
+            collector.planned = plan.selected
+            judge_plan(plan, runner, collector, profile, progress=progress)
         except KeyboardInterrupt:
             collector.interrupted = True
             collector.incomplete = (f"interrupted after {collector.cases} case(s); the "
-                                    "patterns and kinds not reached were not judged")
+                                    "cases not reached were not judged")
     collector.counters = dict(runner.counters)  # complete once the workers have stopped
     collector.finish()
+    if log_path is not None and callable(out_dir):
+        _move_logs(log_path.parent, collector.out_dir)
     return collector
+
+
+def _move_logs(scratch: Path, target: Path | None) -> None:
+    if target is not None:
+        target.mkdir(parents=True, exist_ok=True)
+        for log in sorted(scratch.glob("worker*.log")):
+            shutil.move(str(log), str(target / log.name))
+    shutil.rmtree(scratch, ignore_errors=True)

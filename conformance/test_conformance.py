@@ -1,5 +1,5 @@
-"""The conformance suite as pytest tests; collected by
-``pytest --pyargs fusionspec.conformance --backend NAME`` (see `fusionspec.conformance.plugin`).
+"""The conformance suite as pytest tests, one per case; collected by
+``pytest --pyargs fusionspec.conformance --fs-backend NAME`` (see `fusionspec.conformance.plugin`).
 
 Imports are absolute on purpose: pytest may import this file under its folder's name
 (``conformance``), and the plugin's state must be the one of ``fusionspec.conformance``.
@@ -9,13 +9,9 @@ from __future__ import annotations
 
 import pytest
 
-from fusionspec.conformance.cases import CaseKind
-from fusionspec.conformance.plugin import conformance_case_run
-from fusionspec.conformance.runner import Runner
-from fusionspec.conformance.suite import Profile
+from fusionspec.conformance.plugin import judge_case
+from fusionspec.conformance.suite import PlannedCase
 
 
-def test_conformance(conformance_target: tuple[str, CaseKind], conformance_runner: Runner,
-                     pytestconfig: pytest.Config, conformance_profile: Profile) -> None:
-    conformance_case_run(conformance_target, conformance_runner, pytestconfig,
-                         conformance_profile)
+def test_conformance(fs_case: PlannedCase | None, pytestconfig: pytest.Config) -> None:
+    judge_case(fs_case, pytestconfig)

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 from fusionspec.spec.errors import FusionspecError
 
-__all__ = ["ExecutionError", "InputMismatchError", "UnsupportedOpError", "OpInputError"]
+__all__ = ["ExecutionError", "InputMismatchError", "UnsupportedOpError", "OpInputError",
+           "MemoryBudgetError"]
 
 
 class ExecutionError(FusionspecError):
@@ -59,3 +60,8 @@ class UnsupportedOpError(ExecutionError):
 
 class OpInputError(ExecutionError):
     """An op's input values, shapes or attributes that its semantics cannot evaluate."""
+
+
+class MemoryBudgetError(ExecutionError):
+    """Running a graph would need more memory than the budget allows (the estimate and the
+    budget are in the message)."""

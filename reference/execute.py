@@ -34,6 +34,7 @@ from fusionspec.spec.validate import validate_op
 
 from .dtypes import cast_to, compute_dtype, high_precision, is_float_dtype, numpy_dtype, widen
 from .errors import ExecutionError, InputMismatchError, OpInputError, UnsupportedOpError
+from .memory import budget, check_budget
 from .partitioner import partition
 from .registry import implementation
 
@@ -46,22 +47,26 @@ Partitioner: TypeAlias = Callable[[Graph], Sequence[Partition]]
 
 
 def execute(target: Partition | Graph, inputs: Mapping[int, Array], *,
-            partitioner: Partitioner | None = None,
-            keep_intermediates: bool = False) -> dict[int, Array]:
+            partitioner: Partitioner | None = None, keep_intermediates: bool = False,
+            memory_budget: int | None = None) -> dict[int, Array]:
     """Run a partition or a graph on `inputs` and return its outputs by tensor id.
 
     For a `Partition`: its outputs, each in its declared dtype. For a `Graph`: every graph
     output (tensors no op consumes); the graph is finalized first if needed and split with
-    `partitioner` (default: the reference partitioner when it is available, else one
-    partition per op, see `default_partitioner`). With `keep_intermediates`, every tensor is
-    returned, inputs included; tensors internal to a fused partition are then reported cast to
-    their declared dtype, for inspection only (the partition's own consumers saw f32).
+    `partitioner` (default: the reference partitioner, see `default_partitioner`). With
+    `keep_intermediates`, every tensor is returned, inputs included; tensors internal to a fused
+    partition are then reported cast to their declared dtype, for inspection only (the
+    partition's own consumers saw f32). A graph or partition whose tensors would need more
+    than `memory_budget` bytes (default `fusionspec.reference.memory.budget()`) raises
+    `MemoryBudgetError` before anything is computed.
     """
     if isinstance(target, Partition):
         if partitioner is not None:
             raise TypeError("partitioner applies to a Graph, not to a Partition")
+        check_budget(target.as_graph(), budget() if memory_budget is None else memory_budget)
         return execute_partition(target, inputs, keep_intermediates=keep_intermediates)
     if isinstance(target, Graph):
+        check_budget(target, budget() if memory_budget is None else memory_budget)
         return execute_graph(target, inputs, partitioner=partitioner,
                              keep_intermediates=keep_intermediates)
     raise TypeError(f"execute() takes a Partition or a Graph, got {type(target).__name__}")

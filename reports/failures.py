@@ -24,6 +24,8 @@ from pathlib import Path, PurePath
 
 from markupsafe import Markup
 
+from fusionspec.spec.files import inside, safe_component
+
 from .document import Doc
 from .legend import StatusInfo, status_info
 from .svg import MAX_DIAGRAM_OPS, DiagramOp, TensorRef, chain_diagram
@@ -34,6 +36,8 @@ __all__ = ["PartitionRow", "OutputRow", "WorstRow", "BoundView", "CulpritView", 
 
 #: A graph.json longer than this is cut in the page (the file itself is named for the rest).
 MAX_JSON_CHARS = 120_000
+#: A graph.json larger than this is not read at all.
+MAX_GRAPH_BYTES = 64 * 2**20
 
 #: Detail keys the drill-down renders in their own place; any other key goes to "more details".
 _SHOWN = frozenset({
@@ -245,14 +249,19 @@ def _membership(expected: Sequence[Doc], actual: Sequence[Doc]) -> dict[str, tup
 # -- the graph ---------------------------------------------------------------------------------
 
 def find_folder(recorded: str, results_path: Path | None) -> Path | None:
-    """The failure folder: next to the results file first, then where the run recorded it."""
-    if not recorded:
+    """The failure folder a results file names: ``failures/<name>`` next to the results file
+    first (a results folder that was moved still finds its artifacts), then the path the run
+    recorded. Either is followed only when it resolves inside the results file's folder: a
+    results document from elsewhere cannot point the report at any other folder."""
+    if not recorded or results_path is None:
         return None
-    candidates = []
-    if results_path is not None:
-        candidates.append(results_path.parent / "failures" / PurePath(recorded).name)
-    candidates.append(Path(recorded))
-    return next((c for c in candidates if c.is_dir()), None)
+    root = results_path.parent
+    name = safe_component(PurePath(recorded).name)
+    for candidate in (Path("failures") / name, Path(recorded)):
+        found = inside(candidate, root)
+        if found is not None and found != root.resolve() and found.is_dir():
+            return found
+    return None
 
 
 def _tensors(value: object) -> tuple[TensorRef, ...]:
@@ -290,16 +299,23 @@ def _graph(folder: Path | None, marks: Mapping[str, tuple[str, bool]], title: st
         return None, "", None, ("the failure folder is not there (it is written when the run "
                                 "has --out); nothing is regenerated")
     path = folder / "graph.json"
+    if inside(path, folder) is None:
+        return None, "", None, f"{path} is a link out of its failure folder; not followed"
     if not path.is_file():
         notes = ""
+        case = folder / "case.json"
         try:
-            record = json.loads((folder / "case.json").read_text(encoding="utf-8"))
-            if isinstance(record, Mapping) and isinstance(record.get("notes"), list):
-                notes = "; ".join(str(n) for n in record["notes"])
-        except (OSError, ValueError):
+            if inside(case, folder) is not None and case.stat().st_size <= MAX_GRAPH_BYTES:
+                record = json.loads(case.read_text(encoding="utf-8"))
+                if isinstance(record, Mapping) and isinstance(record.get("notes"), list):
+                    notes = "; ".join(str(n) for n in record["notes"])
+        except (OSError, ValueError, RecursionError):
             notes = ""
         return None, "", None, f"no graph.json in {folder}" + (f" ({notes})" if notes else "")
     try:
+        if path.stat().st_size > MAX_GRAPH_BYTES:
+            return None, "", None, (f"{path} is over {MAX_GRAPH_BYTES // 2**20} MB; not "
+                                    "shown")
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         return None, "", None, f"{path} cannot be read: {exc}"
@@ -308,6 +324,8 @@ def _graph(folder: Path | None, marks: Mapping[str, tuple[str, bool]], title: st
         f"in {path}")
     try:
         ops = _diagram_ops(json.loads(text), marks)
+    except RecursionError:
+        return None, f"not drawn: {path.name} is nested too deeply", shown, ""
     except ValueError as exc:
         return None, f"not drawn: {path.name} is not a oneDNN graph ({exc})", shown, ""
     if len(ops) > MAX_DIAGRAM_OPS:

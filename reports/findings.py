@@ -10,7 +10,9 @@ marked "Known departure" where oneDNN's own sources already document it.
 
 `copy_examples` copies each finding's example folder (``graph.json``, ``inputs.npz``,
 ``case.json``) next to the document, so the replay commands work from a checkout without the
-run's output folder.
+run's output folder. Results documents are untrusted input: `checked` types every field read,
+text is escaped for Markdown and replay commands are shell-quoted (`fusionspec.reports.markdown`),
+and examples are copied only from folders inside the results document's own folder.
 
 This module reads results as plain data; it imports nothing from the suite's runtime.
 """
@@ -25,9 +27,14 @@ from pathlib import Path
 from typing import Any
 
 from fusionspec.spec.categories import BINARY, UNARY
+from fusionspec.spec.files import inside, safe_component
 
-__all__ = ["Finding", "KNOWN", "group_findings", "findings_markdown", "copy_examples",
-           "signature", "run_label"]
+from . import markdown as md
+from .document import Doc
+from .failures import find_folder
+
+__all__ = ["Finding", "KNOWN", "checked", "group_findings", "findings_markdown",
+           "copy_examples", "signature", "run_label", "EXAMPLE_FILES", "MAX_EXAMPLE_BYTES"]
 
 Record = Mapping[str, Any]
 
@@ -169,41 +176,91 @@ def group_findings(results: Mapping[str, Any]) -> list[Finding]:
 
 def _example_dir(record: Record) -> str | None:
     replay = record.get("replay") or {}
-    folder = replay.get("dir") if isinstance(replay, dict) else None
+    folder = replay.get("dir") if isinstance(replay, Mapping) else None
     return str(folder) if folder else None
 
 
-def copy_examples(findings: Sequence[Finding], target: Path) -> dict[str, str]:
-    """Copy each finding's example folder under `target` (emptied first); case id -> copied
-    folder."""
-    copied: dict[str, str] = {}
-    if target.exists():
+#: What `copy_examples` copies from a failure folder: these regular files, nothing else.
+EXAMPLE_FILES = ("case.json", "graph.json", "inputs.npz", "replay.txt")
+#: A file larger than this is left out of the copy.
+MAX_EXAMPLE_BYTES = 64 * 2**20
+
+
+def copy_examples(findings: Sequence[Finding], root: Path, label: str,
+                  results_path: Path) -> dict[str, str]:
+    """Copy each finding's example folder into ``root/<label>/`` and return case id -> copied
+    folder.
+
+    ``root/<label>`` is emptied first; `label` is made one safe path component, so what is
+    emptied is always a folder strictly inside `root`. A failure folder is found as the report
+    finds it (inside `results_path`'s folder, never elsewhere), and only its `EXAMPLE_FILES`
+    that are regular files inside it, each under `MAX_EXAMPLE_BYTES`, are copied.
+    """
+    base = root.resolve()
+    target = base / safe_component(label, fallback="run")
+    if inside(target, base) in (None, base):  # safe_component makes this impossible
+        raise ValueError(f"refusing to write examples outside {base}")
+    if target.is_symlink():
+        target.unlink()
+    elif target.exists():
         shutil.rmtree(target)
+    copied: dict[str, str] = {}
     for finding in findings:
-        source = _example_dir(finding.example)
-        if source is None or not Path(source).is_dir():
+        source = find_folder(_example_dir(finding.example) or "", results_path)
+        if source is None:
             continue
-        dest = target / Path(source).name
-        shutil.copytree(source, dest)
+        dest = target / safe_component(source.name, fallback="case")
+        files = [source / name for name in EXAMPLE_FILES
+                 if inside(source / name, source) is not None and (source / name).is_file()
+                 and (source / name).stat().st_size <= MAX_EXAMPLE_BYTES]
+        if not files:
+            continue
+        dest.mkdir(parents=True, exist_ok=True)
+        for path in files:
+            shutil.copyfile(path, dest / path.name)
         copied[str(finding.example.get("case_id"))] = str(dest)
     return copied
-
-
-def _md(text: object) -> str:
-    return str(text).replace("|", "\\|").replace("\n", " ")
 
 
 def _replay(backend: str, device: str, folder: str | None) -> str:
     if folder is None:
         return "no failure folder was written (run with --out)"
-    return f"`fusionspec conform --backend {backend} --device {device} --replay {folder}`"
+    return md.shell(["fusionspec", "conform", "--backend", backend, "--device", device,
+                     "--replay", folder])
 
 
 def run_label(results: Mapping[str, Any]) -> str:
-    """``onednn-3.2.0-cpu``: backend, driver version and device of a results document."""
+    """``onednn-3.2.0-cpu``: backend, driver version and device of a results document, as one
+    safe path component (`fusionspec.spec.files.safe_component`)."""
     device = results.get("device") or {}
     parts = [str(results.get("backend")), str(device.get("driver") or ""), str(device.get("id"))]
-    return re.sub(r"[^A-Za-z0-9._-]+", "_", "-".join(p for p in parts if p))
+    return safe_component("-".join(p for p in parts if p), fallback="run")
+
+
+_RECORD_FIELDS = ("case_id", "pattern", "kind", "rule", "dtype", "description", "status",
+                  "reason")
+
+
+def _record(doc: Doc) -> dict[str, Any]:
+    record: dict[str, Any] = {key: doc.text(key) for key in _RECORD_FIELDS}
+    record["minimal_of"] = doc.text("minimal_of")
+    record["replay"] = {"dir": doc.obj("replay").text("dir")}
+    return record
+
+
+def checked(results: Mapping[str, Any], source: str) -> dict[str, Any]:
+    """The parts of a results document findings reads, each checked for its type (a
+    `fusionspec.reports.document.ReportError` naming the field otherwise) and made plain
+    strings and counts: the rest of this module then cannot trip over a wrongly typed field."""
+    doc = Doc(results, source)
+    device = doc.obj("device")
+    return {
+        "backend": doc.text("backend"), "started": doc.text("started"),
+        "finished": doc.text("finished"), "suite_version": doc.text("suite_version"),
+        "seed": doc.text("seed"), "totals": doc.counts("totals"),
+        "device": {key: device.text(key) for key in ("id", "name", "driver", "runtime")},
+        "failures": [_record(r) for r in doc.objects("failures")],
+        "extensions": [_record(r) for r in doc.objects("extensions")]}
 
 
 def _run_section(results: Mapping[str, Any], example_dirs: Mapping[str, str]) -> list[str]:
@@ -215,13 +272,14 @@ def _run_section(results: Mapping[str, Any], example_dirs: Mapping[str, str]) ->
     departures = [f for f in findings if f.status != "extension"]
     extensions = [f for f in findings if f.status == "extension"]
     lines = [
-        f"## {_md(device.get('name') or backend)} (`{run_label(results)}`)", "",
-        f"Backend `{backend}`, device `{device_id}`, driver {_md(device.get('driver', ''))}, "
-        f"runtime {_md(device.get('runtime', ''))}; run {results.get('started')} to "
-        f"{results.get('finished')}, suite {results.get('suite_version')}, seed "
-        f"{results.get('seed')}.", "",
+        f"## {md.text(device.get('name') or backend)} ({md.code(run_label(results))})", "",
+        f"Backend {md.code(backend)}, device {md.code(device_id)}, driver "
+        f"{md.text(device.get('driver', ''))}, runtime {md.text(device.get('runtime', ''))}; "
+        f"run {md.text(results.get('started'))} to {md.text(results.get('finished'))}, suite "
+        f"{md.text(results.get('suite_version'))}, seed {md.text(results.get('seed'))}.", "",
         "| status | cases |", "|---|---|",
-        *[f"| {k} | {v} |" for k, v in sorted(totals.items(), key=lambda kv: -kv[1])], "",
+        *[f"| {md.text(k)} | {md.text(v)} |"
+          for k, v in sorted(totals.items(), key=lambda kv: -kv[1])], "",
         f"{len(departures)} departures and {len(extensions)} kinds of extension, grouped from "
         "the failing and extension cases, largest first; each with one replayable example.", "",
         *_explained(findings)]
@@ -233,14 +291,14 @@ def _run_section(results: Mapping[str, Any], example_dirs: Mapping[str, str]) ->
         for number, finding in enumerate(chosen, 1):
             ex = finding.example
             folder = example_dirs.get(str(ex.get("case_id"))) or _example_dir(ex)
-            lines += [f"#### {number}. {_md(finding.signature)}", ""]
+            lines += [f"#### {number}. {md.text(finding.signature)}", ""]
             if finding.known:
-                lines += [f"{finding.known}.", ""]
+                lines += [f"{md.text(finding.known)}.", ""]
             lines += [
-                f"- cases: {len(finding.records)} ({', '.join(finding.kinds)}) in "
-                f"{', '.join(f'`{p}`' for p in finding.patterns)}",
-                f"- example `{_md(ex.get('case_id'))}` ({_md(ex.get('description', ''))}): "
-                f"{_md(ex.get('reason'))}",
+                f"- cases: {len(finding.records)} ({md.text(', '.join(finding.kinds))}) in "
+                f"{', '.join(md.code(p) for p in finding.patterns)}",
+                f"- example {md.code(ex.get('case_id'))} "
+                f"({md.text(ex.get('description', ''))}): {md.text(ex.get('reason'))}",
                 f"- replay: {_replay(backend, device_id, folder)}", ""]
     return lines
 
@@ -252,21 +310,22 @@ def _explained(findings: Sequence[Finding]) -> list[str]:
         by_text.setdefault(finding.known or "(no explanation recorded)", []).append(finding)
     rows = sorted(by_text.items(), key=lambda kv: -sum(len(f.records) for f in kv[1]))
     return ["| explanation | findings | cases |", "|---|---|---|",
-            *[f"| {_md(text)} | {len(group)} | {sum(len(f.records) for f in group)} |"
+            *[f"| {md.text(text)} | {len(group)} | {sum(len(f.records) for f in group)} |"
               for text, group in rows], ""]
 
 
 def findings_markdown(runs: Sequence[Mapping[str, Any]], *, title: str = "Findings",
                       example_dirs: Mapping[str, str] | None = None, intro: str = "") -> str:
-    """The findings document for one or more results documents (see the module doc)."""
-    lines = [f"# {title}", ""]
+    """The findings document for one or more results documents (see the module doc); `intro`
+    is Markdown written by the user and goes in as it is."""
+    lines = [f"# {md.text(title)}", ""]
     if intro:
         lines += [intro.strip(), ""]
     lines += ["| run | cases | pass | departures | extension kinds |", "|---|---|---|---|---|"]
     for results in runs:
         findings = group_findings(results)
         totals = results.get("totals") or {}
-        lines.append(f"| `{run_label(results)}` | {sum(totals.values())} | "
+        lines.append(f"| {md.cell_code(run_label(results))} | {sum(totals.values())} | "
                      f"{totals.get('pass', 0)} | "
                      f"{sum(1 for f in findings if f.status != 'extension')} | "
                      f"{sum(1 for f in findings if f.status == 'extension')} |")

@@ -83,8 +83,12 @@ class Report:
 
     @property
     def verdict(self) -> str:
+        """FAIL, INCOMPLETE or UNAVAILABLE when any run is, PASS when all pass, else EMPTY."""
         verdicts = {run.verdict for run in self.runs}
-        return "FAIL" if "FAIL" in verdicts else ("PASS" if verdicts == {"PASS"} else "EMPTY")
+        for worst in ("FAIL", "INCOMPLETE", "UNAVAILABLE"):
+            if worst in verdicts:
+                return worst
+        return "PASS" if verdicts == {"PASS"} else "EMPTY"
 
 
 def _statements(docs: Sequence[Doc]) -> dict[str, str]:

@@ -15,6 +15,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from fusionspec.spec.files import atomic_write_text
+
 from .document import ReportError
 from .model import Report
 
@@ -52,5 +54,5 @@ def write(report: Report, path: str | Path) -> Path:
     """Render `report` into `path` (folders created as needed) and return the path."""
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(render(report), encoding="utf-8")
+    atomic_write_text(target, render(report))
     return target

@@ -131,23 +131,29 @@ def _pairs(doc: Doc) -> tuple[tuple[str, str], ...]:
     return tuple((str(k), v if isinstance(v, str) else str(v)) for k, v in doc.data.items())
 
 
-def _summary(totals: Cell, limitations: int, suite_errors: int) -> tuple[str, str]:
-    """(PASS / FAIL / EMPTY, the sentence after it)."""
+def _summary(totals: Cell, limitations: int, suite_errors: int, expected: int = 0,
+             strict_passes: int = 0) -> tuple[str, str]:
+    """(PASS / FAIL / EMPTY, the sentence after it). `expected` failing cases are expected by
+    the run's expectations file and do not fail it; `strict_passes` are expected failures that
+    passed in a strict run, which do."""
     if totals.cases == 0:
         return "EMPTY", "no case was graded"
     by = {c.status.name: c.count for c in totals.counts}
-    if totals.failing:
+    known = f"; {expected} of the failures are expected (expectations file)" if expected else ""
+    stale = (f"; {strict_passes} expected failure(s) passed (strict expectations)"
+             if strict_passes else "")
+    if totals.failing > expected or strict_passes:
         bad = ", ".join(f"{c.count} {c.status.name}" for c in totals.counts if c.status.failing)
         rest = ", ".join(f"{c.count} {c.status.name}" for c in totals.counts
                          if not c.status.failing)
         own = f"; {suite_errors} of the errors are the suite's own" if suite_errors else ""
         return "FAIL", (f"{totals.failing} of {totals.cases} cases fail ({bad}{own})"
-                        + (f"; {rest}" if rest else ""))
+                        + (f"; {rest}" if rest else "") + known + stale)
     if by.get("pass", 0) == totals.cases:
         return "PASS", f"all {totals.cases} cases pass"
     parts = ", ".join(f"{c.count} {c.status.name}" for c in totals.counts)
     note = f" ({limitations} declared limitation(s))" if limitations else ""
-    return "PASS", f"no failure in {totals.cases} cases: {parts}{note}"
+    return "PASS", f"no unexpected failure in {totals.cases} cases: {parts}{note}{known}"
 
 
 def run_view(run: Doc, index: int, label_suffix: str = "") -> RunView:
@@ -155,7 +161,13 @@ def run_view(run: Doc, index: int, label_suffix: str = "") -> RunView:
     totals = make_cell(run.counts("totals"))
     suite_errors = sum(1 for f in run.objects("failures")
                        if f.obj("details").raw("suite_error") is True and not f.text("minimal_of"))
-    verdict, summary = _summary(totals, len(run.objects("limitations")), suite_errors)
+    expected = sum(1 for f in run.objects("failures")
+                   if f.raw("expected") and not f.text("minimal_of"))
+    section = run.obj("expectations")
+    strict_passes = len(section.objects("unexpected_passes")) \
+        if section.raw("strict") is True else 0
+    verdict, summary = _summary(totals, len(run.objects("limitations")), suite_errors,
+                                expected, strict_passes)
     unavailable, incomplete = run.text("unavailable"), run.text("incomplete")
     if unavailable:
         verdict, summary = "UNAVAILABLE", f"the backend could not run: {unavailable}"

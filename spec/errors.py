@@ -43,6 +43,9 @@ class GraphRule(StrEnum):
     attr_type = "schema.attr.type"  #: each attribute of its schema type
     attr_value = "schema.attr.value"  #: each attribute value among the allowed ones
     attr_required = "schema.attr.required"  #: every required attribute given
+    attr_finite = "schema.attr.finite"  #: f32 attribute values are finite (no NaN, no inf)
+    attr_range = "schema.attr.range"  #: numbers within the attribute's range (strides >= 1 ...)
+    value_types = "graph.types"  #: op and tensor ids and dims are integers
     dtype_port = "schema.dtype.port"  #: each port's dtype allowed for that port
     dtype_unify = "schema.dtype.unify"  #: ports sharing a type symbol share the dtype
     dtype_row = "schema.dtype.row"  #: the ports' dtypes form a row of the op's table

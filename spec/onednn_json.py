@@ -40,6 +40,7 @@ from typing import Any, TypeVar
 
 from .dtypes import DataType, parse_dtype
 from .errors import JsonFormatError
+from .files import atomic_write_text
 from .graph import UNKNOWN_DIM, AttrValue, Graph, LayoutType, LogicalTensor, Op, PropertyType
 from .opschemas import SCHEMAS
 from .schema import AttrKind
@@ -444,5 +445,6 @@ def dumps(graph: Graph, indent: int | None = 2) -> str:
 
 
 def dump(graph: Graph, path: str | Path, indent: int | None = 2) -> None:
-    """Write `graph` to `path` as oneDNN graph JSON."""
-    Path(path).write_text(dumps(graph, indent), encoding="utf-8")
+    """Write `graph` to `path` as oneDNN graph JSON (atomically: a failed write leaves `path`
+    as it was)."""
+    atomic_write_text(path, dumps(graph, indent) + "\n")

@@ -49,8 +49,14 @@ AUTO_BROADCAST = AttrSpec("auto_broadcast", AttrKind.string, default="numpy",
                           allowed=("none", "numpy"))
 
 
-def _req(name: str, kind: AttrKind) -> AttrSpec:
-    return AttrSpec(name, kind, required=True)
+def _req(name: str, kind: AttrKind, *, minimum: float | None = None,
+         maximum: float | None = None) -> AttrSpec:
+    return AttrSpec(name, kind, required=True, minimum=minimum, maximum=maximum)
+
+
+#: The largest stride, pad, dilation or kernel extent: oneDNN's dims are 64-bit, but a window
+#: value past this bound only overflows index arithmetic (the reference's and a backend's).
+WINDOW_MAX = 2**31 - 1
 
 
 def _ports(*names: str, symbol: str = "T", optional: tuple[str, ...] = ()) -> tuple[PortSpec, ...]:
@@ -182,9 +188,11 @@ def _reduction(kind: str) -> OpSchema:
 
 def _conv_attrs(weights_formats: tuple[str, str]) -> tuple[AttrSpec, ...]:
     return (
-        _req("strides", AttrKind.s64_list), _req("pads_begin", AttrKind.s64_list),
-        _req("pads_end", AttrKind.s64_list), _req("dilations", AttrKind.s64_list), AUTO_PAD,
-        AttrSpec("groups", AttrKind.s64, default=1), DATA_FORMAT,
+        _req("strides", AttrKind.s64_list, maximum=WINDOW_MAX),
+        _req("pads_begin", AttrKind.s64_list, maximum=WINDOW_MAX),
+        _req("pads_end", AttrKind.s64_list, maximum=WINDOW_MAX),
+        _req("dilations", AttrKind.s64_list, maximum=WINDOW_MAX), AUTO_PAD,
+        AttrSpec("groups", AttrKind.s64, default=1, maximum=WINDOW_MAX), DATA_FORMAT,
         AttrSpec("weights_format", AttrKind.string, default=weights_formats[0],
                  allowed=weights_formats),
     )
@@ -198,10 +206,12 @@ def _matmul_dst(op: Op) -> str | None:
 
 
 def _pool_common() -> tuple[AttrSpec, ...]:
-    return (_req("strides", AttrKind.s64_list), _req("pads_begin", AttrKind.s64_list),
-            _req("pads_end", AttrKind.s64_list), _req("kernel", AttrKind.s64_list),
-            DATA_FORMAT, AttrSpec("rounding_type", AttrKind.string, default="floor",
-                                  allowed=("floor", "ceil")), AUTO_PAD)
+    return (_req("strides", AttrKind.s64_list, maximum=WINDOW_MAX),
+            _req("pads_begin", AttrKind.s64_list, maximum=WINDOW_MAX),
+            _req("pads_end", AttrKind.s64_list, maximum=WINDOW_MAX),
+            _req("kernel", AttrKind.s64_list, maximum=WINDOW_MAX), DATA_FORMAT,
+            AttrSpec("rounding_type", AttrKind.string, default="floor",
+                     allowed=("floor", "ceil")), AUTO_PAD)
 
 
 def _maxpool_dilations(op: Op) -> str | None:
@@ -231,6 +241,13 @@ def _quant_scales_zps(op: Op) -> str | None:
         return "scales must not be empty"
     if op.attrs.get("qtype") == "per_tensor" and len(scales) != 1:
         return f"per_tensor needs exactly 1 scale, got {len(scales)}"
+    if any(scale == 0 for scale in scales):
+        return f"scales must not be 0, got {list(scales)}"
+    shape = op.inputs[0].shape if op.inputs else None
+    axis = op.attrs.get("axis", 1)
+    if op.attrs.get("qtype") == "per_channel" and shape is not None and \
+            isinstance(axis, int) and not -len(shape) <= axis < len(shape):
+        return f"axis {axis} is out of range for src of rank {len(shape)}"
     zps = op.attrs.get("zps")
     if zps is not None:
         assert isinstance(zps, tuple)
@@ -323,7 +340,8 @@ def _build() -> dict[str, OpSchema]:
             types={"T1": F, "T2": S32},
             attrs=(AttrSpec("mode", AttrKind.string, required=True,
                 allowed=("nearest", "linear", "bilinear", "trilinear")),
-                AttrSpec("sizes", AttrKind.s64_list), AttrSpec("scales", AttrKind.f32_list),
+                AttrSpec("sizes", AttrKind.s64_list, minimum=1, maximum=WINDOW_MAX),
+                AttrSpec("scales", AttrKind.f32_list),
                 AttrSpec("coordinate_transformation_mode", AttrKind.string,
                 default="half_pixel", allowed=("half_pixel", "align_corners")),
                 DATA_FORMAT),
@@ -347,7 +365,7 @@ def _build() -> dict[str, OpSchema]:
                 symbol="T2")),
             outputs=(PortSpec("dst", "T1"),),
             types={"T1": F, "T2": frozenset({D.f32, D.bf16})},
-            attrs=(_req("epsilon", AttrKind.f32), DATA_FORMAT),
+            attrs=(_req("epsilon", AttrKind.f32, minimum=0.0), DATA_FORMAT),
             infer=infer_identity,
             constraints=(_bn_aux(1),),
             summary="gamma*(x - mean)/sqrt(variance + epsilon) + beta per channel",
@@ -367,7 +385,8 @@ def _build() -> dict[str, OpSchema]:
             inputs=_ports("src"),
             outputs=_ports("dst"),
             types={"T": F},
-            attrs=(*_pool_common(), AttrSpec("dilations", AttrKind.s64_list, default=())),
+            attrs=(*_pool_common(), AttrSpec("dilations", AttrKind.s64_list, default=(),
+                                             minimum=1, maximum=WINDOW_MAX)),
             infer=infer_pool,
             constraints=(PADS_RULE, Constraint("schema.attr.maxpool_dilations", "MaxPool dilations "
                 "has one value per kernel dim", _maxpool_dilations)),
@@ -474,7 +493,7 @@ def _build() -> dict[str, OpSchema]:
             outputs=(PortSpec("diff_src", "T1"), PortSpec("diff_gamma", "T2", optional=True),
                 PortSpec("diff_beta", "T2", optional=True)),
             types={"T1": F, "T2": frozenset({D.f32, D.bf16})},
-            attrs=(_req("epsilon", AttrKind.f32), DATA_FORMAT),
+            attrs=(_req("epsilon", AttrKind.f32, minimum=0.0), DATA_FORMAT),
             infer=infer_batchnorm_backward,
             constraints=(_bn_aux(2),),
             output_counts=frozenset({1, 3}),

@@ -77,11 +77,33 @@ class AttrKind(StrEnum):
 
 @dataclass(frozen=True)
 class AttrSpec:
+    """One attribute of an op: its kind, whether it is required or its default, the allowed
+    strings, and for numbers the range every value (every element of a list) must lie in
+    (`minimum`, `maximum`, inclusive; f32 values must also be finite)."""
+
     name: str
     kind: AttrKind
     required: bool = False
     default: AttrValue | None = None
     allowed: tuple[str, ...] | None = None
+    minimum: float | None = None
+    maximum: float | None = None
+
+    def out_of_range(self, value: AttrValue) -> str | None:
+        """Why `value` (of this attribute's kind) is outside the range, or None."""
+        values = value if isinstance(value, tuple) else (value,)
+        for item in values:
+            if isinstance(item, bool) or not isinstance(item, int | float):
+                continue
+            if self.minimum is not None and item < self.minimum:
+                return f"{item!r} is below the minimum {_number(self.minimum)}"
+            if self.maximum is not None and item > self.maximum:
+                return f"{item!r} is above the maximum {_number(self.maximum)}"
+        return None
+
+
+def _number(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else repr(value)
 
 
 @dataclass(frozen=True)

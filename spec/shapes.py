@@ -11,6 +11,7 @@ The arithmetic follows oneDNN's shape inference (graph-style dilations, auto_pad
 
 from __future__ import annotations
 
+import math
 import struct
 from collections.abc import Sequence
 
@@ -43,6 +44,10 @@ U = UNKNOWN_DIM
 #: oneDNN's DNNL_MAX_NDIMS: it fills defaulted per-dim attributes (ConvTranspose output_padding,
 #: MaxPool dilations) with this many values, and its graph dumps carry them that way.
 MAX_NDIMS = 12
+
+
+#: The largest output extent shape inference produces from attribute values.
+_DIM_MAX = 2**31 - 1
 
 
 def _known(d: int) -> bool:
@@ -200,6 +205,9 @@ def infer_reduce(op: Op, shapes: Sequence[Shape]) -> Sequence[Shape]:
     for a in axes:
         if not -rank <= a < rank:
             raise InferenceFailure(f"axis {a} is out of range for rank {rank}",
+                                   where="attribute axes")
+        if a % rank in norm:
+            raise InferenceFailure(f"axis {a % rank} is listed twice in axes {list(axes)}",
                                    where="attribute axes")
         norm.add(a % rank)
     keep = bool(op.attrs.get("keep_dims", False))
@@ -416,9 +424,19 @@ def infer_interpolate(op: Op, shapes: Sequence[Shape]) -> Sequence[Shape]:
         out_sp = list(sizes)
     else:
         _check_len("scales", [0] * len(scales), len(sp))
+        if any(not s > 0 for s in scales):
+            raise InferenceFailure(f"scales must be positive, got {list(scales)}",
+                                   where="attribute scales")
         # oneDNN multiplies in f32, float(in) * scale, then truncates: 10 x 0.7 gives 7, not 6.
-        out_sp = [int(_f32(float(d) * _f32(float(s)))) if _known(d) else U
-                  for d, s in zip(sp, scales)]
+        sizes_f = [_f32(float(d) * _f32(float(s))) if _known(d) else float(U)
+                   for d, s in zip(sp, scales)]
+        if any(not math.isfinite(v) or v > _DIM_MAX for v in sizes_f):
+            raise InferenceFailure(f"scales {list(scales)} give an output size past "
+                                   f"{_DIM_MAX}", where="attribute scales")
+        out_sp = [int(v) if _known(d) else U for v, d in zip(sizes_f, sp)]
+        if any(_known(d) and d < 1 for d in out_sp):
+            raise InferenceFailure(f"scales {list(scales)} give an empty output "
+                                   f"{out_sp}", where="attribute scales")
     return [_make_data_shape(fmt, src[0], c, out_sp)]
 
 

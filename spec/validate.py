@@ -15,6 +15,7 @@ rule id:
 
 from __future__ import annotations
 
+import math
 import warnings
 from collections import deque
 from collections.abc import Mapping, Sequence
@@ -31,7 +32,7 @@ from .errors import (
 )
 from .ir import AttrValue, LogicalTensor, Op
 from .opschemas import OPAQUE_KINDS, SCHEMAS
-from .schema import InferenceFailure, OpSchema, Shape
+from .schema import AttrKind, InferenceFailure, OpSchema, Shape
 
 __all__ = ["finalize_ops", "validate_op", "OutsideSpecWarning", "ENGINE_KINDS", "FPMATH_MODES",
            "topological_order", "merge_shapes"]
@@ -61,7 +62,33 @@ def finalize_ops(ops: Sequence[Op], *, engine_kind: str, fpmath_mode: str) -> li
     return [_with_shapes(op, shapes) for op in checked]
 
 
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _check_types(ops: Sequence[Op]) -> None:
+    """Ids and dims are integers (a graph built in Python may hold anything)."""
+    for op in ops:
+        if not _is_int(op.id):
+            raise TopologyError(f"op id {op.id!r} is not an integer", rule=GraphRule.value_types,
+                                op_kind=op.kind if isinstance(op.kind, str) else None)
+        for port, t in enumerate((*op.inputs, *op.outputs)):
+            side = "input" if port < len(op.inputs) else "output"
+            where = f"{side} {port if side == 'input' else port - len(op.inputs)}"
+            if not _is_int(t.id):
+                raise TopologyError(f"tensor id {t.id!r} is not an integer",
+                                    rule=GraphRule.value_types, op_id=op.id, op_kind=op.kind,
+                                    where=where)
+            for name in ("shape", "strides"):
+                dims = getattr(t, name)
+                if dims is not None and not all(_is_int(d) for d in dims):
+                    raise TopologyError(f"tensor {t.id} {name} {list(dims)} holds a non-integer",
+                                        rule=GraphRule.value_types, op_id=op.id,
+                                        op_kind=op.kind, where=where)
+
+
 def _check_structure(ops: Sequence[Op]) -> None:
+    _check_types(ops)
     seen_ops: set[int] = set()
     producer: dict[int, int] = {}
     dtype_of: dict[int, tuple[LogicalTensor, int]] = {}
@@ -176,6 +203,13 @@ def _check_attrs(op: Op, schema: OpSchema) -> dict[str, AttrValue]:
             raise AttributeRuleError(f"{value!r} is not one of {allowed}",
                                      rule=GraphRule.attr_value, op_id=op.id, op_kind=op.kind,
                                      where=where)
+        if spec.kind in (AttrKind.f32, AttrKind.f32_list) and not _finite(value):
+            raise AttributeRuleError(f"{value!r} is not finite", rule=GraphRule.attr_finite,
+                                     op_id=op.id, op_kind=op.kind, where=where)
+        wrong = spec.out_of_range(value)
+        if wrong is not None:
+            raise AttributeRuleError(wrong, rule=GraphRule.attr_range, op_id=op.id,
+                                     op_kind=op.kind, where=where)
         attrs[name] = spec.kind.normalize(value)
     for spec in schema.attrs:
         if spec.name in attrs:
@@ -187,6 +221,11 @@ def _check_attrs(op: Op, schema: OpSchema) -> dict[str, AttrValue]:
         if spec.default is not None:
             attrs[spec.name] = spec.default
     return attrs
+
+
+def _finite(value: AttrValue) -> bool:
+    values = value if isinstance(value, tuple) else (value,)
+    return all(math.isfinite(v) for v in values if isinstance(v, int | float))
 
 
 def _check_dtypes(op: Op, schema: OpSchema) -> None:

@@ -23,9 +23,11 @@ as f32 attributes are, and per-channel ones f32 tables (`fusionspec.accel.codege
 every partition with the same ops, dtypes and layouts shares one program.
 
 Accuracy choice: transcendental ops use the full-precision OpenCL builtins (``exp``, ``expm1``,
-``log``, ``log1p``, ``erfc``, ``tanh``, ``pow``; at most 3-16 ulp by the OpenCL specification),
-never ``native_*`` or ``half_*`` variants and never ``-cl-fast-relaxed-math``, whose error is
-unbounded by the specification; division and sqrt are correctly rounded where the device
+``log``, ``log1p``, ``tanh``, ``pow``; at most 3-16 ulp by the OpenCL specification), except
+GELU's ``erfc``, which is written out in arithmetic (`fusionspec.accel.codegen.mathfn`: within
+4 ulp, and vectorisable where the builtin is a slow library call); never ``native_*`` or
+``half_*`` variants and never ``-cl-fast-relaxed-math``, whose error is unbounded by the
+specification; division and sqrt are correctly rounded where the device
 supports it (`fusionspec.accel.runtime.base_options`). The suite's tolerances
 (`fusionspec.conformance.grade.tolerances`: 4e-6 relative for simple and 4e-5 for complex eltwise
 ops) are far above these bounds.

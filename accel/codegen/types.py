@@ -40,6 +40,7 @@ import numpy as np
 from fusionspec.spec.dtypes import DataType
 
 from ..errors import UnsupportedPartitionError
+from .mathfn import MATH_DEPS, MATH_HELPERS
 
 __all__ = ["Kind", "TypePolicy", "HELPERS", "STORAGE", "HOST", "is_float", "is_integer",
            "c_float", "to_host", "from_host", "check_supported"]
@@ -108,9 +109,12 @@ inline float fs_quantize_rne(float a, float zp) {
 }""",
 }
 
+HELPERS.update(MATH_HELPERS)
+
 _HELPER_DEPS: dict[str, tuple[str, ...]] = {
     "fs_mod": ("fs_div",),
     "fs_round_bf16": ("fs_bf16_to_f32", "fs_f32_to_bf16"),
+    **MATH_DEPS,
 }
 
 

@@ -10,16 +10,19 @@ A family turns the partitions it recognises into a `KernelPlan`:
   `UnsupportedPartitionError` for a variant it cannot handle (a dtype, a layout).
 
 `BuildContext` gives a builder the device's capabilities (`device`: work-group limit, local
-memory, extensions), the dtype policy for that device (`policy`), a fresh `Preamble` factory
-and the work-size helpers. `work_group_limit`, when set, caps every work group a builder
-chooses below the device's limit: the backend rebuilds a partition with it when a generated
-kernel's own limit (CL_KERNEL_WORK_GROUP_SIZE, known only once it is built) is lower.
+memory, vector width, extensions), the dtype policy for that device (`policy`), a fresh
+`Preamble` factory, the work-size helpers and the device's tuned choices (`tuned(family)`,
+from `fusionspec.accel.tuning`; empty when the device was never tuned). `work_group_limit`,
+when set, caps every work group a builder chooses below the device's limit: the backend
+rebuilds a partition with it when a generated kernel's own limit (CL_KERNEL_WORK_GROUP_SIZE,
+known only once it is built) is lower.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
 
 from fusionspec.spec.graph import Partition
 
@@ -28,6 +31,7 @@ from ..codegen.types import TypePolicy
 from ..devices import DeviceInfo
 from ..plan import KernelPlan
 from ..runtime import launch_1d, pick_work_group
+from ..tuning import Choices, load_tuning
 
 __all__ = ["KernelFamily", "BuildContext"]
 
@@ -39,10 +43,16 @@ class BuildContext:
     device: DeviceInfo
     policy: TypePolicy
     work_group_limit: int | None = None
+    tuning: Choices = field(default_factory=dict, compare=False)
 
     @staticmethod
     def for_device(device: DeviceInfo, work_group_limit: int | None = None) -> BuildContext:
-        return BuildContext(device, TypePolicy(native_fp16=device.fp16), work_group_limit)
+        return BuildContext(device, TypePolicy(native_fp16=device.fp16), work_group_limit,
+                            load_tuning(device))
+
+    def tuned(self, family: str) -> Mapping[str, Any]:
+        """The device's tuned choices for `family` (empty: use the defaults)."""
+        return self.tuning.get(family, {})
 
     @property
     def max_work_group(self) -> int:

@@ -2,15 +2,35 @@
 (and ConvolutionBackwardWeights, with the BiasAddBackward of train.conv_bwd_weights_bias_bwd:
 `fusionspec.accel.families.gemm_backward`).
 
-One kernel per partition, a tiled implicit GEMM (`fusionspec.accel.families.gemm_geometry` maps
-each main op to ``Z`` products ``M x K`` by ``K x N``; the template is ``gemm.cl.j2``):
+Each main op is a batch of ``Z`` products ``M x K`` by ``K x N``
+(`fusionspec.accel.families.gemm_geometry`; the template is ``gemm.cl.j2``). The kernels take
+one of two forms, chosen by the device's properties (never its name):
 
-- Tiling. A work-group of TX x TY work-items computes a TM x TN output tile (TM = TY*RM,
+- **Tiled**, where local memory is a separate on-chip store (``DeviceInfo.local_mem_dedicated``,
+  GPUs): a work-group of TX x TY work-items computes a TM x TN output tile (TM = TY*RM,
   TN = TX*RN): per step of TK along K it stages the A and B tiles in ``__local`` memory, then
-  each work-item accumulates an RM x RN register block in f32 (``acc += a * b``: an explicit
-  ``fma`` call is a slow library call on some CPU drivers). `choose_tiles` sizes the tiles
+  each work-item accumulates an RM x RN register block in f32. `choose_tiles` sizes the tiles
   from the device (work-group limit, work-item limits, local memory) and the size class of the
-  problem (a tile does not grow far past M or N), so the same generator serves GPUs and CPUs.
+  problem (a tile does not grow far past M or N).
+- **Register-blocked**, where "local" memory is ordinary cached memory (CPU devices: staging
+  there is only extra cache traffic and barriers). A first kernel packs B into panels of
+  NB = NV*W columns (W: the device's vector width, at most 8), contiguous along K and zero
+  past N; for operands whose element address needs decoding and a padding test (convolution
+  windows), a second one materialises A row-major in a scratch buffer (an explicit im2col).
+  The GEMM kernel then gives each work-item RM rows of one panel: RM x NV accumulators of W
+  lanes live in registers while it walks K, each step one row of the panel and RM values of
+  A, RM*NV vector multiply-adds. `choose_register_tiles` picks RM and NV: 6 x 2 by default
+  (12 accumulators, 2 B vectors and a broadcast fill the 16 vector registers of AVX2, which
+  PoCL's LLVM targets on this class of CPU), 4 x 2 for convolution windows, whose rows keep
+  an offset and a padding flag each; a tuning cache may replace them
+  (`fusionspec.accel.tuning`, `fusionspec.accel.tune`). Work-items along x
+  walk the rows of one panel, so a work-group reads its panel from cache; work-groups are
+  sized so that there are several per compute unit. Measured on a 2-core AVX-512 machine
+  (BENCHMARKS.md), this runs a 512^3 product at 150-190 GFLOP/s under both PoCL and Intel's
+  CPU runtime, against 9-60 GFLOP/s for the tiled form; the explicit im2col made the 3x3
+  convolution of the benchmark faster than reading the windows in the GEMM loop (the
+  implicit form, still used for MatMul, whose operand addresses are plain strides, and for
+  convolutions whose im2col would exceed `IM2COL_BUDGET`).
 - Generic sizes. M, N, K and every size of the index code are kernel arguments
   (`fusionspec.accel.codegen.args`) and the tiles depend on M, N and K only through a few
   size classes, so a program serves every shape of its class; the bounds tests make any
@@ -19,7 +39,9 @@ each main op to ``Z`` products ``M x K`` by ``K x N``; the template is ``gemm.cl
   broadcasting, conv windows with zero padding computed from the indices). Dequantize ops
   feeding them, and a Quantize -> Dequantize pair on f32 weights, are folded into the loads:
   the shared generator (`fusionspec.accel.codegen.epilogue`) emits them at the operand's index,
-  so an int8 value is loaded and turned into ``(x - zp) * scale`` in f32 right there.
+  so an int8 value is loaded and turned into ``(x - zp) * scale`` in f32 right there (in the
+  packing kernels of the register-blocked form). Accumulation is ``acc += a * b`` in f32 (an
+  explicit ``fma`` call is a slow library call on some CPU drivers).
 - Epilogue. The main op's optional bias input is added to the accumulator, which is rounded to
   dst's type when that is f16/bf16 (as the reference stores it); all the other ops of the
   partition (BiasAdd, BatchNormInference, unary and binary post-ops with their own
@@ -30,28 +52,36 @@ each main op to ``Z`` products ``M x K`` by ``K x N``; the template is ``gemm.cl
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from fusionspec.spec.dtypes import DataType
 from fusionspec.spec.graph import LogicalTensor, Op, Partition
 
-from ..codegen.access import Domain, channel_offset, known_shape
+from ..codegen.access import INT_LIMIT, Domain, channel_offset, known_shape, stride_exprs
 from ..codegen.args import KernelArgs
 from ..codegen.epilogue import Value, emit_epilogue, supported_kinds
 from ..codegen.source import Preamble, render
 from ..codegen.types import HOST, is_integer
 from ..errors import UnsupportedPartitionError
-from ..plan import Binding, BufferArg, KernelPlan, Launch, Scratch, ScratchArg
+from ..plan import Binding, BufferArg, KernelPlan, Launch, Param, Scratch, ScratchArg
 from .base import BuildContext, KernelFamily
 from .gemm_backward import BIAS_KERNEL, backward_geometry, bias_backward_kernel
-from .gemm_geometry import MAIN_KINDS, Geometry, IndexCode, geometry_of
+from .gemm_geometry import MAIN_KINDS, Geometry, IndexCode, OperandRun, geometry_of
 
-__all__ = ["FAMILY", "KERNEL_NAME", "Tiles", "choose_tiles", "is_gemm", "build_gemm"]
+__all__ = ["FAMILY", "KERNEL_NAME", "Tiles", "RegisterTiles", "choose_tiles",
+           "choose_register_tiles", "register_blocked", "is_gemm", "build_gemm",
+           "IM2COL_BUDGET", "PACK_BUDGET", "A_MODES", "WINDOW_BLOCK", "PLAIN_BLOCK"]
 
 KERNEL_NAME = "fs_gemm"
 _BACKWARD = "ConvolutionBackwardWeights"
 _ALL_MAINS = MAIN_KINDS | {_BACKWARD}
 _FLOAT = 4  # bytes of one staged element
+#: The largest explicit im2col buffer (bytes); a larger A is read in place (implicit GEMM).
+IM2COL_BUDGET = 64 << 20
+#: The largest packed B (bytes) the register-blocked form makes; past it, the tiled form.
+PACK_BUDGET = 1 << 30
 
 
 @dataclass(frozen=True)
@@ -117,6 +147,78 @@ def choose_tiles(ctx: BuildContext, m: int, n: int, k: int) -> Tiles:
         raise UnsupportedPartitionError(f"the device's {dev.local_mem_size} bytes of local "
                                         "memory cannot hold the smallest GEMM tile")
     return tiles
+
+
+#: How the register-blocked kernel reads A (see the module docstring).
+A_MODES = ("run", "packed", "element")
+
+
+@dataclass(frozen=True)
+class RegisterTiles:
+    """The register block of the CPU form: rm rows x nv vectors of `width` lanes per
+    work-item, and how A is read: "run" (in place, one window decoding per run of k),
+    "packed" (materialised first: an explicit im2col) or "element" (in place, the operand's
+    full index code per element)."""
+
+    rm: int
+    nv: int
+    width: int
+    a_mode: str
+
+    @property
+    def nb(self) -> int:
+        """Columns per panel (per work-item)."""
+        return self.nv * self.width
+
+
+def register_blocked(ctx: BuildContext) -> bool:
+    """Whether `ctx`'s device gets the register-blocked form: its local memory is not a
+    separate store (see the module docstring)."""
+    return not ctx.device.local_mem_dedicated
+
+
+#: The default register blocks (rows, vectors): for A read in runs that carry a padding test
+#: (convolution windows: every row also keeps an offset and a flag in registers), and for the
+#: rest. Measured on PoCL (2-core AVX-512 machine, BENCHMARKS.md): the 3x3 convolution of the
+#: benchmark ran 1.8 ms with 4 x 2 against 2.9 ms with 6 x 2, the 512^3 MatMul 1.9 ms with
+#: 6 x 2 against 2.1 ms with 4 x 2; Intel's runtime ran every block within 5% of the others.
+WINDOW_BLOCK = (4, 2)
+PLAIN_BLOCK = (6, 2)
+
+
+def _tuned_block(tuned: Mapping[str, Any], key: str, default: tuple[int, int]
+                 ) -> tuple[int, int]:
+    value = tuned.get(key)
+    if isinstance(value, list | tuple) and len(value) == 2 and \
+            all(isinstance(v, int) for v in value):
+        return max(1, min(int(value[0]), 16)), max(1, min(int(value[1]), 4))
+    return default
+
+
+def choose_register_tiles(ctx: BuildContext, geo: Geometry, folded_a: bool) -> RegisterTiles:
+    """The register block for `geo` on `ctx.device` (see the module docstring).
+
+    A is read in runs where the geometry allows it and no op is folded into its loads
+    (`folded_a`); else materialised when its index code decodes or tests anything and the
+    buffer fits `IM2COL_BUDGET`; else element by element. The block is `WINDOW_BLOCK` for runs
+    with a padding test, `PLAIN_BLOCK` otherwise, whatever M, N and K (one program per
+    structure: a narrow N only leaves lanes idle). The tuning cache may replace each
+    (``block``, ``window_block``: [rows, vectors]; ``a_mode``)."""
+    width = ctx.device.vector_width
+    tuned = ctx.tuned("gemm")
+    fits = geo.z * (geo.m + 16) * geo.k * _FLOAT <= IM2COL_BUDGET
+    allowed = {"run": geo.a_run is not None and not folded_a, "packed": fits, "element": True}
+    wanted = tuned.get("a_mode")
+    decodes = bool(geo.a.statements or geo.a.valid)
+    if isinstance(wanted, str) and allowed.get(wanted):
+        mode = wanted
+    else:
+        mode = "run" if allowed["run"] else "packed" if decodes and fits else "element"
+    if mode == "run" and geo.a.valid:
+        rm, nv = _tuned_block(tuned, "window_block", WINDOW_BLOCK)
+    else:
+        rm, nv = _tuned_block(tuned, "block", PLAIN_BLOCK)
+    return RegisterTiles(rm, nv, width, mode)
 
 
 def is_gemm(partition: Partition) -> bool:
@@ -194,18 +296,45 @@ def _load_code(main: Op, port: int, code: IndexCode, array: str, chain: list[Op]
     return "\n".join(lines)
 
 
+def _run_code(main: Op, code: IndexCode, run: OperandRun, rows: int, ctx: BuildContext,
+              preamble: Preamble, args: KernelArgs) -> tuple[str, list[str]]:
+    """For A read in runs: statements setting ``aok`` (not padding) and ``aoff`` (the element
+    offset) at the decoded (m, k), the start of a run; and, per row i, the expression loading
+    A at ``aoff<i>`` plus ``c`` steps of the run."""
+    operand = main.inputs[0]
+    domain = Domain(known_shape(operand), args, "ai")
+    preamble.uses(operand.dtype)
+    buffer = args.read(operand)
+    lines = [*code.statements, f"int ai[{domain.rank}];",
+             *(f"ai[{j}] = {e};" for j, e in enumerate(code.index))]
+    offset = domain.read_offset(operand)
+    if code.valid:
+        lines += [f"aok = {code.valid};", f"aoff = aok ? {offset} : 0;"]
+    else:
+        lines.append(f"aoff = {offset};")
+    stride = stride_exprs(operand, args)[run.dim]
+    step = "c" if stride == "1" else f"c * {stride}"
+    loads = []
+    kind = ctx.policy.kind(operand.dtype)
+    for i in range(rows):
+        expr, helpers = ctx.policy.load(operand.dtype, buffer, f"aoff{i} + {step}")
+        preamble.need(helpers)
+        loads.append(ctx.policy.as_float(expr, kind))
+    return "\n".join(lines), loads
+
+
 def _store_code(partition: Partition, main: Op, geo: Geometry, post: list[Op],
                 outputs: list[LogicalTensor], ctx: BuildContext, preamble: Preamble,
-                args: KernelArgs) -> tuple[str, Domain]:
-    """Statements finishing output (m, n): bias, rounding to dst's type, epilogue, stores of
-    `outputs`; and dst's domain."""
+                args: KernelArgs, accumulator: str) -> tuple[str, Domain]:
+    """Statements finishing output (m, n), whose sum is the C expression `accumulator`: bias,
+    rounding to dst's type, epilogue, stores of `outputs`; and dst's domain."""
     dst = main.outputs[0]
     domain = Domain(known_shape(dst), args, "idx")
     lines = list(geo.d.statements)
     if domain.rank:
         lines += [f"int idx[{domain.rank}];",
                   *(f"idx[{j}] = {e};" for j, e in enumerate(geo.d.index))]
-    lines.append("float acc = accr[i][j];")
+    lines.append(f"float acc = {accumulator};")
     if len(main.inputs) > 2 and main.kind != _BACKWARD:  # its input 2 is the weights shape
         bias = main.inputs[2]
         if bias.id not in {t.id for t in partition.inputs}:
@@ -232,9 +361,47 @@ def _store_code(partition: Partition, main: Op, geo: Geometry, post: list[Op],
     return "\n".join(lines), domain
 
 
+def _register_fits(geo: Geometry, tiles: RegisterTiles) -> bool:
+    """Whether the packed operands of the register-blocked form stay within ``int`` indexing
+    and `PACK_BUDGET` (the tiled form, which packs nothing, takes the rest)."""
+    packed_b = geo.z * -(-geo.n // tiles.nb) * tiles.nb * geo.k
+    packed_a = geo.z * -(-geo.m // tiles.rm) * tiles.rm * geo.k \
+        if tiles.a_mode == "packed" else 0
+    return max(packed_a, packed_b) <= INT_LIMIT and packed_b * _FLOAT <= PACK_BUDGET
+
+
+def _launch_2d(ctx: BuildContext, kernel: str, params: tuple[Param, ...], extent: int,
+               rows: int, z: int) -> Launch:
+    """A packing kernel's launch: `extent` work-items along x (rounded up to whole work
+    groups; the kernel skips the rest), `rows` along y, `z` along z."""
+    local = min(ctx.work_group(64), extent)
+    return Launch(kernel, params, (-(-extent // local) * local, rows, z), (local, 1, 1))
+
+
+def _register_launches(ctx: BuildContext, geo: Geometry, tiles: RegisterTiles,
+                       params: tuple[Param, ...]) -> list[Launch]:
+    """Pack B (and A), then the GEMM: work-group x runs along the row blocks of one panel,
+    sized so that every compute unit gets about four work-groups."""
+    panels = -(-geo.n // tiles.nb)
+    blocks = -(-geo.m // tiles.rm)
+    launches = []
+    if geo.k:
+        launches.append(_launch_2d(ctx, f"{KERNEL_NAME}_pack_b", params,
+                                   panels * tiles.nv, geo.k, geo.z))
+        if tiles.a_mode == "packed":
+            launches.append(_launch_2d(ctx, f"{KERNEL_NAME}_pack_a", params,
+                                       blocks * tiles.rm, geo.k, geo.z))
+    wanted = -(-blocks * panels * geo.z // (4 * max(ctx.device.compute_units, 1)))
+    local = max(1, min(blocks, wanted, ctx.max_work_group))
+    launches.append(Launch(KERNEL_NAME, params, (-(-blocks // local) * local, panels, geo.z),
+                           (local, 1, 1)))
+    return launches
+
+
 def build_gemm(partition: Partition, ctx: BuildContext) -> KernelPlan:
-    """One tiled implicit-GEMM kernel computing all of `partition`'s outputs (and, after a
-    ConvolutionBackwardWeights, the BiasAddBackward kernel)."""
+    """The GEMM kernels computing all of `partition`'s outputs, tiled or register-blocked
+    (see the module docstring), and, after a ConvolutionBackwardWeights, the BiasAddBackward
+    kernel."""
     (main,) = [op for op in partition.ops if op.kind in _ALL_MAINS]
     chains = [_operand_chain(partition, main, port) for port in (0, 1)]
     folded = {op.id for chain in chains for op in chain}
@@ -244,6 +411,11 @@ def build_gemm(partition: Partition, ctx: BuildContext) -> KernelPlan:
     preamble = ctx.preamble()
     args = KernelArgs(preamble)
     geo = backward_geometry(main, args) if main.kind == _BACKWARD else geometry_of(main, args)
+    register: RegisterTiles | None = None
+    if register_blocked(ctx):
+        register = choose_register_tiles(ctx, geo, bool(chains[0]))
+        if not _register_fits(geo, register):
+            register = None
     # The bounds of the product, which the template tests every index against.
     m, n, k = args.index("M", geo.m), args.index("N", geo.n), args.index("K", geo.k)
     load_a = _load_code(main, 0, geo.a, "ai", chains[0], ctx, preamble, args)
@@ -251,12 +423,14 @@ def build_gemm(partition: Partition, ctx: BuildContext) -> KernelPlan:
     dst = main.outputs[0]
     reduced = {op.outputs[0].id for op in bias_bwd}
     outputs = [t for t in partition.outputs if t.id not in reduced]
-    store, dst_domain = _store_code(partition, main, geo, post, outputs, ctx, preamble, args)
-    scratch: tuple[Scratch, ...] = ()
+    accumulator = "accr[i][j]" if register is None else f"accs[i * {register.nb} + j]"
+    store, dst_domain = _store_code(partition, main, geo, post, outputs, ctx, preamble, args,
+                                    accumulator)
+    scratch: list[Scratch] = []
     diff_weights: Binding = BufferArg(dst.id)
     if bias_bwd and dst.id not in {t.id for t in outputs}:  # diff_weights stays on the device
         size = math.prod(known_shape(dst)) * HOST[dst.dtype].itemsize
-        scratch = (Scratch("diff_weights", max(size, 1)),)
+        scratch.append(Scratch("diff_weights", max(size, 1)))
         diff_weights = ScratchArg("diff_weights")
         args.alias(dst, "scratch")
         buffer = args.buffer("scratch", ctx.policy.storage(dst.dtype), diff_weights,
@@ -265,14 +439,44 @@ def build_gemm(partition: Partition, ctx: BuildContext) -> KernelPlan:
                                               "acc", "float")
         preamble.need(helpers)
         store += f"\n{statement}"
-    tiles = choose_tiles(ctx, geo.m, geo.n, geo.k)
     extra: list[str] = []
     launches: list[Launch] = []
-    if geo.m and geo.n and geo.z:
-        groups_n, groups_m = -(-geo.n // tiles.tn), -(-geo.m // tiles.tm)
-        launches.append(Launch(KERNEL_NAME, args.params, (groups_n * tiles.tx,
-                                                          groups_m * tiles.ty, geo.z),
-                               (tiles.tx, tiles.ty, 1)))
+    if register is None:
+        tiles = choose_tiles(ctx, geo.m, geo.n, geo.k)
+        values: dict[str, object] = dict(
+            register=False, tx=tiles.tx, ty=tiles.ty, rm=tiles.rm, rn=tiles.rn, tk=tiles.tk,
+            tm=tiles.tm, tn=tiles.tn)
+        params = args.params
+        if geo.m and geo.n and geo.z:
+            groups_n, groups_m = -(-geo.n // tiles.tn), -(-geo.m // tiles.tm)
+            launches.append(Launch(KERNEL_NAME, params, (groups_n * tiles.tx,
+                                                         groups_m * tiles.ty, geo.z),
+                                   (tiles.tx, tiles.ty, 1)))
+    else:
+        panels = -(-geo.n // register.nb)
+        packed_b = args.buffer("packed_b", "float", ScratchArg("packed_b"), const=False)
+        scratch.append(Scratch("packed_b", max(geo.z * panels * register.nb * geo.k, 1)
+                               * _FLOAT))
+        packed_a = ""
+        blocks = -(-geo.m // register.rm)
+        if register.a_mode == "packed":
+            packed_a = args.buffer("packed_a", "float", ScratchArg("packed_a"), const=False)
+            scratch.append(Scratch("packed_a", max(geo.z * blocks * register.rm * geo.k, 1)
+                                   * _FLOAT))
+        run, run_setup, run_loads = "", "", [""] * register.rm
+        if register.a_mode == "run":
+            assert geo.a_run is not None
+            run = geo.a_run.length
+            run_setup, run_loads = _run_code(main, geo.a, geo.a_run, register.rm, ctx,
+                                             preamble, args)
+        values = dict(register=True, rm=register.rm, nv=register.nv, w=register.width,
+                      nb=register.nb, a_mode=register.a_mode, packed_a=packed_a,
+                      packed_b=packed_b, panels=args.index("panels", panels),
+                      blocks=args.index("blocks", blocks), run=run, run_setup=run_setup,
+                      run_loads=run_loads)
+        params = args.params
+        if geo.m and geo.n and geo.z:
+            launches += _register_launches(ctx, geo, register, params)
     for op in bias_bwd:
         code, bias_params, channels = bias_backward_kernel(op, dst, diff_weights, ctx.policy,
                                                            preamble)
@@ -281,11 +485,10 @@ def build_gemm(partition: Partition, ctx: BuildContext) -> KernelPlan:
             launches.append(Launch(BIAS_KERNEL, bias_params, *ctx.launch_1d(channels)))
     source = render("gemm.cl.j2", preamble=preamble.render(), name=KERNEL_NAME,
                     params=args.decls(), prologue=geo.prologue, load_a=load_a, load_b=load_b,
-                    store=store, m=m, n=n, k=k, tx=tiles.tx, ty=tiles.ty, rm=tiles.rm,
-                    rn=tiles.rn, tk=tiles.tk, tm=tiles.tm, tn=tiles.tn)
+                    store=store, m=m, n=n, k=k, **values)
     return KernelPlan("gemm", "\n".join([source, *extra]), tuple(launches),
                       reads=tuple(partition.inputs), writes=tuple(partition.outputs),
-                      scratch=scratch)
+                      scratch=tuple(scratch))
 
 
 FAMILY = KernelFamily("gemm", is_gemm, build_gemm)

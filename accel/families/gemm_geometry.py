@@ -15,6 +15,12 @@ and which element of dst (``idx[]``) the result (z, m, n) is.
 - ConvTranspose: the same, read backwards: output position y takes tap t from the input
   ``i = (y + pads_begin - t*D) / S`` when that division is exact and i is in range.
 
+`Geometry.a_run` says where A can be read in runs: when k's innermost coordinate (MatMul: k
+itself; Convolution/ConvTranspose: the input channel of the group) enters A's index in one dim
+only, with coefficient 1, and the padding test does not depend on it, then A at (m, k0 + c) for
+c below the run's length is A at (m, k0) plus c times that dim's stride. The register-blocked
+GEMM decodes each row's window once per run instead of once per element.
+
 The decoded coordinates are C locals named after the operand (``a_m1``, ``b_k0`` ...); the kernel
 template declares ``z``, ``m``, ``k``, ``n`` and the arrays. Every size the index code uses is a
 kernel argument named after its meaning (``batch``, ``out0``, ``ker1``, ``icg``, ``stride0``,
@@ -36,7 +42,8 @@ from ..codegen.args import KernelArgs
 from ..codegen.opctx import attr_of
 from ..errors import UnsupportedPartitionError
 
-__all__ = ["Geometry", "IndexCode", "geometry_of", "MAIN_KINDS", "split_index", "ints_of"]
+__all__ = ["Geometry", "IndexCode", "OperandRun", "geometry_of", "MAIN_KINDS", "split_index",
+           "ints_of"]
 
 #: The main ops of the family.
 MAIN_KINDS = frozenset({"MatMul", "Convolution", "ConvTranspose"})
@@ -67,6 +74,16 @@ class Geometry:
     b: IndexCode               # needs k, n
     d: IndexCode               # needs m, n
     channel: str | None        # the dst channel index (Convolution/ConvTranspose bias)
+    a_run: OperandRun | None = None
+
+
+@dataclass(frozen=True)
+class OperandRun:
+    """Runs of A along k (see the module docstring): `length` (a C expression, a kernel
+    argument dividing K) consecutive k step along A's dim `dim` with coefficient 1."""
+
+    length: str
+    dim: int
 
 
 Extents = Sequence[tuple[str, int]]
@@ -141,8 +158,9 @@ def _matmul(op: Op, args: KernelArgs, sa: tuple[int, ...], sb: tuple[int, ...],
     if len(d_index) != len(sd):
         raise UnsupportedPartitionError(f"MatMul op {op.id}: dst {list(sd)} is not the "
                                         f"product of src {list(sa)} and weights {list(sb)}")
+    run = OperandRun(args.index("K", k), 0 if len(sa) == 1 else len(sa) - (2 if ta else 1))
     return Geometry(math.prod(batch), m, n, k, tuple(prologue), IndexCode((), tuple(a_index)),
-                    IndexCode((), tuple(b_index)), IndexCode((), tuple(d_index)), None)
+                    IndexCode((), tuple(b_index)), IndexCode((), tuple(d_index)), None, run)
 
 
 def _conv(op: Op, args: KernelArgs, src: tuple[int, ...], wei: tuple[int, ...],
@@ -207,7 +225,8 @@ def _conv(op: Op, args: KernelArgs, src: tuple[int, ...], wei: tuple[int, ...],
     d_lines, dm = split_index("m", positions, "d_m", args)
     chan = f"z * {ocg_arg} + n"
     d_index = [dm[0], chan, *dm[1:]] if fmt == "NCX" else [*dm, chan]
+    run = OperandRun(icg_arg, 1 if fmt == "NCX" else len(src) - 1)
     return Geometry(groups, batch * math.prod(out_sp), ocg, math.prod(kernel) * icg, (),
                     IndexCode(tuple(a_lines), tuple(a_index), " && ".join(valid) or None),
                     IndexCode(tuple(b_lines), tuple(b_index)),
-                    IndexCode(tuple(d_lines), tuple(d_index)), chan)
+                    IndexCode(tuple(d_lines), tuple(d_index)), chan, run)

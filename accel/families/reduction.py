@@ -1,14 +1,28 @@
 """The reduction family: the seven reductions (ReduceSum, ReduceMean, ReduceProd, ReduceMax,
 ReduceMin, ReduceL1, ReduceL2) alone or with post-ops (pattern fp.reduction_post_ops).
 
-One work group per dst element (a grid-stride loop over them; the work-group size is 16, 64 or
-256 by the reduced extent's size class, within the device's limit): its work items stride over
-the reduced extent, then meet in a local-memory tree. Accumulation is f32 but keeps the
-rounding errors: sums carry a TwoSum compensation term, products a double-float low part
+Two forms of kernel, chosen by the device's properties (the template is ``reduction.cl.j2``):
+
+- **Output per work item** where local memory is ordinary cached memory (CPU devices): a work
+  item walks the whole reduced extent of its dst element in one pass, work groups of a few
+  outputs. Where the reduced axes are the trailing axes of a dense source, the extent is
+  contiguous and it is read W = `DeviceInfo.vector_width` values at a time into vector
+  accumulators whose lanes are merged at the end (ReduceProd excepted: its double-float
+  product needs ``fma``, a library call on some CPU drivers); elsewhere element by element,
+  and neighbouring work items, whose outputs are neighbours, read neighbouring elements.
+- **Work group per output** where local memory is dedicated (GPUs): a work group per dst
+  element (a grid-stride loop over them; 16, 64 or 256 work items by the reduced extent's size
+  class, within the device's limit), its work items striding over the extent, then meeting in
+  a local-memory tree.
+
+Accumulation is f32 but keeps the rounding errors: sums carry a TwoSum compensation term (the
+square of ReduceL2 its exact error, from a Dekker split), products a double-float low part
 (through ``fma``), so the result is within the suite's eps(f32) of the reference's f64
-accumulation. Max and Min propagate NaN as NumPy does and start at -inf/+inf. Work item 0
-finishes the value (mean: divide by the reduced count; L2: sqrt), runs the shared epilogue
-(`fusionspec.accel.codegen.epilogue`) at the dst index and stores.
+accumulation. Max and Min propagate NaN as NumPy does and start at -inf/+inf. The finished value
+(mean: divide by the reduced count; L2: sqrt) goes through the shared epilogue
+(`fusionspec.accel.codegen.epilogue`) at the dst index and is stored. NaN and infinity tests are
+comparisons and absolute values bit masks: PoCL's ``isnan``, ``isfinite`` and ``fabs`` are
+library calls that keep loops from vectorising.
 
 The axes come from the ``axes`` attribute (negative ones wrap, ``keep_dims`` either way); axes
 given as a runtime input tensor are not supported, since the kernel's loops are generated for
@@ -19,11 +33,12 @@ known axes. The extents, the counts and the mean's divisor are kernel arguments
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 from fusionspec.spec.categories import REDUCTION
 from fusionspec.spec.graph import Partition
 
-from ..codegen.access import Domain, known_shape
+from ..codegen.access import Domain, is_dense, known_shape
 from ..codegen.args import KernelArgs
 from ..codegen.epilogue import Value, emit_epilogue, supported_kinds
 from ..codegen.source import render
@@ -37,24 +52,42 @@ __all__ = ["FAMILY", "KERNEL_NAME", "is_reduction", "build_reduction"]
 KERNEL_NAME = "fs_reduce"
 _MAX_GROUPS = 1 << 16
 
-_SUM_STEP = "fs_rd_add(&h, &l, {x});"
-_SUM_COMBINE = "fs_rd_add(&h, &l, red_h[lid + half_]); l += red_l[lid + half_];"
-_SUM_FINAL = "isfinite(h) ? h + l : h"
+_SUM_FINAL = "h - h == 0.0f ? h + l : h"  # h + l where h is finite
 
-#: Per kind: (initial value, per-element step, tree combine, final value of acc).
-_KINDS: dict[str, tuple[str, str, str, str]] = {
-    "ReduceSum": ("0.0f", _SUM_STEP.format(x="x"), _SUM_COMBINE, _SUM_FINAL),
-    "ReduceMean": ("0.0f", _SUM_STEP.format(x="x"), _SUM_COMBINE, f"({_SUM_FINAL}) / {{count}}"),
-    "ReduceL1": ("0.0f", _SUM_STEP.format(x="fabs(x)"), _SUM_COMBINE, _SUM_FINAL),
-    "ReduceL2": ("0.0f", "{ const float p = x * x; fs_rd_add(&h, &l, p); "
-                 "l += fma(x, x, -p); }", _SUM_COMBINE, f"sqrt({_SUM_FINAL})"),
-    "ReduceProd": ("1.0f", "fs_rd_mul(&h, &l, x, 0.0f);",
-                   "fs_rd_mul(&h, &l, red_h[lid + half_], red_l[lid + half_]);", _SUM_FINAL),
-    "ReduceMax": ("(-INFINITY)", "h = fs_rd_max(h, x);", "h = fs_rd_max(h, red_h[lid + half_]);",
-                  "h"),
-    "ReduceMin": ("INFINITY", "h = fs_rd_min(h, x);", "h = fs_rd_min(h, red_h[lid + half_]);",
-                  "h"),
+
+@dataclass(frozen=True)
+class _Kind:
+    """A reduction as C text: the accumulator's start, one element ``{x}`` into the
+    accumulator (``{h}``, ``{l}``) with the helpers of suffix ``{s}`` (scalar "", vector W),
+    another accumulator (``{h2}``, ``{l2}``) into (h, l), and the finished value of h + l;
+    `vector`: whether the step has a vector form."""
+
+    init: str
+    step: str
+    combine: str
+    final: str
+    vector: bool = True
+
+
+_SUM_COMBINE = "fs_rd_add(&h, &l, {h2}); l += {l2};"
+#: Per kind.
+_KINDS: dict[str, _Kind] = {
+    "ReduceSum": _Kind("0.0f", "fs_rd_add{s}(&{h}, &{l}, {x});", _SUM_COMBINE, _SUM_FINAL),
+    "ReduceMean": _Kind("0.0f", "fs_rd_add{s}(&{h}, &{l}, {x});", _SUM_COMBINE,
+                        f"({_SUM_FINAL}) / {{count}}"),
+    "ReduceL1": _Kind("0.0f", "fs_rd_add{s}(&{h}, &{l}, fs_rd_abs{s}({x}));", _SUM_COMBINE,
+                      _SUM_FINAL),
+    "ReduceL2": _Kind("0.0f", "fs_rd_sq{s}(&{h}, &{l}, {x});", _SUM_COMBINE,
+                      f"sqrt({_SUM_FINAL})"),
+    "ReduceProd": _Kind("1.0f", "fs_rd_mul(&{h}, &{l}, {x}, 0.0f);",
+                        "fs_rd_mul(&h, &l, {h2}, {l2});", _SUM_FINAL, vector=False),
+    "ReduceMax": _Kind("(-INFINITY)", "{h} = fs_rd_max{s}({h}, {x});",
+                       "h = fs_rd_max(h, {h2});", "h"),
+    "ReduceMin": _Kind("INFINITY", "{h} = fs_rd_min{s}({h}, {x});",
+                       "h = fs_rd_min(h, {h2});", "h"),
 }
+#: Outputs per work group in the output-per-work-item form.
+OUTPUTS_PER_GROUP = 16
 
 
 def is_reduction(partition: Partition) -> bool:
@@ -110,22 +143,48 @@ def build_reduction(partition: Partition, ctx: BuildContext) -> KernelPlan:
         raise fail(f"outputs {missing} are not computed by the ops")
     extent = math.prod(in_shape[a] for a in axes)
     outputs = domain.size
+    per_output = not ctx.device.local_mem_dedicated
     wg = ctx.reduction_work_group(extent)
-    init, step, combine, final = _KINDS[main.kind]
+    kind = _KINDS[main.kind]
+    final = kind.final
     if "{count}" in final:
         final = final.format(count=args.f32("red_count", extent))
     kept = [(k, f"idx[{k if keep else n}]") for n, k in enumerate(kept_axes)]
     out_splits = domain.split("rest")
     red_splits = src_domain.split("r", axes)
     outputs_arg, extent_arg = args.long("outputs", outputs), args.long("red_extent", extent)
+    # The reduced block of an output is contiguous where the reduced axes are the last ones of
+    # a dense source: it starts at o * extent, whatever the extents.
+    width = ctx.device.vector_width
+    contiguous = per_output and kind.vector and is_dense(src) and \
+        axes == list(range(rank - len(axes), rank)) and bool(axes)
+    vector_load = tail_load = ""
+    if contiguous:
+        lanes = []
+        for e in range(width + 1):
+            expr, helpers = ctx.policy.load(src.dtype, buffer,
+                                            f"base + j + {e}" if e < width else "base + j")
+            preamble.need(helpers)
+            lanes.append(ctx.policy.as_float(expr, ctx.policy.kind(src.dtype)))
+        vector_load = f"(float{width})({', '.join(lanes[:width])})"
+        tail_load = lanes[width]
     source = render("reduction.cl.j2", preamble=preamble.render(), name=KERNEL_NAME,
                     params=args.decls(), wg=wg, rank=max(rank, 1),
                     out_rank=max(len(out_shape), 1), outputs=outputs_arg, extent=extent_arg,
-                    out_splits=out_splits, kept=kept, red_splits=red_splits, init=init,
+                    out_splits=out_splits, kept=kept, red_splits=red_splits, init=kind.init,
                     out_index_t=domain.index_type, red_index_t=src_domain.index_type,
-                    step=step, combine=combine, finish=final, load=load, body=code.body)
+                    step=kind.step.format(s="", x="x", h="h", l="l"),
+                    vector_step=kind.step.format(s=width, x=vector_load, h="hv", l="lv"),
+                    lane_combine=kind.combine.format(h2="h2", l2="l2"),
+                    combine=kind.combine.format(h2="red_h[lid + half_]", l2="red_l[lid + half_]"),
+                    finish=final, load=load, body=code.body, per_output=per_output,
+                    contiguous=contiguous, w=width, tail_load=tail_load)
     launches: tuple[Launch, ...] = ()
-    if outputs:
+    if outputs and per_output:
+        local = min(ctx.work_group(OUTPUTS_PER_GROUP), outputs)
+        launches = (Launch(KERNEL_NAME, args.params, (-(-outputs // local) * local,),
+                           (local,)),)
+    elif outputs:
         groups = min(outputs, _MAX_GROUPS)
         launches = (Launch(KERNEL_NAME, args.params, (groups * wg,), (wg,)),)
     return KernelPlan("reduction", source, launches, reads=tuple(partition.inputs),

@@ -1,25 +1,44 @@
 """The softmax family: SoftMax and its epilogue (pattern softmax.post_ops: 0 to 20 unary/binary
 post-ops, then an optional TypeCast and an optional Quantize), and single SoftMax partitions.
 
-One work group per row of the softmax axis (a grid-stride loop over rows when there are more
-rows than groups): its work items read the row through the source's runtime strides, reduce the
-maximum and then the sum of ``exp(x - max)`` in local memory with a power-of-two tree, and
-finally normalise each element, which goes through the shared post-op generator
-(`fusionspec.accel.codegen.epilogue`) and is stored in its dtype. Work item 0 stores the
-optional statistics output (``max + log(sum)``, f32). Accumulation is f32; the exponent's
-argument keeps the rounding error of ``x - max`` (see ``fs_sm_exp`` in the template), so the
-result stays within the suite's 10*eps(f32) of the reference's f64 computation.
+Two forms of kernel, chosen by the device's properties (the template is ``softmax.cl.j2``):
+
+- **Row per work item** where local memory is ordinary cached memory (CPU devices): one pass
+  over the row keeps a running maximum and a compensated sum of ``exp(x - max)``, rescaling
+  the sum whenever the maximum grows (online softmax), so the row is read once for both; a
+  second pass normalises. Where the row is contiguous (the last axis of a dense source) both
+  passes take W = `DeviceInfo.vector_width` elements at a time in vector registers (the first
+  pass four vectors at a time, with one rescale per four: an exponential per element rather
+  than two) and merge the lanes at the end; elsewhere a work item walks its row element by
+  element, and neighbouring work items, whose rows are neighbours in memory, read
+  neighbouring elements.
+  Work groups hold a few rows each. The exponential is `fusionspec.accel.codegen.mathfn`'s
+  arithmetic one: the builtin is a library call on some CPU drivers, which would keep the
+  loops from being vectorised.
+- **Work group per row** where local memory is dedicated (GPUs): the work items read the row
+  through the source's runtime strides, reduce the maximum and then the sum in local memory
+  with power-of-two trees (a grid-stride loop over rows when there are more rows than
+  groups).
+
+Either way each element is then normalised, goes through the shared post-op generator
+(`fusionspec.accel.codegen.epilogue`) and is stored in its dtype, and the optional statistics
+output (``max + log(sum)``, f32) is stored per row. Accumulation is f32; the exponential's
+argument keeps the rounding error of ``x - max`` (``fs_sm_exp`` in the template), and sums are
+compensated, so the result stays within the suite's 10*eps(f32) of the reference's f64
+computation. A row without a finite maximum gives NaN (or 0 with ``mode="inf_as_zero"`` for a
+row of -inf), as the reference's does.
 
 The row count, the row length and the extents that split a row index are kernel arguments
-(`fusionspec.accel.codegen.args`); the work-group size comes from a few classes of the row
-length (`reduction_work_group`), so one program serves many shapes of a rank and axis.
+(`fusionspec.accel.codegen.args`); the work-group size of the GPU form comes from a few
+classes of the row length (`reduction_work_group`), so one program serves many shapes of a
+rank and axis.
 """
 
 from __future__ import annotations
 
 from fusionspec.spec.graph import Op, Partition
 
-from ..codegen.access import Domain, known_shape
+from ..codegen.access import Domain, is_dense, known_shape
 from ..codegen.args import KernelArgs
 from ..codegen.epilogue import Value, emit_epilogue, supported_kinds
 from ..codegen.source import render
@@ -31,8 +50,10 @@ from .base import BuildContext, KernelFamily
 __all__ = ["FAMILY", "KERNEL_NAME", "is_softmax", "build_softmax"]
 
 KERNEL_NAME = "fs_softmax"
-#: Work groups launched at most; the kernel loops over the remaining rows.
+#: Work groups launched at most by the GPU form; the kernel loops over the remaining rows.
 _MAX_GROUPS = 1 << 16
+#: Rows per work group in the row-per-work-item form.
+ROWS_PER_GROUP = 16
 
 
 def _split(partition: Partition) -> tuple[Op, list[Op]]:
@@ -94,19 +115,46 @@ def build_softmax(partition: Partition, ctx: BuildContext) -> KernelPlan:
                                         pattern=partition.pattern, kinds=kinds)
     length = shape[axis]
     rows = domain.size // length if length else 0
+    per_row = not ctx.device.local_mem_dedicated
     wg = ctx.reduction_work_group(length)
     # Every other axis is split from the row index, whatever its extent (no extent of 1 is
     # special), so the code depends on the rank and the axis only.
     splits = domain.split("rest", [k for k in range(rank) if k != axis])
     rows_arg, length_arg = args.long("rows", rows), args.long("row_length", length)
+    # The row is contiguous where the axis is the last of a dense source: its elements sit at
+    # row * length + k whatever the other extents.
+    contiguous = per_row and axis == rank - 1 and is_dense(src)
+    width = ctx.device.vector_width
+    preamble.need(("fs_exp_hl", "fs_exp_hl" + str(width)) if contiguous else ("fs_exp_hl",))
+    vector_load = tail_load = ""
+    chunk_loads: list[str] = []
+    if contiguous:
+        kind = ctx.policy.kind(src.dtype)
+
+        def element(offset: str) -> str:
+            expr, helpers = ctx.policy.load(src.dtype, buffer, offset)
+            preamble.need(helpers)
+            return ctx.policy.as_float(expr, kind)
+
+        def vector(first: int) -> str:
+            lanes = ", ".join(element(f"base + k + {first + e}") for e in range(width))
+            return f"(float{width})({lanes})"
+
+        vector_load, tail_load = vector(0), element("base + k")
+        chunk_loads = [vector(j * width) for j in range(4)]
     source = render("softmax.cl.j2", preamble=preamble.render(), name=KERNEL_NAME,
                     params=args.decls(), wg=wg, rank=rank, rows=rows_arg, splits=splits,
-                    index_t=domain.index_type,
+                    index_t=domain.index_type, per_row=per_row, contiguous=contiguous,
+                    w=width, vector_load=vector_load, tail_load=tail_load,
+                    chunk_loads=chunk_loads,
                     axis=axis, length=length_arg, load=load,
                     inf_as_zero=main.attrs.get("mode", "none") == "inf_as_zero",
                     stats=stats_name, body=code.body)
     launches: tuple[Launch, ...] = ()
-    if rows:
+    if rows and per_row:
+        local = min(ctx.work_group(ROWS_PER_GROUP), rows)
+        launches = (Launch(KERNEL_NAME, args.params, (-(-rows // local) * local,), (local,)),)
+    elif rows:
         groups = min(rows, _MAX_GROUPS)
         launches = (Launch(KERNEL_NAME, args.params, (groups * wg,), (wg,)),)
     return KernelPlan("softmax", source, launches, reads=tuple(partition.inputs),

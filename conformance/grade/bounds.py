@@ -162,7 +162,7 @@ def error_bounds(graph: Graph, inputs: Mapping[int, Array],
     radius: dict[int, Array] = {t.id: np.zeros(np.shape(stored[t.id])) for t in
                                 graph.input_tensors}
     differs = frozenset(rounding_differs)
-    for part in _in_order(parts):
+    for part in in_order(parts)[0]:
         values: dict[int, Array] = {t.id: widen(stored[t.id]) for t in part.inputs}
         local: dict[int, Array] = {t.id: radius[t.id] for t in part.inputs}
         outputs = {t.id for t in part.outputs}
@@ -205,17 +205,22 @@ def output_bounds(graph: Graph, inputs: Mapping[int, Array],
     return bounds
 
 
-def _in_order(parts: Sequence[Partition]) -> list[Partition]:
+def in_order(parts: Sequence[Partition]) -> tuple[list[Partition], bool]:
+    """`parts` with every producer before its consumers, and whether that was possible (False:
+    the partitions depend on each other in a cycle, broken at the first one still waiting)."""
     producer = {t.id: i for i, p in enumerate(parts) for t in p.outputs}
     needs = [{producer[t.id] for t in p.inputs if t.id in producer} - {i}
              for i, p in enumerate(parts)]
     order: list[int] = []
     pending = list(range(len(parts)))
+    acyclic = True
     while pending:
-        ready = [i for i in pending if needs[i] <= set(order)] or pending[:1]
+        ready = [i for i in pending if needs[i] <= set(order)]
+        if not ready:
+            acyclic, ready = False, pending[:1]
         order.extend(ready)
         pending = [i for i in pending if i not in ready]
-    return [parts[i] for i in order]
+    return [parts[i] for i in order], acyclic
 
 
 def op_bounds(op: Op, xs: Sequence[Array], rs: Sequence[Array]) -> list[tuple[Array, Array]]:

@@ -5,16 +5,26 @@ document the HTML report is rendered from (`to_dict`, `write`; `load_results` re
 and checks its schema version). Its top-level keys:
 
 - ``schema`` (`SCHEMA_VERSION`), ``suite_version`` (fusionspec's package version),
-  ``spec_version`` (`SPEC_VERSION`, naming the three pages) and ``spec_pages``;
-- ``backend``, ``device`` (every `Device` field), ``environment`` (Python, NumPy, ml_dtypes,
-  platform, hypothesis and pytest when installed), ``seed``, ``started``, ``finished``;
+  ``spec_version`` (`SPEC_VERSION`: the oneDNN documentation pages and their digests) and
+  ``spec_pages``;
+- ``backend`` (the backend's own name), ``backend_spec`` (the backend as the run was given it:
+  a registered name or ``module:attr``, what replay commands use), ``device`` (every `Device`
+  field), ``environment`` (Python, NumPy, ml_dtypes, platform, hypothesis and pytest when
+  installed), ``seed``, ``profile``, ``selection`` (what was asked for), ``shard`` (``"K/N"``
+  or null), ``planned`` (cases the selection drew, before sharding), ``started``,
+  ``finished``;
 - ``totals``: cases per status;
 - ``patterns``: per catalog pattern, counts by status, by case kind, by dtype and by rule, and
   the grammar coverage (`Case.features`: feature -> value -> number of cases);
 - ``rules``: per rule (catalog, structural or schema rule id), counts by status and patterns;
-- ``verdicts``: every case in one line (id, pattern, kind, rule, dtype, status, reason);
+- ``verdicts``: every case in one line (id, pattern, kind, rule, dtype, status, reason, its
+  ``index`` in the plan, its wall time in ``seconds``, and ``expected`` when an expectations
+  entry expects it to fail);
 - ``failures``: each failing case with its description, the verdict's details and how to
-  replay it; ``limitations``: each ``unsupported`` case, with whether it passed anyway;
+  replay it (``replay``: ``path``, the failure folder relative to the document's folder;
+  ``commands``, to run from the document's folder; ``rerun``, which draws the case afresh by
+  its id); an expected failure carries ``expected`` (the expectations entry and its reason);
+  ``limitations``: each ``unsupported`` case, with whether it passed anyway;
   ``extensions``: each ``extension`` case (a near miss the backend fused and computed right),
   recorded like a failure so that it can be replayed too;
 - ``device_problems``: the backend's other devices that could not be used, and why (a compiler
@@ -23,18 +33,27 @@ and checks its schema version). Its top-level keys:
 - ``unavailable``: present (with the reason) only in the document of a run that could not
   start because the backend had no usable device; it has no cases;
 - ``incomplete``: present (with the reason) when the run did not judge everything it was asked
-  to (stopped with Ctrl-C, or no case at all): such a run is never a PASS.
+  to (stopped with Ctrl-C, or no case at all): such a run is never a PASS;
+- ``expectations``: present when the run had an expectations file
+  (`fusionspec.conformance.expectations`): the file and its digest, ``strict``,
+  ``expected_failures`` (how many), ``unexpected_passes`` (cases an entry expected to fail that
+  did not) and ``skipped`` (cases an entry kept from running, with the reason).
+
+Lists of cases are in plan order (``index``) and counts in sorted order, so documents of the
+same run compare equal however its cases were spread over jobs, shards or pytest workers
+(`fusionspec.conformance.grade.merge` joins such parts).
 
 With an output folder, each failing case also gets ``failures/<case id>/`` (an extension
 ``extensions/<case id>/``) holding ``graph.json`` (oneDNN graph JSON), ``inputs.npz`` (the filled
 inputs, from the case's value domains, keyed by tensor id, in `fusionspec.reference.arrays`'
-encoding), ``case.json`` (the case, its value domains and the verdict) and ``replay.txt`` (the
-commands that replay it); `load_failure` turns such a folder back
-into the case and its seed.
+encoding), ``case.json`` (the case, its value domains, the verdict, the backend as given and the
+device) and ``replay.txt`` (the commands that replay it, run from that folder: every path in
+them is relative to it); `load_failure` turns such a folder back into the case and its seed.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import platform
@@ -43,6 +62,7 @@ import shlex
 from collections import Counter, defaultdict
 from collections.abc import Mapping
 from datetime import UTC, datetime
+from importlib import resources
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
@@ -51,21 +71,23 @@ from fusionspec.backend import Device
 from fusionspec.reference.arrays import write_npz
 from fusionspec.reference.filling import fill_inputs
 from fusionspec.spec.errors import FusionspecError
+from fusionspec.spec.files import atomic_write_text, safe_component
 from fusionspec.spec.graph import Graph
 from fusionspec.spec.onednn_json import dump, load
-from fusionspec.spec.pages import PAGES
+from fusionspec.spec.pages import PAGES, SPEC_VERSION
 
-from ..cases import Case, CaseKind, Status, Verdict
+from ..cases import FAILING, Case, CaseKind, Status, Verdict
 from .verdicts import rule_statement
 
 __all__ = ["SCHEMA_VERSION", "SPEC_VERSION", "ResultsFormatError", "ResultsCollector",
            "load_results", "write_failure", "load_failure", "suite_version", "environment",
-           "artifact_name"]
+           "artifact_name", "replay_commands", "failure_origin", "canonical_counts",
+           "FAILING_STATUSES"]
 
 #: The results document's format; a reader refuses any other.
 SCHEMA_VERSION = "fusionspec-results/1"
-#: The spec the suite checks: the three pages, by file name.
-SPEC_VERSION = "+".join(page.file.removesuffix(".txt") for page in PAGES)
+#: The statuses that fail a case, as the document writes them.
+FAILING_STATUSES = frozenset(s.value for s in Status if s in FAILING)
 
 _REQUIRED_KEYS = ("schema", "suite_version", "spec_version", "backend", "device", "environment",
                   "started", "finished", "totals", "patterns", "rules", "verdicts", "failures")
@@ -114,11 +136,28 @@ def _jsonable(value: object) -> Any:
 
 def artifact_name(case_id: str) -> str:
     """A folder name for a case id: letters, digits, '.', '_' and '-' only."""
-    return re.sub(r"[^A-Za-z0-9._-]+", "_", case_id).strip("._")[:120] or "case"
+    return safe_component(case_id, fallback="case", limit=120)
 
 
 def _tally() -> defaultdict[str, Counter[str]]:
     return defaultdict(Counter)
+
+
+def _natural(key: str) -> tuple[object, ...]:
+    """A sort key that puts "2" before "10" (coverage values are often counts)."""
+    return tuple((0, int(part), "") if part.isdigit() else (1, 0, part)
+                 for part in re.split(r"(\d+)", key))
+
+
+def canonical_counts(counts: Mapping[str, Any]) -> dict[str, Any]:
+    """`counts` (a status or value -> count object, or an object of them) with its keys in
+    sorted order at every level, so two tallies of the same cases print alike."""
+    return {k: canonical_counts(v) if isinstance(v, Mapping) else v
+            for k, v in sorted(counts.items(), key=lambda kv: _natural(str(kv[0])))}
+
+
+def _by_index(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return sorted(records, key=lambda r: int(r.get("index", 0)))
 
 
 class ResultsCollector:
@@ -127,10 +166,22 @@ class ResultsCollector:
     def __init__(self, backend: str, device: Device, *, seed: int = 0,
                  out_dir: str | Path | None = None,
                  device_problems: Mapping[str, str] | None = None,
-                 unavailable: str | None = None) -> None:
+                 unavailable: str | None = None, backend_spec: str | None = None,
+                 profile: str | None = None, selection: Mapping[str, Any] | None = None,
+                 shard: str | None = None, expectations: Mapping[str, Any] | None = None,
+                 strict: bool = False) -> None:
         self.backend = backend
+        #: The backend as the run was given it (what replay commands name).
+        self.backend_spec = backend_spec or backend
         self.device = device
         self.seed = seed
+        self.profile = profile
+        self.selection = dict(selection) if selection is not None else None
+        self.shard = shard
+        #: How many cases the selection drew before sharding (None: not planned by the suite).
+        self.planned: int | None = None
+        self.expectations = dict(expectations) if expectations is not None else None
+        self.strict = strict
         self.device_problems = dict(device_problems or {})
         self.unavailable = unavailable
         self.counters: dict[str, int] = {}
@@ -150,6 +201,10 @@ class ResultsCollector:
         self.failures: list[dict[str, Any]] = []
         self.extensions: list[dict[str, Any]] = []
         self.limitations: list[dict[str, Any]] = []
+        #: Cases an expectations entry expected to fail that did not fail.
+        self.unexpected_passes: list[dict[str, Any]] = []
+        #: Cases an expectations entry kept from running.
+        self.skipped: list[dict[str, Any]] = []
         self._used_names: set[str] = set()
 
     @property
@@ -158,14 +213,40 @@ class ResultsCollector:
         return len(self.verdicts)
 
     @property
-    def failed(self) -> bool:
-        """Whether any case has a failing status (extension and unsupported do not fail)."""
-        return bool(self.failures)
+    def unexpected_failures(self) -> list[dict[str, Any]]:
+        """The failing cases no expectations entry expects (shrunk copies left out)."""
+        return [f for f in self.failures if not f.get("expected") and not f.get("minimal_of")]
 
-    def add(self, case: Case, verdict: Verdict, *, seed: int | None = None) -> None:
-        """Record `verdict` on `case`; a failing one is listed (and saved under out_dir)."""
+    @property
+    def failed(self) -> bool:
+        """Whether the run fails: a failing case that no expectations entry expects
+        (extension and unsupported do not fail), or in strict mode an expected failure that
+        did not happen."""
+        return bool(self.unexpected_failures) or (self.strict and bool(self.unexpected_passes))
+
+    def skip(self, case: Case, *, index: int, occurrence: int = 1,
+             expectation: Mapping[str, Any] | None = None) -> None:
+        """Record that `case` was not run because of an expectations entry."""
+        record = {"index": index, "id": case.id, "pattern": case.pattern,
+                  "kind": case.kind.value, "rule": case.rule, "dtype": case.dtype}
+        if occurrence > 1:
+            record["occurrence"] = occurrence
+        self.skipped.append({**record, **dict(expectation or {})})
+
+    def add(self, case: Case, verdict: Verdict, *, seed: int | None = None,
+            index: int | None = None, occurrence: int = 1, seconds: float | None = None,
+            expectation: Mapping[str, Any] | None = None) -> None:
+        """Record `verdict` on `case`; a failing one is listed (and saved under out_dir).
+
+        `index` is the case's position in the plan (default: after the cases recorded so far),
+        `seconds` its wall time, `expectation` the expectations entry matching it (with
+        ``met``: whether the verdict is the failure it expects)."""
         status = verdict.status.value
         use_seed = self.seed if seed is None else seed
+        if index is None:
+            index = len(self.verdicts) + len(self.skipped)
+        met = bool(expectation is not None and expectation.get("met"))
+        expected = {k: v for k, v in (expectation or {}).items() if k != "met"}
         self.totals[status] += 1
         entry = self._pattern[case.pattern]
         entry["counts"][status] += 1
@@ -177,48 +258,82 @@ class ResultsCollector:
             entry["rules"][case.rule][status] += 1
             self._rules[case.rule]["counts"][status] += 1
             self._rules[case.rule]["patterns"][case.pattern] += 1
-        self.verdicts.append({"id": case.id, "pattern": case.pattern, "kind": case.kind.value,
-                              "rule": case.rule, "dtype": case.dtype, "status": status,
-                              "reason": verdict.reason})
+        line: dict[str, Any] = {"index": index, "id": case.id, "pattern": case.pattern,
+                                "kind": case.kind.value, "rule": case.rule, "dtype": case.dtype,
+                                "status": status, "reason": verdict.reason}
+        if seconds is not None:
+            line["seconds"] = round(seconds, 4)
+        if met:
+            line["expected"] = expected
+        self.verdicts.append(line)
         if verdict.status is Status.unsupported:
             self.limitations.append({
-                "case_id": case.id, "pattern": case.pattern, "dtype": case.dtype,
-                "reason": verdict.reason,
+                "index": index, "case_id": case.id, "pattern": case.pattern,
+                "dtype": case.dtype, "reason": verdict.reason,
                 "limitation_passed": bool(verdict.details.get("limitation_passed", False)),
                 "observed_status": verdict.details.get("observed_status")})
         if verdict.failed:
-            self.failures.append(self._failure(case, verdict, use_seed))
+            record = self._failure(case, verdict, use_seed, index=index, occurrence=occurrence)
+            if met:
+                record["expected"] = expected
+            elif expectation is not None:
+                # An entry matched, but it expects another failing status: this failure is
+                # news, and says which entry it slipped past.
+                record["unexpected_status"] = expected
+            self.failures.append(record)
         elif verdict.status is Status.extension:
-            self.extensions.append(self._failure(case, verdict, use_seed, folder="extensions"))
+            self.extensions.append(self._failure(case, verdict, use_seed, folder="extensions",
+                                                 index=index, occurrence=occurrence))
+        if expectation is not None and not verdict.failed:
+            self.unexpected_passes.append({"index": index, "case_id": case.id,
+                                           "pattern": case.pattern, "status": status,
+                                           **expected})
 
     def add_minimal(self, case: Case, verdict: Verdict, *, of_case: str) -> None:
         """Record a shrunk case that stands for the failure `of_case`: saved and listed with
         the failures (``minimal_of``), but not counted again in the totals."""
         if not verdict.failed:
             return
-        record = self._failure(case, verdict, self.seed)
+        original = next((f for f in self.failures if f["case_id"] == of_case), None)
+        index = int(original["index"]) if original is not None else len(self.verdicts)
+        record = self._failure(case, verdict, self.seed, index=index)
         record["minimal_of"] = of_case
+        if original is not None and original.get("expected"):
+            record["expected"] = original["expected"]
         self.failures.append(record)
 
-    def _failure(self, case: Case, verdict: Verdict, seed: int, *,
-                 folder: str = "failures") -> dict[str, Any]:
-        replay: dict[str, Any] = {"seed": seed, "case_id": case.id}
+    def _failure(self, case: Case, verdict: Verdict, seed: int, *, index: int,
+                 occurrence: int = 1, folder: str = "failures") -> dict[str, Any]:
+        replay: dict[str, Any] = {"seed": seed, "case_id": case.id,
+                                  "rerun": shlex.join(self._rerun(case.id))}
         if self.out_dir is not None:
-            name = artifact_name(case.id)
+            # Named after the case (and its occurrence), so any process judging it picks the
+            # same folder: shards and pytest workers write side by side without clashing.
+            name = artifact_name(case.id) + (f"-{occurrence}" if occurrence > 1 else "")
             base, n = name, 2
             while name in self._used_names:
                 name, n = f"{base}-{n}", n + 1
             self._used_names.add(name)
             saved = write_failure(self.out_dir / folder / name, case, verdict,
-                                  backend=self.backend, device_id=self.device.id, seed=seed)
-            replay.update(dir=str(saved), commands=_replay_lines(
-                saved, self.backend, self.device.id, (saved / "inputs.npz").exists()))
-        return {"case_id": case.id, "pattern": case.pattern, "kind": case.kind.value,
-                "rule": case.rule, "dtype": case.dtype, "description": case.description,
-                "features": _jsonable(case.features), "values": _jsonable(case.values),
-                "status": verdict.status.value,
-                "reason": verdict.reason, "details": _jsonable(verdict.details),
-                "replay": replay}
+                                  backend=self.backend_spec, device_id=self.device.id,
+                                  seed=seed, backend_name=self.backend)
+            inputs = (saved / "inputs.npz").exists()
+            replay.update(dir=str(saved), path=f"{folder}/{name}", commands=replay_commands(
+                Path(folder, name), self.backend_spec, self.device.id, inputs))
+        return {"index": index, "case_id": case.id, "pattern": case.pattern,
+                "kind": case.kind.value, "rule": case.rule, "dtype": case.dtype,
+                "description": case.description, "features": _jsonable(case.features),
+                "values": _jsonable(case.values),
+                "status": verdict.status.value, "reason": verdict.reason,
+                "details": _jsonable(verdict.details), "replay": replay}
+
+    def _rerun(self, case_id: str) -> list[str]:
+        """The command that draws `case_id` afresh and judges it (no saved folder needed)."""
+        args = ["fusionspec", "conform", "--backend", self.backend_spec, "--device",
+                self.device.id]
+        if self.profile is not None:
+            args += ["--profile", self.profile]
+        return [*args, "--seed", str(self.seed), "--case", case_id]
 
     def finish(self) -> None:
         """Stamp the end time (done by `to_dict` if not called)."""
@@ -231,28 +346,38 @@ class ResultsCollector:
                   "driver": self.device.driver, "runtime": self.device.runtime,
                   "extras": dict(self.device.extras)}
         patterns = {
-            pid: {"counts": dict(e["counts"]),
-                  "by_kind": {k: dict(c) for k, c in e["by_kind"].items()},
-                  "by_dtype": {k: dict(c) for k, c in e["by_dtype"].items()},
-                  "rules": {k: dict(c) for k, c in e["rules"].items()},
-                  "coverage": {f: dict(c) for f, c in e["coverage"].items()}}
+            pid: canonical_counts({"counts": e["counts"], "by_kind": e["by_kind"],
+                                   "by_dtype": e["by_dtype"], "rules": e["rules"],
+                                   "coverage": e["coverage"]})
             for pid, e in sorted(self._pattern.items())}
-        rules = {rid: {"statement": _statement(rid), "counts": dict(r["counts"]),
-                       "patterns": dict(r["patterns"])} for rid, r in sorted(self._rules.items())}
+        rules = {rid: {"statement": _statement(rid), "counts": canonical_counts(r["counts"]),
+                       "patterns": canonical_counts(r["patterns"])}
+                 for rid, r in sorted(self._rules.items())}
         document = {
             "schema": SCHEMA_VERSION, "suite_version": suite_version(),
             "spec_version": SPEC_VERSION,
-            "spec_pages": [{"file": p.file, "title": p.title} for p in PAGES],
-            "backend": self.backend, "device": device, "environment": environment(),
-            "seed": self.seed, "started": self.started, "finished": self.finished,
-            "totals": dict(self.totals), "patterns": patterns, "rules": rules,
-            "verdicts": self.verdicts, "failures": self.failures,
-            "limitations": self.limitations, "extensions": self.extensions,
+            "spec_pages": [{"file": p.file, "title": p.title, "sha256": p.sha256}
+                           for p in PAGES],
+            "backend": self.backend, "backend_spec": self.backend_spec, "device": device,
+            "environment": environment(), "seed": self.seed, "profile": self.profile,
+            "selection": self.selection, "shard": self.shard, "planned": self.planned,
+            "started": self.started, "finished": self.finished,
+            "totals": canonical_counts(self.totals), "patterns": patterns, "rules": rules,
+            "verdicts": _by_index(self.verdicts), "failures": _by_index(self.failures),
+            "limitations": _by_index(self.limitations),
+            "extensions": _by_index(self.extensions),
             "device_problems": self.device_problems, "backend_counters": self.counters}
         if self.unavailable is not None:
             document["unavailable"] = self.unavailable
         if self.incomplete is not None:
             document["incomplete"] = self.incomplete
+        if self.expectations is not None:
+            document["expectations"] = {
+                **self.expectations, "strict": self.strict,
+                "expected_failures": sum(1 for f in self.failures if f.get("expected")
+                                         and not f.get("minimal_of")),
+                "unexpected_passes": _by_index(self.unexpected_passes),
+                "skipped": _by_index(self.skipped)}
         result: dict[str, Any] = _jsonable(document)
         return result
 
@@ -260,8 +385,7 @@ class ResultsCollector:
         """Write the document as JSON (strict: no NaN tokens) and return its path."""
         target = Path(path)
         target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(json.dumps(self.to_dict(), indent=1, allow_nan=False) + "\n",
-                          encoding="utf-8")
+        atomic_write_text(target, json.dumps(self.to_dict(), indent=1, allow_nan=False) + "\n")
         return target
 
 
@@ -274,8 +398,9 @@ def load_results(path: str | Path) -> dict[str, Any]:
     """Read a results document; ResultsFormatError if it is not one of this schema version."""
     try:
         document = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ResultsFormatError(f"{path}: cannot read a results document: {exc}") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
+        raise ResultsFormatError(f"{path}: cannot read a results document: "
+                                 f"{type(exc).__name__}: {exc}") from None
     if not isinstance(document, dict):
         raise ResultsFormatError(f"{path}: a results document is a JSON object, got "
                                  f"{type(document).__name__}")
@@ -286,24 +411,50 @@ def load_results(path: str | Path) -> dict[str, Any]:
     missing = [key for key in _REQUIRED_KEYS if key not in document]
     if missing:
         raise ResultsFormatError(f"{path}: results document lacks {', '.join(missing)}")
+    _check_shape(document, path)
     return document
+
+
+@functools.cache
+def _validator() -> Any:
+    from jsonschema import Draft202012Validator
+
+    schema = json.loads(resources.files(__package__).joinpath("results.schema.json")
+                        .read_text(encoding="utf-8"))
+    return Draft202012Validator(schema)
+
+
+def _check_shape(document: dict[str, Any], path: str | Path) -> None:
+    """Every member a reader relies on has the type `results.schema.json` gives it."""
+    from jsonschema.exceptions import best_match
+
+    error = best_match(_validator().iter_errors(document))
+    if error is not None:
+        where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error.absolute_path)
+        message = error.message if len(error.message) <= 200 else error.message[:200] + "..."
+        raise ResultsFormatError(f"{path}: ${where}: {message}")
 
 
 # -- failure artifacts -------------------------------------------------------------------------
 
-def _replay_lines(folder: Path, backend: str, device_id: str, has_inputs: bool) -> list[str]:
-    where = shlex.quote(str(folder))
-    lines = [f"fusionspec conform --backend {shlex.quote(backend)} "
-             f"--device {shlex.quote(device_id)} --replay {where}"]
+def replay_commands(folder: str | Path, backend: str, device_id: str, has_inputs: bool,
+                    ) -> list[str]:
+    """The commands that replay the failure saved in `folder` (as the caller will run them:
+    relative to where they are run from, or absolute), shell-quoted."""
+    where = str(folder)
+    lines = [shlex.join(["fusionspec", "conform", "--backend", backend, "--device", device_id,
+                         "--replay", where])]
     if has_inputs:
-        lines.append(f"fusionspec run {shlex.quote(str(folder / 'graph.json'))} "
-                     f"--inputs {shlex.quote(str(folder / 'inputs.npz'))}")
+        lines.append(shlex.join(["fusionspec", "run", str(Path(where, "graph.json")),
+                                 "--inputs", str(Path(where, "inputs.npz"))]))
     return lines
 
 
 def write_failure(folder: str | Path, case: Case, verdict: Verdict, *, backend: str,
-                  device_id: str, seed: int) -> Path:
+                  device_id: str, seed: int, backend_name: str | None = None) -> Path:
     """Save `case` and `verdict` in `folder` (see the module docstring) and return it.
+    `backend` is the backend as the run was given it (a name or ``module:attr``), which the
+    replay commands use; `backend_name` the name the backend gives itself.
 
     A graph that cannot be dumped or filled (an ill-formed one may not be) is noted in
     ``case.json`` instead of failing the run.
@@ -324,12 +475,15 @@ def write_failure(folder: str | Path, case: Case, verdict: Verdict, *, backend: 
               "rule": case.rule, "dtype": case.dtype, "features": case.features,
               "values": case.values, "description": case.description, "seed": seed,
               "backend": backend,
-              "device": device_id, "status": verdict.status.value, "reason": verdict.reason,
+              "backend_name": backend_name or backend, "device": device_id,
+              "status": verdict.status.value, "reason": verdict.reason,
               "details": verdict.details, "notes": notes}
-    (target / "case.json").write_text(
-        json.dumps(_jsonable(record), indent=1, allow_nan=False) + "\n", encoding="utf-8")
-    lines = _replay_lines(target, backend, device_id, (target / "inputs.npz").exists())
-    (target / "replay.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    atomic_write_text(target / "case.json",
+                      json.dumps(_jsonable(record), indent=1, allow_nan=False) + "\n")
+    lines = replay_commands(".", backend, device_id, (target / "inputs.npz").exists())
+    atomic_write_text(target / "replay.txt",
+                      "# Replays this case: run from this folder (the paths are relative to "
+                      "it).\n" + "\n".join(lines) + "\n")
     return target
 
 
@@ -346,6 +500,21 @@ def load_failure(folder: str | Path) -> tuple[Case, int]:
                     description=str(record.get("description", "")),
                     values={int(k): str(v) for k, v in (record.get("values") or {}).items()})
         return case, int(record.get("seed", 0))
-    except (OSError, json.JSONDecodeError, KeyError, ValueError, TypeError) as exc:
+    except (OSError, json.JSONDecodeError, KeyError, ValueError, TypeError, AttributeError,
+            RecursionError, FusionspecError) as exc:
         raise ResultsFormatError(f"{target}: not a failure folder: {type(exc).__name__}: "
                                  f"{exc}") from None
+
+
+def failure_origin(folder: str | Path) -> tuple[str | None, str | None]:
+    """The backend (as its run was given it) and the device a failure folder was saved from
+    (None for what ``case.json`` does not record)."""
+    try:
+        record = json.loads((Path(folder) / "case.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError, RecursionError) as exc:
+        raise ResultsFormatError(f"{folder}: not a failure folder: {type(exc).__name__}: "
+                                 f"{exc}") from None
+    if not isinstance(record, dict):
+        raise ResultsFormatError(f"{folder}: not a failure folder: case.json is not an object")
+    backend, device = record.get("backend"), record.get("device")
+    return (str(backend) if backend else None, str(device) if device else None)

@@ -39,7 +39,7 @@ from fusionspec.spec.rules import UnknownRuleError, rule
 
 from ..cases import STRUCTURAL_RULES, Case, CaseKind, Status, Verdict
 from ..transport import BackendFailure, Failure, Foreign
-from .bounds import error_bounds
+from .bounds import error_bounds, in_order
 from .culprit import isolate
 from .tolerances import Bound, chain_of, compare, dtype_name, dtype_reason
 from .triage import explain, who_is_right
@@ -327,20 +327,12 @@ def _fusion_reason(graph: Graph, expected: Sequence[Partition],
 # -- numerics --------------------------------------------------------------------------------
 
 def _order(parts: Sequence[Partition]) -> list[Partition]:
-    producer = {t.id: i for i, p in enumerate(parts) for t in p.outputs}
-    needs = [{producer[t.id] for t in p.inputs if t.id in producer} - {i}
-             for i, p in enumerate(parts)]
-    order: list[int] = []
-    pending = list(range(len(parts)))
-    while pending:
-        ready = [i for i in pending if needs[i] <= set(order)]
-        if not ready:
-            raise _Stop(Status.fusion_mismatch, "the backend's partitions depend on each other "
-                        "in a cycle (a partition is not convex)",
-                        actual_partitions=_describe_all(parts))
-        order.extend(ready)
-        pending = [i for i in pending if i not in ready]
-    return [parts[i] for i in order]
+    ordered, acyclic = in_order(parts)
+    if not acyclic:
+        raise _Stop(Status.fusion_mismatch, "the backend's partitions depend on each other "
+                    "in a cycle (a partition is not convex)",
+                    actual_partitions=_describe_all(parts))
+    return ordered
 
 
 def ancestors(graph: Graph, tensor_id: int) -> list[Op]:

@@ -76,13 +76,16 @@ def test_copy_kernel_copies_and_measures(variant: str) -> None:
     assert copy.nbytes == 8 * ELEMENTS, f"copy moves {copy.nbytes} bytes, not 8 per element"
 
 
-@pytest.mark.parametrize("which", ["matmul", "softmax"])
+@pytest.mark.parametrize("which", ["matmul", "conv", "softmax"])
 def test_compute_partitions_are_single_and_within_tolerance(which: str) -> None:
     bench = _bench()
-    graph = bench.matmul_graph(9, 20, 13) if which == "matmul" else bench.softmax_graph(5, 70)
+    graph = {"matmul": lambda: bench.matmul_graph(9, 20, 13),
+             "conv": lambda: bench.conv_graph(2, 5, 7),
+             "softmax": lambda: bench.softmax_graph(5, 70)}[which]()
     setup = bench.setup_partition(which, graph, first_device(), np.random.default_rng(3))
     kinds = [op.kind for op in setup.partition.ops]
-    want_kinds = ["MatMul", "BiasAdd", "GELU"] if which == "matmul" else ["SoftMax"]
+    want_kinds = {"matmul": ["MatMul", "BiasAdd", "GELU"],
+                  "conv": ["Convolution", "BiasAdd", "ReLU"], "softmax": ["SoftMax"]}[which]
     assert kinds == want_kinds, f"{which}: one partition of {want_kinds}, got {kinds}"
     assert len(setup.fused.plans) == 1, f"{which}: fused into {len(setup.fused.plans)} plans"
     assert (setup.opbyop is None) == (which == "softmax"), \
@@ -99,11 +102,17 @@ def test_script_runs_end_to_end(tmp_path: Path) -> None:
     bench = _bench()
     out = tmp_path / "bench.json"
     code = bench.main(["--out", str(out), "--elements", str(ELEMENTS), "--repeats", "1",
-                       "--lengths", "2", "--matmul", "8,16,8", "--softmax", "3,40"])
+                       "--lengths", "2", "--matmul", "8,16,8", "--conv", "1,4,6",
+                       "--softmax", "3,40"])
     assert code == 0, f"the benchmark exited with {code}"
     doc = json.loads(out.read_text())
     names = [r["name"] for r in doc["partitions"]]
-    assert names == ["MatMul 8x16x8 + BiasAdd + GELU", "SoftMax 3x40"], \
-        f"partitions benchmarked: {names}"
+    assert names == ["MatMul 8x16x8 + BiasAdd + GELU", "Conv 1x4x6x6 3x3 + BiasAdd + ReLU",
+                     "SoftMax 3x40"], f"partitions benchmarked: {names}"
+    gemms = doc["partitions"][:2]
+    assert [r["sgemm_shape"] for r in gemms] == [[8, 16, 8], [36, 36, 4]] and \
+        all(r["fused_gflop_s"] > 0 and r["sgemm_gflop_s"] > 0 for r in gemms), \
+        f"GEMM rows carry their rate and NumPy's sgemm on the same shapes: {gemms}"
+    assert "sgemm_ms" not in doc["partitions"][2], "SoftMax has no GEMM rate"
     assert doc["yardstick"] in ("scalar", "vector") and doc["chains"][0]["byte_ratio"] > 1, \
         f"yardstick {doc['yardstick']}, op-by-op byte ratio {doc['chains'][0]['byte_ratio']}"

@@ -1,18 +1,21 @@
 """The reduction family of the OpenCL backend: the seven reductions over various axes
-(negative ones, keep_dims both ways, all axes, none), special values, a long reduced extent,
-fp.reduction_post_ops, checked against the reference; and the conformance suite on
-fp.reduction_post_ops."""
+(negative ones, keep_dims both ways, all axes, none; contiguous reduced blocks and strided
+ones), special values, a long reduced extent, fp.reduction_post_ops, checked against the
+reference in both kernel forms on the test device (an output per work item, the CPU form; a
+work group per output, forced by describing the device as one with dedicated local
+memory)."""
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import numpy as np
 import pytest
-from testkit.accel import OnDevice, requires_device
+from testkit.accel import OnDevice, first_info, requires_device
 
 from fusionspec.accel.errors import UnsupportedPartitionError
-from fusionspec.accel.families import family_for
+from fusionspec.accel.families import BuildContext, family_for
 from fusionspec.reference import execute
 from fusionspec.reference.dtypes import cast_to
 from fusionspec.spec.categories import REDUCTION
@@ -22,6 +25,16 @@ from fusionspec.spec.graph import Graph, LogicalTensor, Op
 pytestmark = [requires_device, pytest.mark.filterwarnings("ignore::RuntimeWarning")]
 
 F32, BF16, S32 = DataType.f32, DataType.bf16, DataType.s32
+FORMS = ("output", "group")
+
+
+def _on(graph: Graph, form: str) -> OnDevice:
+    """`graph` compiled in `form` (see FORMS) on the test device."""
+    info = dataclasses.replace(first_info(), local_mem_dedicated=form == "group")
+    on = OnDevice(graph, ctx=BuildContext.for_device(info))
+    assert ("__local float red_h" in on.compiled[0].kernel_source) == (form == "group"), \
+        f"{form} form generated"
+    return on
 
 
 def _feeds(graph: Graph, spread: float = 2.0) -> dict[int, Any]:
@@ -38,40 +51,54 @@ def _reduce(kind: str, shape: tuple[int, ...], axes: list[int], keep: bool,
                      attrs={"axes": axes, "keep_dims": keep})])
 
 
+@pytest.mark.parametrize("form", FORMS)
 @pytest.mark.parametrize("kind", REDUCTION)
 @pytest.mark.parametrize("shape,axes,keep", [((3, 4, 5), [1], True), ((3, 4, 5), [-1, 0], False),
                                              ((2, 3, 4, 6), [0, 1, 2, 3], False),
-                                             ((5, 7), [], True)])
+                                             ((5, 7), [], True), ((3, 2, 21), [-1], False),
+                                             ((2, 3, 4, 5), [2, 3], True)])
 def test_reductions_match_reference(kind: str, shape: tuple[int, ...], axes: list[int],
-                                    keep: bool) -> None:
+                                    keep: bool, form: str) -> None:
     graph = _reduce(kind, shape, axes, keep)
-    on = OnDevice(graph)
+    on = _on(graph, form)
     assert family_for(on.parts[0]).name == "reduction", f"{kind} goes to the reduction family"
-    on.check(_feeds(graph), label=f"{kind} {shape} axes {axes} keep {keep}")
+    on.check(_feeds(graph), label=f"{kind} {shape} axes {axes} keep {keep} ({form} form)")
 
 
-@pytest.mark.parametrize("kind", ["ReduceSum", "ReduceL2", "ReduceMean"])
-def test_long_extent_with_cancellation(kind: str) -> None:
+def test_backend_picks_the_form_by_local_memory() -> None:
+    on = OnDevice(_reduce("ReduceSum", (3, 4), [1], False))
+    grouped = "__local float red_h" in on.compiled[0].kernel_source
+    assert grouped == first_info().local_mem_dedicated, \
+        "a work group per output exactly where local memory is dedicated"
+
+
+@pytest.mark.parametrize("form", FORMS)
+@pytest.mark.parametrize("kind", ["ReduceSum", "ReduceL2", "ReduceMean", "ReduceL1"])
+def test_long_extent_with_cancellation(kind: str, form: str) -> None:
     """Five thousand values reduced into one: the compensated sum stays within eps(f32)."""
     graph = _reduce(kind, (2, 5000), [1], False)
-    OnDevice(graph).check(_feeds(graph, spread=1000.0), label=f"{kind} long")
+    _on(graph, form).check(_feeds(graph, spread=1000.0), label=f"{kind} long ({form})")
 
 
-def test_prod_and_bf16() -> None:
+@pytest.mark.parametrize("form", FORMS)
+def test_prod_and_bf16(form: str) -> None:
     graph = _reduce("ReduceProd", (4, 40), [1], True)
-    OnDevice(graph).check(_feeds(graph, spread=1.5), label="ReduceProd long")
+    _on(graph, form).check(_feeds(graph, spread=1.5), label="ReduceProd long")
     graph = _reduce("ReduceMean", (4, 40), [0], True, BF16)
-    OnDevice(graph).check(_feeds(graph), label="ReduceMean bf16")
+    _on(graph, form).check(_feeds(graph), label="ReduceMean bf16")
+    graph = _reduce("ReduceSum", (4, 40), [1], True, BF16)
+    _on(graph, form).check(_feeds(graph), label="ReduceSum bf16 contiguous")
 
 
-@pytest.mark.parametrize("kind", ["ReduceMax", "ReduceMin", "ReduceSum"])
-def test_nan_and_infinity_propagate(kind: str) -> None:
-    graph = _reduce(kind, (3, 4), [1], False).finalize()
+@pytest.mark.parametrize("form", FORMS)
+@pytest.mark.parametrize("kind", ["ReduceMax", "ReduceMin", "ReduceSum", "ReduceL2"])
+def test_nan_and_infinity_propagate(kind: str, form: str) -> None:
+    graph = _reduce(kind, (3, 20), [1], False).finalize()
     x = _feeds(graph)[0]
     x[0, 1] = np.nan
-    x[1, 2] = np.inf
+    x[1, 12] = np.inf
     x[2, 0] = -np.inf
-    got = OnDevice(graph).run({0: x})[1]
+    got = _on(graph, form).run({0: x})[1]
     want = execute(graph, {0: x})[1]
     assert np.array_equal(got, want, equal_nan=True) or \
         np.allclose(got, want, rtol=2e-7, equal_nan=True), \

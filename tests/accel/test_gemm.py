@@ -1,7 +1,10 @@
 """The GEMM family of the OpenCL backend: MatMul, Convolution and ConvTranspose kernels against
 the reference on hand-made graphs (layouts, groups, pads, dilations, auto_pad, transposes,
-batch broadcasting, 1-D operands, biases, int8 folding, fused epilogues), the tile choice for
-small and large devices, and the conformance suite on the GEMM patterns."""
+batch broadcasting, 1-D operands, biases, int8 folding, fused epilogues), in every kernel
+form on the test device: the register-blocked form with each way of reading A (in runs,
+packed first, element by element) and the local-memory tiled form (forced by describing the
+device as one with dedicated local memory); the tile and register-block choices for small and
+large devices."""
 
 from __future__ import annotations
 
@@ -12,9 +15,18 @@ import numpy as np
 import pytest
 from testkit.accel import OnDevice, first_info, requires_device
 
+from fusionspec.accel.codegen.args import KernelArgs
+from fusionspec.accel.codegen.source import Preamble
+from fusionspec.accel.codegen.types import TypePolicy
 from fusionspec.accel.families import BuildContext, family_for
-from fusionspec.accel.families.gemm import choose_tiles
-from fusionspec.accel.plan import BufferArg, TableArg
+from fusionspec.accel.families.gemm import (
+    A_MODES,
+    choose_register_tiles,
+    choose_tiles,
+    register_blocked,
+)
+from fusionspec.accel.families.gemm_geometry import geometry_of
+from fusionspec.accel.plan import BufferArg, ScratchArg, TableArg
 from fusionspec.reference.dtypes import cast_to
 from fusionspec.spec.dtypes import DataType
 from fusionspec.spec.graph import AttrValue, Graph, LogicalTensor, Op
@@ -31,7 +43,9 @@ def _t(tid: int, shape: tuple[int, ...] | None, dtype: DataType = F32) -> Logica
 
 
 def _feeds(graph: Graph, seed: int = 3) -> dict[int, Any]:
-    """Random inputs: normal floats, small integers for 8-bit tensors."""
+    """Random inputs: quarters in [-4, 4] for floats (every product and partial sum is then
+    exact in f32, so any accumulation order, with or without fused multiply-adds, gives the
+    reference's result, as the suite's fills do), small integers for 8-bit tensors."""
     rng = np.random.default_rng(seed)
     feeds: dict[int, Any] = {}
     for t in graph.finalize().input_tensors:
@@ -41,19 +55,46 @@ def _feeds(graph: Graph, seed: int = 3) -> dict[int, Any]:
             feeds[t.id] = rng.integers(lo, hi, shape).astype(np.int8 if t.dtype is S8
                                                              else np.uint8)
         else:
-            feeds[t.id] = cast_to(rng.standard_normal(shape), t.dtype)
+            feeds[t.id] = cast_to(rng.integers(-16, 17, shape) / 4.0, t.dtype)
     return feeds
 
 
-def _run(graph: Graph, label: str, *, kernels: int = 1) -> OnDevice:
-    on = OnDevice(graph)
+#: The kernel forms every shape is checked in: the register-blocked form reading A in runs (the
+#: default for these operands), packed first and element by element; and the tiled form.
+FORMS = ("run", "packed", "element", "tiled")
+
+
+def _context(form: str) -> BuildContext:
+    """A build context for the test device that generates `form` (see FORMS)."""
+    info = first_info()
+    if form == "tiled":
+        return BuildContext.for_device(dataclasses.replace(info, local_mem_dedicated=True))
+    base = BuildContext.for_device(dataclasses.replace(info, local_mem_dedicated=False))
+    return BuildContext(base.device, base.policy, None, {"gemm": {"a_mode": form}})
+
+
+def _run(graph: Graph, label: str, *, kernels: int = 1, form: str | None = None) -> OnDevice:
+    """Compile `graph` (one GEMM partition) in `form` (None: as the backend does) and check it
+    against the reference; `kernels`: the GEMM kernel and what follows it (BiasAddBackward)."""
+    ctx = None if form is None else _context(form)
+    on = OnDevice(graph, ctx=ctx)
     assert len(on.parts) == 1, f"{label}: one partition, got {len(on.parts)}"
     assert family_for(on.parts[0]).name == "gemm", f"{label}: the GEMM family compiles it"
     plan = on.compiled[0].plans[0]
-    assert len(on.compiled[0].plans) == 1 and len(plan.launches) == kernels, \
-        f"{label}: {kernels} kernel(s) for the whole partition, got {len(plan.launches)}"
-    assert "__local float As" in plan.source, f"{label}: operand tiles staged in local memory"
-    on.check(_feeds(graph), label=label)
+    names = [launch.kernel for launch in plan.launches]
+    assert len(on.compiled[0].plans) == 1 and names.count("fs_gemm") == 1 and \
+        len(names) - names.index("fs_gemm") == kernels, \
+        f"{label}: one GEMM kernel and {kernels - 1} after it for the whole partition: {names}"
+    tiled = "__local float As" in plan.source
+    if (ctx or BuildContext.for_device(first_info())).device.local_mem_dedicated:
+        assert tiled and names[0] == "fs_gemm", f"{label}: operand tiles staged in local memory"
+    else:
+        assert not tiled and names[0] == "fs_gemm_pack_b", \
+            f"{label}: register-blocked, B packed into panels first: {names}"
+        if form in ("packed", "element"):
+            assert ("fs_gemm_pack_a" in names) == (form == "packed"), \
+                f"{label}: A packed first exactly in the packed form: {names}"
+    on.check(_feeds(graph), label=f"{label} [{form or 'default'}]")
     return on
 
 
@@ -68,16 +109,19 @@ MATMULS: list[tuple[tuple[int, ...], tuple[int, ...], bool, bool, tuple[int, ...
 ]
 
 
+@pytest.mark.parametrize("form", FORMS)
 @pytest.mark.parametrize("sa,sb,ta,tb,bias", MATMULS)
 def test_matmul_shapes_transposes_and_bias(sa: tuple[int, ...], sb: tuple[int, ...], ta: bool,
-                                          tb: bool, bias: tuple[int, ...] | None) -> None:
+                                          tb: bool, bias: tuple[int, ...] | None,
+                                          form: str) -> None:
     ins = (_t(0, sa), _t(1, sb), *((_t(2, bias),) if bias else ()))
     graph = Graph([Op(0, "MatMul", inputs=ins, outputs=(_t(3, None),),
                       attrs={"transpose_a": ta, "transpose_b": tb})])
-    _run(graph, f"MatMul {sa} x {sb} ta={ta} tb={tb} bias={bias}")
+    _run(graph, f"MatMul {sa} x {sb} ta={ta} tb={tb} bias={bias}", form=form)
 
 
-def test_matmul_bf16_with_post_ops() -> None:
+@pytest.mark.parametrize("form", FORMS)
+def test_matmul_bf16_with_post_ops(form: str) -> None:
     """bf16 operands and dst: the accumulator is rounded to bf16 before the post-ops."""
     graph = Graph([
         Op(0, "MatMul", inputs=(_t(0, (4, 33, 20), BF16), _t(1, (20, 17), BF16)),
@@ -85,7 +129,7 @@ def test_matmul_bf16_with_post_ops() -> None:
         Op(1, "Add", inputs=(_t(2, None, BF16), _t(3, (1, 17), BF16)),
            outputs=(_t(4, None, BF16),)),
         Op(2, "GELU", inputs=(_t(4, None, BF16),), outputs=(_t(5, None, BF16),))])
-    _run(graph, "bf16 MatMul + Add + GELU")
+    _run(graph, "bf16 MatMul + Add + GELU", form=form)
 
 
 def _conv(kind: str, src: tuple[int, ...], wei: tuple[int, ...], **attrs: AttrValue) -> Op:
@@ -116,11 +160,13 @@ CONVS: list[tuple[str, tuple[int, ...], tuple[int, ...], dict[str, AttrValue]]] 
 ]
 
 
+@pytest.mark.parametrize("form", FORMS)
 @pytest.mark.parametrize("label,src,wei,attrs", CONVS, ids=[c[0] for c in CONVS])
 def test_convolution_layouts_groups_pads_dilations(label: str, src: tuple[int, ...],
                                                    wei: tuple[int, ...],
-                                                   attrs: dict[str, AttrValue]) -> None:
-    _run(Graph([_conv("Convolution", src, wei, **attrs)]), f"Convolution {label}")
+                                                   attrs: dict[str, AttrValue],
+                                                   form: str) -> None:
+    _run(Graph([_conv("Convolution", src, wei, **attrs)]), f"Convolution {label}", form=form)
 
 
 def test_convolution_bias_input_and_epilogue() -> None:
@@ -159,11 +205,14 @@ DECONVS: list[tuple[str, tuple[int, ...], tuple[int, ...], dict[str, AttrValue]]
 ]
 
 
+@pytest.mark.parametrize("form", FORMS)
 @pytest.mark.parametrize("label,src,wei,attrs", DECONVS, ids=[c[0] for c in DECONVS])
 def test_convtranspose_layouts_groups_output_padding(label: str, src: tuple[int, ...],
                                                      wei: tuple[int, ...],
-                                                     attrs: dict[str, AttrValue]) -> None:
-    _run(Graph([_conv("ConvTranspose", src, wei, **attrs)]), f"ConvTranspose {label}")
+                                                     attrs: dict[str, AttrValue],
+                                                     form: str) -> None:
+    _run(Graph([_conv("ConvTranspose", src, wei, **attrs)]), f"ConvTranspose {label}",
+         form=form)
 
 
 def _int8_graph(main: Op, wshape: tuple[int, ...], oc_axis: int, *,
@@ -196,31 +245,37 @@ def _int8_graph(main: Op, wshape: tuple[int, ...], oc_axis: int, *,
     return Graph(ops)
 
 
+@pytest.mark.parametrize("form", FORMS)
 @pytest.mark.parametrize("quantize_weights", [False, True])
-def test_int8_matmul_folds_dequantize_into_loads(quantize_weights: bool) -> None:
+def test_int8_matmul_folds_dequantize_into_loads(quantize_weights: bool, form: str) -> None:
     mm = Op(0, "MatMul", inputs=(_t(0, (2, 9, 13)), _t(1, (13, 11))), outputs=(_t(3, None),))
     graph = _int8_graph(mm, (13, 11), 1, quantize_weights=quantize_weights)
-    on = _run(graph, f"int8 MatMul (weights quantized in graph: {quantize_weights})")
+    on = _run(graph, f"int8 MatMul (weights quantized in graph: {quantize_weights})",
+              form=form)
     plan = on.compiled[0].plans[0]
-    params = plan.launches[0].params
+    params = plan.launches[-1].params
     buffers = {p.binding.tensor_id for p in params if isinstance(p.binding, BufferArg)}
     assert buffers == {10, 11, 21, 24}, \
         f"only the int8 inputs, the f32/s8 weights and the u8 output are buffers: {buffers}"
     tables = [p for p in params if isinstance(p.binding, TableArg)]
-    assert sum("__global" in p.decl for p in params) == len(buffers) + len(tables), \
-        "the other global parameters are the per-channel scale and zero-point tables"
+    scratch = [p for p in params if isinstance(p.binding, ScratchArg)]
+    assert sum("__global" in p.decl for p in params) == len(buffers) + len(tables) + \
+        len(scratch), "the other global parameters are the per-channel scale and zero-point " \
+        "tables (and the packed operands of the register-blocked form)"
     assert "char" in plan.source and "uchar" in plan.source, "int8 data is loaded as is"
 
 
-def test_int8_conv_and_convtranspose() -> None:
+@pytest.mark.parametrize("form", FORMS)
+def test_int8_conv_and_convtranspose(form: str) -> None:
     conv = _conv("Convolution", (1, 4, 7, 7), (6, 2, 3, 3), groups=2, strides=[2, 1],
                  pads_begin=[1, 1], pads_end=[1, 0], data_format="NCX", weights_format="OIX")
-    _run(_int8_graph(conv, (6, 2, 3, 3), 0, quantize_weights=True), "int8 Convolution")
+    _run(_int8_graph(conv, (6, 2, 3, 3), 0, quantize_weights=True), "int8 Convolution",
+         form=form)
     deconv = _conv("ConvTranspose", (1, 5, 5, 4), (3, 3, 5, 4), strides=[2, 2],
                    pads_begin=[1, 1], pads_end=[0, 0], data_format="NXC",
                    weights_format="XOI")
     _run(_int8_graph(deconv, (3, 3, 5, 4), 2, quantize_weights=False),
-         "int8 ConvTranspose")
+         "int8 ConvTranspose", form=form)
 
 
 def test_tiles_fit_the_device() -> None:
@@ -241,6 +296,51 @@ def test_tiles_fit_the_device() -> None:
     assert thin.tm == 1 and thin.tn == 64, f"a 1-row product gets a 1-row tile: {thin}"
 
 
+def _geometry(graph: Graph) -> object:
+    op = graph.finalize().ops[0]
+    return geometry_of(op, KernelArgs(Preamble(TypePolicy())))
+
+
+def test_register_blocks_fit_the_device() -> None:
+    """CPU-like devices (local memory not dedicated) get the register-blocked form with W =
+    their native width capped at 8 (16-wide types abort PoCL 3.0 on AVX-512 CPUs), floored at
+    4; A is read in runs for MatMul (6 x 2 block) and plain convolutions (4 x 2: each row
+    also keeps a window offset and a padding flag), packed where an op is folded into a
+    convolution's loads, element by element into a MatMul's; tuned blocks and A mode replace
+    the defaults; GPU-like devices get tiles."""
+    base = first_info()
+    cpu = dataclasses.replace(base, local_mem_dedicated=False, native_vector_width=16)
+    ctx = BuildContext.for_device(cpu)
+    assert register_blocked(ctx) and not register_blocked(
+        BuildContext.for_device(dataclasses.replace(cpu, local_mem_dedicated=True))), \
+        "the form follows CL_DEVICE_LOCAL_MEM_TYPE"
+    mm = _geometry(Graph([Op(0, "MatMul", inputs=(_t(0, (70, 40)), _t(1, (40, 130))),
+                             outputs=(_t(3, None),))]))
+    conv = _geometry(Graph([_conv("Convolution", (1, 6, 9, 8), (4, 6, 3, 3),
+                                  pads_begin=[1, 1], pads_end=[1, 1], data_format="NCX",
+                                  weights_format="OIX")]))
+
+    def tiles(c: BuildContext, geo: object, folded: bool = False) -> tuple[object, ...]:
+        t = choose_register_tiles(c, geo, folded)  # type: ignore[arg-type]
+        return t.rm, t.nv, t.width, t.a_mode
+
+    assert tiles(ctx, mm) == (6, 2, 8, "run"), "native width 16: 6 x 2 float8, A in runs"
+    narrow = BuildContext.for_device(dataclasses.replace(cpu, native_vector_width=4))
+    assert tiles(narrow, mm)[2] == 4, "native width 4: float4"
+    assert tiles(ctx, conv) == (4, 2, 8, "run"), "convolution windows in runs, 4 x 2"
+    assert tiles(ctx, conv, True)[::3] == (6, "packed"), \
+        "with a Dequantize folded into A, the window is materialised first"
+    assert tiles(ctx, mm, True)[3] == "element", \
+        "a folded MatMul operand is read element by element in place"
+    tuned = BuildContext(ctx.device, ctx.policy, None,
+                         {"gemm": {"block": [4, 3], "window_block": [3, 2]}})
+    assert tiles(tuned, mm) == (4, 3, 8, "run") and tiles(tuned, conv) == (3, 2, 8, "run"), \
+        "tuned blocks per class"
+    packed = BuildContext(ctx.device, ctx.policy, None, {"gemm": {"a_mode": "packed"}})
+    assert tiles(packed, conv) == (6, 2, 8, "packed"), "a tuned A mode (packed: plain block)"
+    assert set(A_MODES) == {"run", "packed", "element"}, f"modes {A_MODES}"
+
+
 BACKWARDS: list[tuple[str, tuple[int, ...], tuple[int, ...], dict[str, AttrValue]]] = [
     ("NCX OIX strided padded 2 groups", (2, 4, 7, 6), (6, 2, 3, 3),
      dict(strides=[2, 1], pads_begin=[1, 1], pads_end=[1, 0], groups=2, data_format="NCX",
@@ -250,11 +350,12 @@ BACKWARDS: list[tuple[str, tuple[int, ...], tuple[int, ...], dict[str, AttrValue
 ]
 
 
+@pytest.mark.parametrize("form", FORMS)
 @pytest.mark.parametrize("label,src,wshape,attrs", BACKWARDS, ids=[c[0] for c in BACKWARDS])
 @pytest.mark.parametrize("with_bias", [False, True])
 def test_convolution_backward_weights_and_bias_backward(
         label: str, src: tuple[int, ...], wshape: tuple[int, ...],
-        attrs: dict[str, AttrValue], with_bias: bool) -> None:
+        attrs: dict[str, AttrValue], with_bias: bool, form: str) -> None:
     """The weight gradient as an implicit GEMM; with BiasAddBackward of diff_weights (the
     training pattern as written), a second kernel reduces it per channel."""
     forward = Graph([_conv("Convolution", src, wshape, **attrs)]).finalize()
@@ -269,4 +370,4 @@ def test_convolution_backward_weights_and_bias_backward(
         ops.append(Op(1, "BiasAddBackward", inputs=(_t(2, None),), outputs=(_t(3, None),),
                       attrs={"data_format": "NCX"}))
     _run(Graph(ops), f"ConvolutionBackwardWeights {label} (+ BiasAddBackward: {with_bias})",
-         kernels=1 + with_bias)
+         kernels=1 + with_bias, form=form)

@@ -227,29 +227,58 @@ def test_per_channel_values_are_table_arguments() -> None:
 
 
 @requires_device
-def test_tables_are_uploaded_once(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A compiled partition uploads its tables when it is created; an execute allocates only
-    its inputs and outputs, and computes the same result every time."""
+def test_tables_are_uploaded_once_and_buffers_pooled(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A compiled partition uploads its tables when it is created; its first execute allocates
+    one buffer per input and output, the second none (they come back from the pool), and
+    every execute computes the same result."""
     graph = _per_channel(0, 0)
     part = _whole(graph)
     backend = AccelBackend()
     compiled = backend.compile(part, backend.devices()[0])
-    allocations: list[int] = []
+    uploads: list[int] = []
     real = compiled_module._buffer
 
     def counting(context: Any, nbytes: int, host: Any) -> Any:
-        allocations.append(nbytes)
+        uploads.append(nbytes)
         return real(context, nbytes, host)
 
     monkeypatch.setattr(compiled_module, "_buffer", counting)
     feeds = _feeds(graph, 4)
-    got = [compiled.execute(feeds) for _ in range(2)]
+    assert compiled.allocations == 0, "compiling allocates no tensor buffer"
+    first = compiled.execute(feeds)
     per_run = len(part.inputs) + len(part.outputs)
-    assert len(allocations) == 2 * per_run, \
-        f"{len(allocations)} buffers for two runs of {per_run} tensors: tables re-uploaded?"
+    assert compiled.allocations == per_run, \
+        f"{compiled.allocations} buffers for the first run of {per_run} tensors"
+    second = compiled.execute(feeds)
+    assert compiled.allocations == per_run, \
+        f"the second run allocated {compiled.allocations - per_run} more buffers"
+    compiled.time_launches(feeds, 2)
+    assert compiled.allocations == per_run, "timing kernels reuses the pooled buffers too"
+    compiled.time_launches(feeds, 1, fresh=True)
+    assert compiled.allocations == 2 * per_run, "a fresh timing allocates its own buffers"
+    assert uploads == [], f"tables uploaded again: {uploads}"
     out = part.outputs[0].id
-    assert np.array_equal(got[0][out], got[1][out]), "the same result on every execute"
+    assert np.array_equal(first[out], second[out]), "the same result on every execute"
     OnDevice(graph, whole=True).check(feeds, label="per-channel tables")
+
+
+@requires_device
+def test_pooled_buffers_serve_every_partition_shape() -> None:
+    """A GEMM partition with scratch buffers (packed operands) keeps its allocations after the
+    first run and still computes the reference result on new inputs."""
+    graph = _conv(1, 0)
+    part = _whole(graph)
+    backend = AccelBackend()
+    compiled = backend.compile(part, backend.devices()[0])
+    compiled.execute(_feeds(graph, 1))
+    count = compiled.allocations
+    for seed in (2, 3):
+        compiled.execute(_feeds(graph, seed))
+    assert compiled.allocations == count, \
+        f"{compiled.allocations - count} buffers allocated after the first run"
+    on = OnDevice(graph, whole=True)
+    on.compiled = [compiled]
+    on.check(_feeds(graph, 5), label="pooled conv")
 
 
 # -- the registry ---------------------------------------------------------------------------

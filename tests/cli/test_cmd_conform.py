@@ -34,9 +34,16 @@ def test_ctrl_c_keeps_what_was_judged_marked_incomplete(tmp_path: Path) -> None:
     out = tmp_path / "out"
     run = subprocess.Popen([*CLI, "--backend", "reference", "--out", str(out)],
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    time.sleep(6)  # long enough to judge some cases, far too short for all of them
+    assert run.stderr is not None
+    said = ""
+    while "judging" not in said:  # the plain progress line once the cases are drawn
+        line = run.stderr.readline()
+        assert line, f"the run ended before judging: {said[-800:]}"
+        said += line
+    time.sleep(3)  # long enough to judge some cases, far too short for all of them
     run.send_signal(signal.SIGINT)
     stdout, stderr = run.communicate(timeout=120)
+    stderr = said + stderr
     assert run.returncode == 130, f"exit {run.returncode}: {stdout[-800:]} {stderr[-800:]}"
     assert "Traceback" not in stderr, stderr[-1500:]
     document = json.loads((out / "results.json").read_text())

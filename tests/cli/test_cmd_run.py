@@ -105,8 +105,9 @@ def test_json_output(graph_file: Path, capsys: pytest.CaptureFixture[str]) -> No
     ({"0": np.zeros((2, 3), np.float32), "1": np.zeros((2, 3), np.uint16),
       "3": np.zeros((2, 3), np.uint16)}, r"tensor 0: npz array has dtype float32; a bf16"),
     ({"0": np.zeros((3, 2), np.uint16), "1": np.zeros((2, 3), np.uint16),
-      "3": np.zeros((2, 3), np.uint16)}, r"tensor 0: shape \[3, 2\] does not match"),
-    ({"x": np.zeros(1)}, r"key 'x' is not a tensor id"),
+      "3": np.zeros((2, 3), np.uint16)},
+     r"tensor 0: npz array has shape \[3, 2\]; tensor 0 is \[2, 3\]"),
+    ({"x": np.zeros(1)}, r"member 'x.npy' is not an array keyed by a tensor id"),
     ({"42": np.zeros(1)}, r"key '42' is not an input of the graph \(inputs: 0, 1, 3\)"),
 ])
 def test_bad_npz_is_a_typed_error(arrays: dict[str, Any], message: str, tmp_path: Path,

@@ -5,7 +5,7 @@ Each mutant (testkit.mutants) is the reference with one realistic bug; it is run
 patterns where that bug can show, in-process for speed (the isolation of the runner has tests
 of its own). With ``FUSIONSPEC_MUTATION_OUT=path`` the outcomes are also written there as a
 small JSON document (the mutation score; `nox -s mutation` writes results/mutation.json, which
-BENCHMARKS.md quotes and the HTML report shows).
+BENCHMARKS.md quotes).
 """
 
 from __future__ import annotations

@@ -4,6 +4,7 @@ replay a case."""
 from __future__ import annotations
 
 import json
+from importlib.metadata import version
 from pathlib import Path
 
 import numpy as np
@@ -46,7 +47,9 @@ def test_document_header() -> None:
     assert doc["schema"] == SCHEMA_VERSION, f"schema version: {doc['schema']}"
     assert doc["spec_version"] == SPEC_VERSION and SPEC_VERSION.count("+") == 2, \
         f"the spec version names the three pages: {SPEC_VERSION}"
-    assert doc["suite_version"] == "0.1.0", \
+    assert all(len(p["sha256"]) == 64 for p in doc["spec_pages"]), \
+        f"each page is recorded with its digest: {doc['spec_pages']}"
+    assert doc["suite_version"] == version("fusionspec"), \
         f"suite version is the package's: {doc['suite_version']}"
     assert doc["device"]["id"] == "numpy" and "driver" in doc["device"], f"device: {doc['device']}"
     for key in ("python", "numpy", "ml_dtypes", "platform", "hypothesis", "pytest"):
@@ -79,14 +82,23 @@ def test_failures_are_listed_and_saved(tmp_path: Path) -> None:
     folder = Path(failure["replay"]["dir"])
     assert folder.parent == tmp_path / "failures", f"artifacts under failures/: {folder}"
     assert folder.name == artifact_name(VALID.id), f"folder named after the case: {folder}"
+    assert failure["replay"]["path"] == f"failures/{folder.name}", \
+        f"the document names the folder relative to itself: {failure['replay']}"
     for name in ("graph.json", "inputs.npz", "case.json", "replay.txt"):
         assert (folder / name).is_file(), f"{name} is written for a failure"
     replay = (folder / "replay.txt").read_text().splitlines()
-    want = f"fusionspec conform --backend wrong-math --device numpy --replay {folder}"
-    assert replay[0] == want, f"first line replays through the suite: {replay[0]}"
-    assert replay[1] == f"fusionspec run {folder}/graph.json --inputs {folder}/inputs.npz", \
-        f"second line runs the reference on the saved inputs: {replay[1]}"
-    assert failure["replay"]["commands"] == replay, "the document carries the same commands"
+    assert replay[0].startswith("#"), f"the file says where to run it from: {replay[0]}"
+    assert replay[1] == "fusionspec conform --backend wrong-math --device numpy --replay .", \
+        f"the suite replays the folder it is run from: {replay[1]}"
+    assert replay[2] == "fusionspec run graph.json --inputs inputs.npz", \
+        f"the reference runs on the saved inputs, paths relative to the folder: {replay[2]}"
+    where = failure["replay"]["path"]
+    assert failure["replay"]["commands"] == [
+        f"fusionspec conform --backend wrong-math --device numpy --replay {where}",
+        f"fusionspec run {where}/graph.json --inputs {where}/inputs.npz"], \
+        f"the document's commands run from its folder: {failure['replay']['commands']}"
+    assert failure["replay"]["rerun"].endswith(f"--seed 5 --case {VALID.id}"), \
+        f"a rerun draws the case afresh by its id: {failure['replay']['rerun']}"
 
 
 def test_failure_folder_round_trips(tmp_path: Path) -> None:
@@ -125,8 +137,10 @@ def test_ill_formed_failure_is_saved_without_inputs(tmp_path: Path) -> None:
     assert (folder / "graph.json").is_file(), "the ill-formed graph is still dumped"
     assert not (folder / "inputs.npz").exists() and record["notes"], \
         f"no inputs for a graph that does not finalize, and a note says why: {record['notes']}"
-    assert len((folder / "replay.txt").read_text().splitlines()) == 1, \
-        "without inputs only the conform replay line is written"
+    lines = (folder / "replay.txt").read_text().splitlines()
+    assert [line for line in lines if not line.startswith("#")] == [
+        "fusionspec conform --backend a --device numpy --replay ."], \
+        f"without inputs only the conform replay line is written: {lines}"
 
 
 def test_write_and_load(tmp_path: Path) -> None:

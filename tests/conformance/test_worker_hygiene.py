@@ -9,14 +9,16 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 import pytest
 from testkit import toy_backends as toy
 
-from fusionspec.conformance.cases import Status
+from fusionspec.conformance.cases import CaseKind, Status
 from fusionspec.conformance.runner import Runner
+from fusionspec.conformance.suite import run_suite
 
 TESTS = str(Path(__file__).resolve().parents[1])  # holds the testkit package
 VALID = toy.valid_case("fp.matmul_post_ops", 3)
@@ -44,7 +46,7 @@ def test_a_timed_out_workers_helper_processes_die_with_it(tmp_path: Path,
                                                           monkeypatch: pytest.MonkeyPatch
                                                           ) -> None:
     pidfile = tmp_path / "child.pid"
-    monkeypatch.setenv("FUSIONSPEC_TOY_PIDFILE", str(pidfile))
+    monkeypatch.chdir(tmp_path)
     with Runner("testkit.toy_backends:SpawnsAndHangs", None, 15.0, sys_path=[TESTS]) as run:
         verdict = run.run(VALID)
     assert verdict.status is Status.timeout, f"{verdict.status}: {verdict.reason}"
@@ -73,3 +75,19 @@ def test_a_backend_cannot_forge_its_grades() -> None:
         verdict = run.run(VALID)
     assert verdict.status is Status.numeric_mismatch, \
         f"patching the grading in the backend's process changed the verdict: {verdict}"
+
+
+@pytest.mark.parametrize("backend", ["testkit.toy_backends:NoDevices",
+                                     "testkit.toy_backends:NoSuchBackend"])
+def test_a_backend_that_fails_to_start_leaves_nothing_in_tmpdir(tmp_path: Path,
+                                                               monkeypatch: pytest.MonkeyPatch,
+                                                               backend: str) -> None:
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
+    with pytest.raises(Exception):  # noqa: B017 - which error is the loader's business
+        run_suite(backend, patterns=["fp.bn_relu"], kinds=[CaseKind.valid],
+                  out_dir=lambda name, device: tmp_path / "out", sys_path=[TESTS])
+    # pymp-*: multiprocessing's own folder for its fork server, removed when Python exits.
+    left = sorted(p.name for p in scratch.iterdir() if not p.name.startswith("pymp-"))
+    assert left == [], f"a run whose backend never started left {left} in the temp folder"

@@ -72,7 +72,8 @@ def test_malformed_field_inside_a_document(tmp_path: Path, capsys: pytest.Captur
     doc["patterns"]["softmax.post_ops"]["counts"] = ["pass", 3]
     path = save(tmp_path / "results.json", doc)
     code, _, stderr = _run(capsys, str(path), "-o", str(tmp_path / "index.html"))
-    assert code == 1 and "patterns.softmax.post_ops.counts is a list" in stderr, \
+    assert code == 1 and "patterns.softmax.post_ops.counts: ['pass', 3] is not of type " \
+        "'object'" in stderr, \
         f"a field of the wrong shape is named, got {stderr!r}"
 
 

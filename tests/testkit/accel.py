@@ -11,6 +11,8 @@ import pytest
 from fusionspec.accel.backend import AccelBackend
 from fusionspec.accel.compiled import AccelCompiledPartition
 from fusionspec.accel.devices import DeviceInfo, select_device
+from fusionspec.accel.families import BuildContext, family_for
+from fusionspec.accel.runtime import runtime_for
 from fusionspec.backend import Device
 from fusionspec.conformance.grade.bounds import output_bounds
 from fusionspec.conformance.grade.tolerances import compare
@@ -41,9 +43,12 @@ def first_info() -> DeviceInfo:
 class OnDevice:
     """A graph compiled by the backend (once), runnable on many inputs."""
 
-    def __init__(self, graph: Graph, *, fused: bool = True, whole: bool = False) -> None:
+    def __init__(self, graph: Graph, *, fused: bool = True, whole: bool = False,
+                 ctx: BuildContext | None = None) -> None:
         """`whole`: compile all ops as one partition, whatever the partitioner says (to test
-        kernels for op combinations the patterns do not fuse)."""
+        kernels for op combinations the patterns do not fuse). `ctx`: generate each (fused)
+        partition with this build context instead of the backend's (another kernel form or
+        tuned choice on the first device: its `device` must describe that device)."""
         self.graph = graph.finalize() if not graph.finalized else graph
         backend = AccelBackend(fused=fused)
         device = first_device()
@@ -52,8 +57,13 @@ class OnDevice:
             self.parts = [Partition(0, self.graph.ops, tuple(ins), tuple(outs))]
         else:
             self.parts = partition(self.graph)
-        self.compiled: list[AccelCompiledPartition] = [backend.compile(p, device)
-                                                       for p in self.parts]
+        if ctx is None:
+            self.compiled: list[AccelCompiledPartition] = [backend.compile(p, device)
+                                                           for p in self.parts]
+        else:
+            runtime = runtime_for(first_info())
+            self.compiled = [AccelCompiledPartition(p, runtime, [family_for(p).build(p, ctx)])
+                             for p in self.parts]
 
     def plans_of(self, index: int) -> tuple[object, ...]:
         return self.compiled[index].plans

@@ -85,6 +85,29 @@ class WrongMath(_Toy):
         return _Compiled(partition, _plus_one)
 
 
+class _WrongOn(_Toy):
+    """Adds 1 to the floating-point outputs of partitions holding an op of `kinds`."""
+
+    name = "broken"
+    kinds: frozenset[str] = frozenset()
+
+    def compile(self, partition: Partition, device: Device) -> CompiledPartition:
+        wrong = any(op.kind in self.kinds for op in partition.ops)
+        return _Compiled(partition, _plus_one if wrong else None)
+
+
+class WrongConv(_WrongOn):
+    """A backend whose Convolution partitions compute wrong (and nothing else)."""
+
+    kinds = frozenset({"Convolution"})
+
+
+class WrongConvAndMatMul(_WrongOn):
+    """The next version of `WrongConv`, under the same name: MatMul breaks too."""
+
+    kinds = frozenset({"Convolution", "MatMul"})
+
+
 def _to_f16(tid: int, array: Array) -> Array:
     return array.astype(np.float16) if array.dtype == np.float32 else array
 
@@ -201,7 +224,10 @@ class PrintsToStdout(_Toy):
 
 
 class SpawnsAndHangs(_Toy):
-    """Starts a helper process (its pid written to $FUSIONSPEC_TOY_PIDFILE), then hangs."""
+    """Starts a helper process (its pid written to ``child.pid`` in the working directory),
+    then hangs. (The working directory, not an environment variable: workers are forked from
+    a server started once per session, with the environment of that moment; the working
+    directory is the runner's at each start.)"""
 
     name = "spawns-and-hangs"
 
@@ -209,7 +235,7 @@ class SpawnsAndHangs(_Toy):
         import subprocess
 
         child = subprocess.Popen(["sleep", "600"])
-        with open(os.environ["FUSIONSPEC_TOY_PIDFILE"], "w") as handle:
+        with open("child.pid", "w") as handle:
             handle.write(str(child.pid))
         time.sleep(600)
         return super().compile(partition, device)

@@ -1,0 +1,84 @@
+"""``fusionspec diff``: the regression gate between two results documents.
+
+    fusionspec diff baseline/results.json results/conformance/mine-gpu0/results.json
+    fusionspec diff OLD.json NEW.json --markdown "$GITHUB_STEP_SUMMARY"
+
+Compares the cases of two runs by their stable case ids (`fusionspec.reports.diff`, the same
+comparison as the report's "Changes" section) and prints the new failures, the fixed cases and
+the other status changes. A new failure is a case that fails in NEW, that NEW's expectations
+file does not expect to fail, and that did not fail in OLD (or did not exist there).
+
+Exit codes: 0 when NEW has no new failure, 1 when it has (or NEW is incomplete or could not run,
+so it cannot vouch for its cases), 2 for a usage error. ``--markdown FILE`` appends the
+comparison as Markdown (GitHub Actions shows ``$GITHUB_STEP_SUMMARY`` on the run's page).
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from fusionspec.conformance.grade.results import load_results
+
+from .output import check_paths, emit
+
+HELP = "compare two results documents; exit 1 on new failures (a CI gate)"
+
+#: How many cases of each list the text output shows.
+SHOWN = 30
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("old", type=Path, metavar="OLD.json", help="the baseline run")
+    parser.add_argument("new", type=Path, metavar="NEW.json", help="the run to check")
+    parser.add_argument("--markdown", type=Path, metavar="FILE",
+                        help="append the comparison as Markdown to FILE (e.g. "
+                             "$GITHUB_STEP_SUMMARY)")
+    parser.add_argument("--json", action="store_true", help="machine-readable output")
+
+
+def run(args: argparse.Namespace) -> int:
+    from fusionspec.reports.diff import diff_runs, markdown, pair_baselines
+    from fusionspec.reports.document import Doc
+
+    check_paths({"OLD": args.old, "NEW": args.new}, {"--markdown": args.markdown})
+    old = Doc(load_results(args.old), str(args.old))
+    new = Doc(load_results(args.new), str(args.new))
+    pairs, notes = pair_baselines([new], [old])
+    (run_doc, base, note), = pairs  # one run and one baseline always pair
+    d = diff_runs(run_doc, base, note)
+    lines = [f"{d.run_label} against {d.baseline_label}: {d.new_failures_total} new "
+             f"failure(s), {d.fixed_total} fixed, {d.other_total} other change(s), "
+             f"{d.only_before} case(s) only in OLD, {d.only_after} only in NEW"]
+    if d.note:
+        lines.append(f"  note: {d.note}")
+    for title, cases, total in (("new failure", d.new_failures, d.new_failures_total),
+                                ("fixed", d.fixed, d.fixed_total),
+                                ("changed", d.other, d.other_total)):
+        for c in cases[:SHOWN]:
+            before = c.before.name if c.before else "absent"
+            after = (c.after.name if c.after else "absent") + (" (expected)" if c.expected
+                                                               else "")
+            lines.append(f"  {title}: {c.case_id}: {before} -> {after}"
+                         + (f": {c.reason}" if c.reason else ""))
+        if total > min(len(cases), SHOWN):
+            lines.append(f"  ... {total - min(len(cases), SHOWN)} more {title} case(s)")
+    if d.incomplete:
+        lines.append(f"  {d.incomplete}")
+    failed = bool(d.regressions or d.incomplete)
+    lines.append("REGRESSION" if d.regressions else "INCOMPLETE" if d.incomplete
+                 else "OK: no regression")
+    if args.markdown is not None:
+        args.markdown.parent.mkdir(parents=True, exist_ok=True)
+        with args.markdown.open("a", encoding="utf-8") as out:
+            out.write(markdown([d], notes))
+    emit(args, "\n".join(lines), {
+        "ok": not failed, "regressions": d.regressions, "incomplete": d.incomplete,
+        "new_failures": [c.case_id for c in d.new_failures], "fixed": [c.case_id for c in d.fixed],
+        "changed": [{"case_id": c.case_id, "before": c.before.name if c.before else None,
+                     "after": c.after.name if c.after else None, "expected": c.expected}
+                    for c in d.other],
+        "totals": {"new_failures": d.new_failures_total, "fixed": d.fixed_total,
+                   "changed": d.other_total, "only_old": d.only_before,
+                   "only_new": d.only_after}})
+    return 1 if failed else 0

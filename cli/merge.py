@@ -1,0 +1,59 @@
+"""``fusionspec merge``: join the results documents of a sharded run into one.
+
+    fusionspec conform --backend NAME --shard 1/3 --out shard-1   # on three machines ...
+    fusionspec merge shard-*/results.json -o all/results.json
+
+The merged document is the one an unsharded run writes (the same verdicts in the same order,
+totals, patterns, rules, coverage; `fusionspec.conformance.grade.merge`), and the failure
+folders of the shards are copied next to it, so its replay commands and the report work from
+there. A missing shard, or one that was interrupted or could not run, makes the merged document
+incomplete. Exit codes: 0 when the merged run passes, 1 when it fails or is incomplete (or the
+documents cannot be merged: they come from different commands), 2 for a usage error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from fusionspec.conformance.grade.results import load_results
+
+from .output import emit
+
+HELP = "join the results documents of shards (or other parts of one run) into one"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("results", nargs="+", type=Path, metavar="RESULTS.json",
+                        help="the parts' results documents")
+    parser.add_argument("-o", "--out", type=Path, required=True, metavar="OUT.json",
+                        help="the merged results document (failure folders are copied "
+                             "beside it)")
+    parser.add_argument("--json", action="store_true", help="machine-readable summary")
+
+
+def run(args: argparse.Namespace) -> int:
+    from fusionspec.conformance.grade.merge import gather_artifacts, merge_documents
+
+    documents = [load_results(path) for path in args.results]
+    merged = merge_documents(documents, [str(p) for p in args.results])
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    copied = gather_artifacts(merged, list(args.results), args.out.parent)
+    args.out.write_text(json.dumps(merged, indent=1, allow_nan=False) + "\n", encoding="utf-8")
+    failing = [f for f in merged.get("failures", [])
+               if not f.get("expected") and not f.get("minimal_of")]
+    section = merged.get("expectations") or {}
+    stale = bool(section.get("strict") and section.get("unexpected_passes"))
+    verdict = "INCOMPLETE" if merged.get("incomplete") or merged.get("unavailable") else \
+        "FAIL" if failing or stale else "PASS"
+    totals = ", ".join(f"{n} {s}" for s, n in merged["totals"].items()) or "no case"
+    lines = [f"{verdict}: {merged['backend']} on {merged['device']['id']}: {totals} "
+             f"({len(documents)} part(s) merged, {copied} failure folder(s) copied)"]
+    if merged.get("incomplete"):
+        lines.append(f"  the run is incomplete: {merged['incomplete']}")
+    lines.append(f"results: {args.out}")
+    emit(args, "\n".join(lines), {"ok": verdict == "PASS", "verdict": verdict,
+                                  "results": str(args.out), "totals": merged["totals"],
+                                  "parts": len(documents), "incomplete": merged.get("incomplete")})
+    return 0 if verdict == "PASS" else 1

@@ -1,0 +1,226 @@
+"""The options of a conformance run, declared once for ``fusionspec conform`` and the pytest
+plugin, so both take the same values with the same meaning.
+
+`FLAGS` lists them; the command line adds each as ``--NAME`` and the pytest plugin as
+``--fs-NAME`` (prefixed, so it cannot clash with another project's options). Every enumerated
+value is checked while the command line is read: a pattern glob that matches nothing, an
+unknown kind, rule, dtype or family, a malformed case id, shard or expectations file is a
+one-line usage error, never a traceback and never an empty run. `read_options` turns parsed
+values (from either parser) into `RunOptions`.
+
+List options take comma-separated values and may be repeated (``--dtype bf16,f16`` is
+``--dtype bf16 --dtype f16``).
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from fnmatch import fnmatchcase
+from pathlib import Path
+from typing import Any, TypeVar
+
+from fusionspec.spec.catalog import CATALOG, PatternFamily
+from fusionspec.spec.errors import FusionspecError
+
+from .cases import CaseKind
+from .expectations import Expectations
+from .selection import HEADLINE_DTYPES, Selection, Shard, known_rule_ids, split_case_id
+from .suite import PROFILES, Profile
+
+__all__ = ["Flag", "FLAGS", "RunOptions", "read_options", "add_flags", "gigabytes"]
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Flag:
+    """One option: its name (``--NAME``, ``--fs-NAME``), help text and argparse settings."""
+
+    name: str
+    help: str
+    settings: Mapping[str, Any]
+
+    @property
+    def dest(self) -> str:
+        return self.name.replace("-", "_")
+
+
+def _listed(parse: Callable[[str], T]) -> Callable[[str], list[T]]:
+    """A type for a comma-separated list whose items `parse` checks."""
+    def parse_all(text: str) -> list[T]:
+        items = [item.strip() for item in text.split(",") if item.strip()]
+        if not items:
+            raise argparse.ArgumentTypeError("no value given")
+        return [parse(item) for item in items]
+    parse_all.__name__ = getattr(parse, "__name__", "value")
+    return parse_all
+
+
+def _one_of(names: Sequence[str], what: str) -> Callable[[str], str]:
+    def parse(text: str) -> str:
+        if text not in names:
+            raise argparse.ArgumentTypeError(f"{text!r} is no {what}; choose among "
+                                             f"{', '.join(names)}")
+        return text
+    parse.__name__ = what
+    return parse
+
+
+def _shown(names: Sequence[str]) -> str:
+    return ", ".join(names) if len(names) <= 12 else ", ".join(names[:12]) + ", ..."
+
+
+def _pattern(glob: str) -> str:
+    ids = [e.id for e in CATALOG]
+    if not any(fnmatchcase(i, glob) for i in ids):
+        raise argparse.ArgumentTypeError(f"{glob!r} matches no catalog pattern (known: "
+                                         f"{_shown(ids)}; globs such as 'int8.*' work)")
+    return glob
+
+
+def _rule(glob: str) -> str:
+    rules = known_rule_ids()
+    if not any(fnmatchcase(r, glob) for r in rules):
+        raise argparse.ArgumentTypeError(f"{glob!r} matches no rule id (known: "
+                                         f"{_shown(rules)}; globs such as 'structure.*' work)")
+    return glob
+
+
+def _kind(text: str) -> CaseKind:
+    known = {k.value: k for k in CaseKind}
+    if text not in known:
+        raise argparse.ArgumentTypeError(f"{text!r} is no case kind; choose among "
+                                         f"{', '.join(known)}")
+    return known[text]
+
+
+def _case(text: str) -> str:
+    try:
+        pattern, kind, _, _ = split_case_id(text)
+    except ValueError:
+        pattern, kind = text, "*"
+    if not any(fnmatchcase(e.id, pattern) for e in CATALOG) or \
+            not any(fnmatchcase(k.value, kind) for k in CaseKind):
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is no case id of the catalog (a case id is "
+            "<pattern>/<kind>[/<rule>]/<hash>, as results and failures print it)")
+    return text
+
+
+def _shard(text: str) -> Shard:
+    try:
+        return Shard.parse(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _seed(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"the seed must be 0 or more, got {value}")
+    return value
+
+
+def _expectations(text: str) -> Expectations:
+    try:
+        return Expectations.load(text)
+    except FusionspecError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def gigabytes(text: str) -> int:
+    """``--memory-limit``: gigabytes as a number of bytes (0 for no cap)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of gigabytes") from None
+    if not value >= 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"--memory-limit must be 0 or more, got {text}")
+    return int(value * 2**30)
+
+
+_KINDS = ", ".join(k.value for k in CaseKind)
+_FAMILIES = [f.value for f in PatternFamily]
+
+#: The options of a run, in the order help lists them.
+FLAGS: tuple[Flag, ...] = (
+    Flag("backend", "the backend to grade: a registered name, or module:attr "
+         "(default: reference; with --replay, the backend the failure was saved from)",
+         {"metavar": "NAME"}),
+    Flag("device", "device id of the backend (default: its first device; with --replay, the "
+         "recorded device)", {"metavar": "ID"}),
+    Flag("profile", "how many cases to draw: ci (bounded) or thorough (default: ci)",
+         {"choices": sorted(PROFILES), "default": "ci"}),
+    Flag("seed", "seed of the drawn cases and their input data (default: 0); the same "
+         "profile and seed always draw the same cases", {"type": _seed, "default": 0,
+                                                         "metavar": "N"}),
+    Flag("patterns", "pattern ids or globs, comma-separated (int8.*,fp.conv_*; default: all)",
+         {"type": _listed(_pattern), "action": "extend", "metavar": "GLOBS"}),
+    Flag("family", f"pattern families, comma-separated, among {', '.join(_FAMILIES)}",
+         {"type": _listed(_one_of(_FAMILIES, "pattern family")), "action": "extend",
+          "metavar": "NAMES"}),
+    Flag("kinds", f"case kinds, comma-separated, among {_KINDS} (default: all three)",
+         {"type": _listed(_kind), "action": "extend", "metavar": "KINDS"}),
+    Flag("case", "case ids (or globs), comma-separated or repeated: only these cases",
+         {"type": _listed(_case), "action": "extend", "metavar": "IDS"}),
+    Flag("rule", "rule ids (or globs) the near-miss and ill-formed cases break",
+         {"type": _listed(_rule), "action": "extend", "metavar": "RULES"}),
+    Flag("dtype", f"case dtypes, comma-separated, among {', '.join(HEADLINE_DTYPES)}",
+         {"type": _listed(_one_of(HEADLINE_DTYPES, "case dtype")), "action": "extend",
+          "metavar": "DTYPES"}),
+    Flag("shard", "judge shard K of N: a stable slice of the selected cases by case id "
+         "(merge the N results with `fusionspec merge`)", {"type": _shard, "metavar": "K/N"}),
+    Flag("expectations", "expectations file (TOML): cases expected to fail or to skip, with "
+         "reasons (see docs/ci.md)", {"type": _expectations, "metavar": "FILE"}),
+    Flag("strict-expectations", "an expected failure that passes fails the run",
+         {"action": "store_true"}),
+    Flag("out", "folder for results.json, failure folders and logs (default: "
+         "results/conformance/<backend>-<device>)", {"type": Path, "metavar": "DIR"}),
+    Flag("memory-limit", "address-space cap of each backend process in GB (default: half the "
+         "machine's memory; 0: no cap)", {"type": gigabytes, "metavar": "GB"}),
+)
+
+
+def add_flags(add: Callable[..., Any], prefix: str = "") -> None:
+    """Declare `FLAGS` through `add` (argparse's ``add_argument`` or pytest's ``addoption``),
+    each as ``--<prefix><name>``."""
+    for flag in FLAGS:
+        add(f"--{prefix}{flag.name}", dest=f"{prefix.replace('-', '_')}{flag.dest}",
+            help=flag.help, **flag.settings)
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """The options of a run as the suite takes them."""
+
+    backend: str | None
+    device: str | None
+    profile: Profile
+    seed: int
+    selection: Selection
+    shard: Shard | None
+    expectations: Expectations | None
+    strict: bool
+    out: Path | None
+    memory_limit: int | None
+
+
+def read_options(get: Callable[[str], Any]) -> RunOptions:
+    """`RunOptions` from parsed values; `get(dest)` returns the value of the flag with that
+    destination name (without prefix). SelectionError when the selection names nothing."""
+    selection = Selection(
+        patterns=tuple(get("patterns") or ()), families=tuple(get("family") or ()),
+        kinds=tuple(dict.fromkeys(get("kinds") or CaseKind)),
+        cases=tuple(get("case") or ()), rules=tuple(get("rule") or ()),
+        dtypes=tuple(dict.fromkeys(get("dtype") or ()))).validate()
+    return RunOptions(backend=get("backend"), device=get("device"),
+                      profile=PROFILES[get("profile")], seed=int(get("seed")),
+                      selection=selection, shard=get("shard"),
+                      expectations=get("expectations"),
+                      strict=bool(get("strict_expectations")), out=get("out"),
+                      memory_limit=get("memory_limit"))
