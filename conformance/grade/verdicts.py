@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import traceback
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import nullcontext
 from functools import partial
 from typing import Any, TypeVar
 
@@ -38,11 +39,11 @@ from fusionspec.spec.graph import Graph, Op, Partition
 from fusionspec.spec.rules import UnknownRuleError, rule
 
 from ..cases import STRUCTURAL_RULES, Case, CaseKind, Status, Verdict
-from ..transport import BackendFailure, Failure, Foreign
+from ..transport import BackendFailure, Failure, Foreign, clip
 from .bounds import error_bounds, in_order
-from .culprit import isolate
+from .culprit import MAX_SECONDS, isolate
 from .tolerances import Bound, chain_of, compare, dtype_name, dtype_reason
-from .triage import explain, who_is_right
+from .triage import DEPARTURES, explain, who_is_right
 
 __all__ = ["judge", "matching_limitation", "apply_limitation", "rejection_types",
            "rule_statement", "TRACEBACK_LINES", "ancestors"]
@@ -51,6 +52,10 @@ T = TypeVar("T")
 
 #: How many lines of a backend's traceback a verdict keeps.
 TRACEBACK_LINES = 8
+#: Seconds a culprit isolation may take past its own budget before the worker is stopped.
+_COURTESY_SLACK_S = 10.0
+#: Characters kept of an exception that cost a diagnosis.
+_DIAGNOSIS_ERROR_LIMIT = 500
 
 
 class _Stop(Exception):
@@ -453,15 +458,23 @@ def _diagnose(graph: Graph, backend: Backend, device: Device, parts: Sequence[Pa
             added["worst"] = [{**w, "high_precision": _json_float(float(high[tuple(
                 w["index"])]))} for w in worst if isinstance(w, dict)]
         added["triage"] = verdict
-        added["departures"] = explain(graph, inputs, parts, tensor, actual, radius)
+        known = {d.id: d for d in DEPARTURES}
+        added["departures"] = [{"id": i, "statement": known[i].statement,
+                                "source": known[i].source}
+                               for i in explain(graph, inputs, parts, tensor, actual, radius)]
     except Exception as exc:  # the diagnosis is a courtesy; the verdict stands without it
-        added["diagnosis_error"] = f"{type(exc).__name__}: {exc}"
+        added["diagnosis_error"] = clip(f"{type(exc).__name__}: {exc}", _DIAGNOSIS_ERROR_LIMIT)
+    # The isolation calls the backend again: in the runner's worker under a courtesy budget
+    # of its own, so that a crash or a hang there costs the diagnosis, never the verdict.
+    courtesy = getattr(backend, "courtesy", None)
+    guard = courtesy(MAX_SECONDS + _COURTESY_SLACK_S) if callable(courtesy) else nullcontext()
     try:
-        culprit = isolate(graph, backend, device, reference, tensor, parts)
+        with guard:
+            culprit = isolate(graph, backend, device, reference, tensor, parts)
         if culprit is not None:
             added["culprit"] = culprit.to_dict()
-    except Exception as exc:
-        added["culprit_error"] = f"{type(exc).__name__}: {exc}"
+    except Exception as exc:  # Abandoned included: the verdict stands without a culprit
+        added["culprit_error"] = clip(f"{type(exc).__name__}: {exc}", _DIAGNOSIS_ERROR_LIMIT)
     return added
 
 
