@@ -213,6 +213,10 @@ def _limitation(record: Record) -> tuple[str, str] | None:
         return (f"no kernel for a partition around {main} ({compiled.group(1)})",
                 f"Limitation: the library forms the partition but has no kernel for it "
                 f"(compile returns {compiled.group(1)})")
+    if re.search(r"marks partition \[[^\]]*\] unsupported", reason):
+        return ("partitions marked unsupported",
+                "Limitation: the library returns the partition as unsupported (its kernels "
+                "for these ops cover fewer dtypes, shapes or attributes than the pages)")
     if str(record.get("status")) == "fusion-mismatch":
         cut = _split_point(record)
         if cut is not None:
@@ -225,6 +229,13 @@ def _limitation(record: Record) -> tuple[str, str] | None:
 def _culprit(record: Record) -> Mapping[str, Any] | None:
     found = record.get("culprit")
     return found if isinstance(found, Mapping) and found.get("kinds") else None
+
+
+def _fused_name(kinds: str) -> str:
+    """A fused culprit by its base op: ``fused MaxPool + post-ops`` for MaxPool->Add->ReLU
+    (the post-ops a failing fusion carries vary from case to case; the base op does not)."""
+    ops = [k for k in kinds.split("->") if k not in _CONVERSIONS] or kinds.split("->")
+    return f"fused {ops[0]} + post-ops" if len(ops) > 1 else f"fused {ops[0]}"
 
 
 def cause(record: Record) -> tuple[str, str | None]:
@@ -243,8 +254,8 @@ def cause(record: Record) -> tuple[str, str | None]:
                 f"Known departure: {first['statement']}{source}")
     triage = record.get("triage") or {}
     culprit = _culprit(record)
-    where = (f"{'fused ' if culprit.get('fused') else ''}{culprit['kinds']}" if culprit
-             else signature(record).split(": ", 1)[-1])
+    where = (_fused_name(str(culprit["kinds"])) if culprit and culprit.get("fused")
+             else str(culprit["kinds"]) if culprit else signature(record).split(": ", 1)[-1])
     if isinstance(triage.get("reference_off"), int) and triage["reference_off"] > 0:
         return (f"suite issue: the reference is off in {where}",
                 "Suite issue: the reference is further from the float64 evaluation than its "
@@ -282,8 +293,8 @@ def merge_findings(runs: Sequence[Mapping[str, Any]]) -> list[Finding]:
             finding = groups.setdefault(key, Finding(key, str(record.get("status"))))
             finding.records.append(record)
             finding.runs[label] = finding.runs.get(label, 0) + 1
-            if finding.known is None:
-                finding.known = explanation
+            if explanation is not None and len(explanation) > len(finding.known or ""):
+                finding.known = explanation  # the fullest statement any run recorded
     return sorted(groups.values(), key=lambda f: (f.status == "extension", -len(f.records),
                                                   f.signature))
 
