@@ -186,8 +186,10 @@ def _report(session: nox.Session, *args: str, required: bool = True) -> None:
             session.error("no results/conformance/*/results.json yet: run `nox -s conformance`")
         session.warn("no results to report on")
         return
+    score = ROOT / "results" / "mutation.json"  # nox -s mutation
+    mutation = ["--mutation", str(score)] if score.is_file() else []
     session.run("fusionspec", "report", *files, "-o",
-                str(ROOT / "reports" / "out" / "index.html"), *args)
+                str(ROOT / "reports" / "out" / "index.html"), *mutation, *args)
 
 
 @nox.session(python=PYTHON)

@@ -42,7 +42,9 @@ def run(args: argparse.Namespace) -> int:
         copy_examples,
         findings_markdown,
         group_findings,
+        merge_findings,
         run_label,
+        unexplained,
     )
 
     check_paths({**{f"RESULTS[{i}]": p for i, p in enumerate(args.results)},
@@ -51,23 +53,27 @@ def run(args: argparse.Namespace) -> int:
     if args.examples is not None:
         _check_examples(args.examples, [run_label(r) for r in runs], args.results)
     dirs: dict[str, str] = {}
-    departures = extensions = 0
+    merged = merge_findings(runs)
+    departures = sum(1 for f in merged if f.status != "extension")
+    extensions = sum(1 for f in merged if f.status == "extension")
+    left, failing = unexplained(merged)
     for path, results in zip(args.results, runs, strict=True):
         findings = group_findings(results)
-        departures += sum(1 for f in findings if f.status != "extension")
-        extensions += sum(1 for f in findings if f.status == "extension")
         if args.examples is not None:
             copied = copy_examples(findings, args.examples, run_label(results), path)
-            dirs.update({case: os.path.relpath(Path(folder).resolve(), Path.cwd())
+            label = run_label(results)
+            dirs.update({f"{label}:{case}": os.path.relpath(Path(folder).resolve(), Path.cwd())
                          for case, folder in copied.items()})
     intro = args.intro.read_text(encoding="utf-8") if args.intro is not None else ""
     text = findings_markdown(runs, title=args.title, example_dirs=dirs, intro=intro)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_text(args.out, text)
     emit(args, f"findings: {args.out} ({len(runs)} run(s), {departures} departure(s), "
-         f"{extensions} extension kind(s), {len(dirs)} example(s) copied)",
+         f"{extensions} extension kind(s), {left} of {failing} failing case(s) unexplained, "
+         f"{len(dirs)} example(s) copied)",
          {"ok": True, "out": str(args.out), "runs": len(runs), "departures": departures,
-          "extensions": extensions, "examples": dirs})
+          "extensions": extensions, "unexplained": left, "failing": failing,
+          "examples": dirs})
     return 0
 
 

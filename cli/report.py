@@ -24,13 +24,15 @@ recorded without the required items.
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
+from typing import Any
 
 from fusionspec.conformance.grade.results import load_results
 from fusionspec.spec.catalog import CATALOG
 
-from .output import check_paths, emit
+from .output import UsageError, check_paths, emit
 
 HELP = "render the HTML compliance report from results documents"
 
@@ -51,21 +53,29 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="exit 1 when a run does not PASS")
     parser.add_argument("--fail-on-regressions", action="store_true",
                         help="exit 1 when a run has new failures against its --baseline")
+    parser.add_argument("--mutation", type=Path, metavar="FILE",
+                        help="a mutation-score document (results/mutation.json, written by "
+                             "nox -s mutation) to show in the report")
     parser.add_argument("--json", action="store_true", help="machine-readable summary")
 
 
 def run(args: argparse.Namespace) -> int:
     from fusionspec.reports.model import DEFAULT_DRILLDOWNS, build_report
+    from fusionspec.reports.mutation import mutation_view
     from fusionspec.reports.render import write
     from fusionspec.reports.runs import RunInput
 
     check_paths({**{f"RESULTS[{i}]": p for i, p in enumerate(args.results)},
-                 **{f"--baseline[{i}]": p for i, p in enumerate(args.baseline)}},
+                 **{f"--baseline[{i}]": p for i, p in enumerate(args.baseline)},
+                 "--mutation": args.mutation},
                 {"--out": args.out})
     runs = [RunInput(load_results(path), path) for path in args.results]
     baselines = [RunInput(load_results(path), path) for path in args.baseline]
     required = _required()
-    report = build_report(runs, baselines=baselines, required=required,
+    mutation = None
+    if args.mutation is not None:
+        mutation = mutation_view(_read_json(args.mutation), str(args.mutation))
+    report = build_report(runs, baselines=baselines, required=required, mutation=mutation,
                           max_drilldowns=DEFAULT_DRILLDOWNS if args.drilldowns is None
                           else args.drilldowns)
     written = write(report, args.out)
@@ -105,3 +115,11 @@ def _required() -> dict[str, tuple[tuple[str, str], ...]] | None:
             raise
         return None
     return {entry.id: coverage_items(entry) for entry in CATALOG}
+
+
+def _read_json(path: Path) -> Any:
+    """A JSON document the user named; a clean error when it is not one."""
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError, RecursionError) as exc:
+        raise UsageError(f"{path}: not a JSON document: {type(exc).__name__}: {exc}") from None

@@ -60,6 +60,7 @@ from fusionspec.spec.graph import Graph, Partition
 from .cases import Case, Status, Verdict
 from .grade.verdicts import apply_limitation, judge, matching_limitation
 from .transport import (
+    Abandoned,
     BackendFailure,
     Failure,
     Ready,
@@ -148,6 +149,24 @@ class _Remote:
         return _RemoteCompiled(self._runner, self._handles, str(source or ""))
 
 
+    @contextlib.contextmanager
+    def courtesy(self, seconds: float) -> Iterator[None]:
+        """Calls made after the verdict, to explain it (culprit isolation): they get `seconds`
+        of their own, and a worker that times out or dies meanwhile is stopped (the next case
+        starts a fresh one) and reported as `Abandoned`, never as the case's verdict."""
+        runner = self._runner
+        saved = runner._deadline
+        runner._deadline = time.monotonic() + seconds
+        try:
+            yield
+        except (_Timeout, _Died) as exc:
+            runner._stop()
+            said = exc.reason if isinstance(exc, _Died) else f"no answer within {seconds:g} s"
+            raise Abandoned(said) from None
+        finally:
+            runner._deadline = saved
+
+
 class _RemoteCompiled:
     def __init__(self, runner: Runner, handle: int, kernel_source: str) -> None:
         self._runner = runner
@@ -223,7 +242,8 @@ class Runner:
         try:
             verdict = judge(case, self._remote, self.device, seed=use_seed)
             self._deadline = time.monotonic() + _HOUSEKEEPING_S
-            self.call(("release",))
+            if self._conn is not None:  # not stopped by an abandoned diagnosis
+                self.call(("release",))
         except _Timeout:
             self._stop()
             verdict = self._failure(case, Status.timeout,

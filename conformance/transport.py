@@ -24,7 +24,7 @@ from types import MappingProxyType
 from typing import Any
 
 __all__ = ["Failure", "Foreign", "Reply", "Ready", "BackendFailure", "dumps", "loads_reply",
-           "rebuild_proxy", "UnsafeReplyError", "clip"]
+           "rebuild_proxy", "UnsafeReplyError", "clip", "Abandoned"]
 
 
 @dataclass(frozen=True)
@@ -84,6 +84,11 @@ class BackendFailure(Exception):
     def __init__(self, failure: Failure) -> None:
         super().__init__(failure.message)
         self.failure = failure
+
+
+class Abandoned(Exception):
+    """A diagnosis after the verdict (culprit isolation) ran out of its time or lost the
+    worker: the runner stopped the worker and the verdict stands without the diagnosis."""
 
 
 class UnsafeReplyError(pickle.UnpicklingError):

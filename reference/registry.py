@@ -16,13 +16,15 @@ calling convention, which the executor relies on:
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
 from .ops import IMPLEMENTATIONS
 
-__all__ = ["OpImpl", "implementation", "implemented_kinds", "REGISTRY"]
+__all__ = ["OpImpl", "implementation", "implemented_kinds", "REGISTRY", "substituted"]
 
 
 @dataclass(frozen=True)
@@ -38,8 +40,28 @@ REGISTRY: dict[str, OpImpl] = {
     for kind, fn in IMPLEMENTATIONS.items()}
 
 
+_SUBSTITUTES: ContextVar[Mapping[str, OpImpl] | None] = ContextVar("fusionspec_substitutes",
+                                                                   default=None)
+
+
+@contextmanager
+def substituted(functions: Mapping[str, Callable[..., Any]]) -> Iterator[None]:
+    """Within this block (in this thread or task only) the executor runs `functions` instead
+    of the registered implementations of their op kinds: how an alternative semantics (a known
+    departure of a library) is evaluated next to the spec's, without touching `REGISTRY`."""
+    subs = {kind: OpImpl(kind, fn, "dst_dtype" in inspect.signature(fn).parameters)
+            for kind, fn in functions.items()}
+    token = _SUBSTITUTES.set({**(_SUBSTITUTES.get() or {}), **subs})
+    try:
+        yield
+    finally:
+        _SUBSTITUTES.reset(token)
+
+
 def implementation(kind: str) -> OpImpl | None:
-    return REGISTRY.get(kind)
+    """The implementation the executor runs for `kind` (a `substituted` one, if any)."""
+    subs = _SUBSTITUTES.get()
+    return (subs.get(kind) if subs else None) or REGISTRY.get(kind)
 
 
 def implemented_kinds() -> frozenset[str]:

@@ -33,7 +33,8 @@ from . import markdown as md
 from .document import Doc
 from .failures import find_folder
 
-__all__ = ["Finding", "KNOWN", "checked", "group_findings", "findings_markdown",
+__all__ = ["Finding", "KNOWN", "cause", "checked", "group_findings", "merge_findings",
+           "findings_markdown", "unexplained",
            "copy_examples", "signature", "run_label", "EXAMPLE_FILES", "MAX_EXAMPLE_BYTES"]
 
 Record = Mapping[str, Any]
@@ -74,6 +75,8 @@ class Finding:
     status: str
     records: list[Record] = field(default_factory=list)
     known: str | None = None
+    #: How many of its records each run (`run_label`) holds.
+    runs: dict[str, int] = field(default_factory=dict)
 
     @property
     def example(self) -> Record:
@@ -158,18 +161,140 @@ def _known(record: Record) -> str | None:
     return None
 
 
+_ADD_OP_RE = re.compile(r"dnnl_graph_add_op returned (\w+) \(adding op \d+ \((\w+)\)\)")
+_COMPILE_RE = re.compile(r"partition_compile returned (\w+) \(compiling partition \[([^\]]*)\]")
+_FORMED_RE = re.compile(r"\[([^\[\]]*)\]")
+#: Ops that only convert: a partition is named by its first other op.
+_CONVERSIONS = frozenset({"Dequantize", "Quantize", "TypeCast", "Reorder"})
+
+
+def _split_point(record: Record) -> str | None:
+    """Where the backend cut an expected partition: ``X | Y`` for the two kinds on either side
+    of the first cut (X ends one formed partition, Y starts the next), with Unary and Binary
+    members abstracted."""
+    reason = str(record.get("reason", ""))
+    match = re.search(r"expected partition\(s\) \[([^\]]*)\]", reason)
+    if not match or "the backend formed" not in reason:
+        return None
+    expected = match.group(1).split("->")
+    formed = [p.split("->") for p in _FORMED_RE.findall(_formed(record))]
+    for part in formed:
+        if part and part != expected[:len(part)] and part[0] in expected:
+            start = expected.index(part[0])
+            before = expected[start - 1] if start > 0 else "(graph input)"
+            return f"{_member(before)} | {_member(part[0])}"
+        if part and part == expected[:len(part)] and len(part) < len(expected):
+            return f"{_member(part[-1])} | {_member(expected[len(part)])}"
+    return None
+
+
+def _member(kind: str) -> str:
+    if kind in UNARY and kind != "Pow":
+        return "Unary"
+    if kind in BINARY and kind not in _ORDERED_BINARY:
+        return "Binary"
+    return kind
+
+
+def _limitation(record: Record) -> tuple[str, str] | None:
+    """A library limitation the record shows by itself: an op its schema check refuses, a
+    partition it has no kernel for, or a fusion it stops short of (where the cut is)."""
+    reason = str(record.get("reason", ""))
+    added = _ADD_OP_RE.search(reason)
+    if added:
+        kind = _member(added.group(2))
+        return (f"{kind} refused when added ({added.group(1)})",
+                f"Limitation: the library's op schema check refuses {kind} as the case "
+                "writes it (dtype or attribute combination the pages allow)")
+    compiled = _COMPILE_RE.search(reason)
+    if compiled:
+        kinds = [k.strip() for k in compiled.group(2).split(",")]
+        main = next((k for k in kinds if k not in _CONVERSIONS), kinds[0] if kinds else "?")
+        return (f"no kernel for a partition around {main} ({compiled.group(1)})",
+                f"Limitation: the library forms the partition but has no kernel for it "
+                f"(compile returns {compiled.group(1)})")
+    if re.search(r"marks partition \[[^\]]*\] unsupported", reason):
+        return ("partitions marked unsupported",
+                "Limitation: the library returns the partition as unsupported (its kernels "
+                "for these ops cover fewer dtypes, shapes or attributes than the pages)")
+    if str(record.get("status")) == "fusion-mismatch":
+        cut = _split_point(record)
+        if cut is not None:
+            return (f"fusion stops at {cut}",
+                    f"Fusion gap: the library does not fuse across {cut} where the pages "
+                    "promise one partition (the example is the reproducer)")
+    return None
+
+
+def _culprit(record: Record) -> Mapping[str, Any] | None:
+    found = record.get("culprit")
+    return found if isinstance(found, Mapping) and found.get("kinds") else None
+
+
+def _fused_name(kinds: str) -> str:
+    """A fused culprit by its base op: ``fused MaxPool + post-ops`` for MaxPool->Add->ReLU
+    (the post-ops a failing fusion carries vary from case to case; the base op does not)."""
+    ops = [k for k in kinds.split("->") if k not in _CONVERSIONS] or kinds.split("->")
+    return f"fused {ops[0]} + post-ops" if len(ops) > 1 else f"fused {ops[0]}"
+
+
+def cause(record: Record) -> tuple[str, str | None]:
+    """What one failing (or extension) record is grouped by, and its explanation (None when
+    none is recorded). In order: a known departure of the library that reproduces the
+    backend's values (the verdict's ``departures``); the reference being the one that is off
+    (``triage``: a suite issue); a cause `KNOWN` names; the culprit that culprit isolation
+    found (a bug, with its smallest reproducer); otherwise the abstracted reason
+    (`signature`)."""
+    status = str(record.get("status", ""))
+    departures = record.get("departures") or []
+    if departures:
+        first = departures[0]
+        source = f" ({first['source']})" if first.get("source") else ""
+        return (f"{status}: known departure {first['id']}",
+                f"Known departure: {first['statement']}{source}")
+    triage = record.get("triage") or {}
+    culprit = _culprit(record)
+    where = (_fused_name(str(culprit["kinds"])) if culprit and culprit.get("fused")
+             else str(culprit["kinds"]) if culprit else signature(record).split(": ", 1)[-1])
+    if isinstance(triage.get("reference_off"), int) and triage["reference_off"] > 0:
+        return (f"suite issue: the reference is off in {where}",
+                "Suite issue: the reference is further from the float64 evaluation than its "
+                "own bound allows (a bug of fusionspec, to fix)")
+    known = _known(record)
+    if known is not None:
+        return f"{status}: {known.split(': ', 1)[1]}", known
+    limit = _limitation(record)
+    if limit is not None:
+        return f"{status}: {limit[0]}", limit[1]
+    if culprit is not None:
+        alone = "fused only" if culprit.get("fused") else "alone"
+        return (f"{status}: {where} ({alone})",
+                f"Bug: {culprit.get('summary', '')}; the smallest reproducer is its "
+                f"culprit.json ({culprit.get('benchdnn', '')})")
+    return signature(record), None
+
+
 def group_findings(results: Mapping[str, Any]) -> list[Finding]:
-    """Failures and extensions of `results`, grouped by `signature`, largest group first."""
+    """Failures and extensions of `results`, grouped by `cause`, largest group first."""
+    return merge_findings([results])
+
+
+def merge_findings(runs: Sequence[Mapping[str, Any]]) -> list[Finding]:
+    """The failures and extensions of every run in `runs`, grouped by `cause` across them
+    (one bug, one finding, whichever versions show it): departures first, then extensions,
+    each largest first."""
     groups: dict[str, Finding] = {}
-    records = [*results.get("failures", []), *results.get("extensions", [])]
-    for record in records:
-        if record.get("minimal_of"):
-            continue
-        sig = signature(record)
-        finding = groups.setdefault(sig, Finding(sig, str(record.get("status"))))
-        finding.records.append(record)
-    for finding in groups.values():
-        finding.known = _known(finding.example)
+    for results in runs:
+        label = run_label(results)
+        for record in [*results.get("failures", []), *results.get("extensions", [])]:
+            if record.get("minimal_of"):
+                continue
+            key, explanation = cause(record)
+            finding = groups.setdefault(key, Finding(key, str(record.get("status"))))
+            finding.records.append(record)
+            finding.runs[label] = finding.runs.get(label, 0) + 1
+            if explanation is not None and len(explanation) > len(finding.known or ""):
+                finding.known = explanation  # the fullest statement any run recorded
     return sorted(groups.values(), key=lambda f: (f.status == "extension", -len(f.records),
                                                   f.signature))
 
@@ -181,7 +306,7 @@ def _example_dir(record: Record) -> str | None:
 
 
 #: What `copy_examples` copies from a failure folder: these regular files, nothing else.
-EXAMPLE_FILES = ("case.json", "graph.json", "inputs.npz", "replay.txt")
+EXAMPLE_FILES = ("case.json", "graph.json", "inputs.npz", "replay.txt", "culprit.json")
 #: A file larger than this is left out of the copy.
 MAX_EXAMPLE_BYTES = 64 * 2**20
 
@@ -245,7 +370,37 @@ def _record(doc: Doc) -> dict[str, Any]:
     record: dict[str, Any] = {key: doc.text(key) for key in _RECORD_FIELDS}
     record["minimal_of"] = doc.text("minimal_of")
     record["replay"] = {"dir": doc.obj("replay").text("dir")}
+    details = doc.obj("details")
+    culprit = details.obj("culprit")
+    if culprit.data:
+        record["culprit"] = {key: culprit.text(key) for key in (
+            "kinds", "signature", "summary", "reason", "benchdnn")}
+        record["culprit"]["fused"] = culprit.raw("fused_only") is True
+    record["departures"] = [_departure(d) for d in _departure_docs(details)]
+    triage = details.obj("triage")
+    if triage.data:
+        off = triage.raw("reference_off")
+        record["triage"] = {"closer": triage.text("closer"),
+                            "reference_off": off if isinstance(off, int)
+                            and not isinstance(off, bool) else 0,
+                            "max_reference_deviation": triage.text("max_reference_deviation"),
+                            "max_backend_deviation": triage.text("max_backend_deviation")}
     return record
+
+
+def _departure_docs(details: Doc) -> list[Doc]:
+    """The known departures a verdict names: objects (id, statement, source), or bare ids as
+    earlier runs wrote them."""
+    value = details.raw("departures")
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return [Doc({"id": v}, details.source) for v in value]
+    return details.objects("departures")
+
+
+def _departure(doc: Doc) -> dict[str, str]:
+    ident = doc.text("id")
+    return {"id": ident, "statement": doc.text("statement", ident),
+            "source": doc.text("source")}
 
 
 def checked(results: Mapping[str, Any], source: str) -> dict[str, Any]:
@@ -254,82 +409,129 @@ def checked(results: Mapping[str, Any], source: str) -> dict[str, Any]:
     strings and counts: the rest of this module then cannot trip over a wrongly typed field."""
     doc = Doc(results, source)
     device = doc.obj("device")
-    return {
+    checked_doc: dict[str, Any] = {
         "backend": doc.text("backend"), "started": doc.text("started"),
         "finished": doc.text("finished"), "suite_version": doc.text("suite_version"),
         "seed": doc.text("seed"), "totals": doc.counts("totals"),
         "device": {key: device.text(key) for key in ("id", "name", "driver", "runtime")},
         "failures": [_record(r) for r in doc.objects("failures")],
         "extensions": [_record(r) for r in doc.objects("extensions")]}
+    label = run_label(checked_doc)
+    for record in (*checked_doc["failures"], *checked_doc["extensions"]):
+        record["run"] = label
+    return checked_doc
 
 
-def _run_section(results: Mapping[str, Any], example_dirs: Mapping[str, str]) -> list[str]:
-    backend = str(results.get("backend"))
+#: Entries past this many are table rows, one line each (the document reads in five minutes).
+FULL_ENTRIES = 15
+
+
+def unexplained(findings: Sequence[Finding]) -> tuple[int, int]:
+    """(failing cases no explanation accounts for, failing cases), extensions left out."""
+    failing = [f for f in findings if f.status != "extension"]
+    return (sum(len(f.records) for f in failing if f.known is None),
+            sum(len(f.records) for f in failing))
+
+
+def _share(part: int, whole: int) -> str:
+    return f"{part} of {whole} failing cases ({100 * part / whole:.1f}%)" if whole else \
+        "no failing cases"
+
+
+def _folder(record: Record, example_dirs: Mapping[str, str]) -> str | None:
+    case = str(record.get("case_id"))
+    return (example_dirs.get(f"{record.get('run')}:{case}") or example_dirs.get(case)
+            or _example_dir(record))
+
+
+def _by_run(finding: Finding) -> str:
+    return ", ".join(f"{md.code(label)} {count}" for label, count in finding.runs.items())
+
+
+def _entry(number: int, finding: Finding, runs: Mapping[str, Mapping[str, Any]],
+           example_dirs: Mapping[str, str], *, full: bool) -> list[str]:
+    ex = finding.example
+    results = runs.get(str(ex.get("run")), {})
     device = results.get("device") or {}
-    device_id = str(device.get("id", ""))
-    findings = group_findings(results)
-    totals = results.get("totals") or {}
+    folder = _folder(ex, example_dirs)
+    replay = _replay(str(results.get("backend", "")), str(device.get("id", "")), folder)
+    explanation = finding.known or "(no explanation recorded)"
+    if not full:
+        return [f"| {number} | {md.text(finding.signature)} | {md.text(explanation)} | "
+                f"{len(finding.records)}: {_by_run(finding).replace('|', chr(92) + '|')} | "
+                f"{replay.replace('|', chr(92) + '|')} |"]
+    lines = [f"#### {number}. {md.text(finding.signature)}", ""]
+    lines += [f"{md.text(explanation)}.", "",
+              f"- cases: {len(finding.records)} by run: {_by_run(finding)}; "
+              f"{md.text(', '.join(finding.kinds))} in "
+              f"{', '.join(md.code(p) for p in finding.patterns)}",
+              f"- example {md.code(ex.get('case_id'))} ({md.code(ex.get('run'))}; "
+              f"{md.text(ex.get('description', ''))}): {md.text(ex.get('reason'))}"]
+    culprit = _culprit(ex)
+    if culprit is not None and folder is not None:
+        case_file = str(Path(folder, "culprit.json"))
+        lines.append(f"- smallest failing piece: {md.text(culprit.get('signature', ''))}: "
+                     f"{md.shell(['benchdnn', '--graph', f'--case={case_file}'])}")
+    return [*lines, f"- replay: {replay}", ""]
+
+
+def _explanations(findings: Sequence[Finding]) -> list[str]:
+    """A table: each kind of explanation with how many findings and cases it accounts for."""
+    rows: dict[str, list[Finding]] = {}
+    for finding in findings:
+        if finding.status == "extension":
+            continue
+        kind = (finding.known or "(no explanation recorded)").split(":", 1)[0]
+        rows.setdefault(kind, []).append(finding)
+    ordered = sorted(rows.items(), key=lambda kv: -sum(len(f.records) for f in kv[1]))
+    return ["| explanation | findings | failing cases |", "|---|---|---|",
+            *[f"| {md.text(kind)} | {len(group)} | {sum(len(f.records) for f in group)} |"
+              for kind, group in ordered], ""]
+
+
+def findings_markdown(runs: Sequence[Mapping[str, Any]], *, title: str = "Findings",
+                      example_dirs: Mapping[str, str] | None = None, intro: str = "") -> str:
+    """The findings document for one or more results documents (see the module doc): one entry
+    per cause across the runs, ranked by how many cases show it, each with its explanation,
+    the runs (versions) it occurs in and a replayable example; the unexplained share heads
+    it. `intro` is Markdown written by the user and goes in as it is."""
+    dirs = example_dirs or {}
+    findings = merge_findings(runs)
+    left, failing = unexplained(findings)
+    lines = [f"# {md.text(title)}", ""]
+    if intro:
+        lines += [intro.strip(), ""]
+    lines += [f"**Unexplained: {_share(left, failing)}**, in "
+              f"{sum(1 for f in findings if f.status != 'extension' and f.known is None)} of "
+              f"{sum(1 for f in findings if f.status != 'extension')} findings.", "",
+              "| run | device, driver | cases | pass | failing | unexplained |",
+              "|---|---|---|---|---|---|"]
+    by_label: dict[str, Mapping[str, Any]] = {}
+    for results in runs:
+        label = run_label(results)
+        by_label[label] = results
+        own = group_findings(results)
+        left_here, failing_here = unexplained(own)
+        totals = results.get("totals") or {}
+        device = results.get("device") or {}
+        lines.append(f"| {md.cell_code(label)} | {md.text(device.get('name', ''))}, "
+                     f"{md.text(device.get('driver', ''))} | {sum(totals.values())} | "
+                     f"{totals.get('pass', 0)} | {failing_here} | {left_here} |")
+    lines += ["", *_explanations(findings)]
     departures = [f for f in findings if f.status != "extension"]
     extensions = [f for f in findings if f.status == "extension"]
-    lines = [
-        f"## {md.text(device.get('name') or backend)} ({md.code(run_label(results))})", "",
-        f"Backend {md.code(backend)}, device {md.code(device_id)}, driver "
-        f"{md.text(device.get('driver', ''))}, runtime {md.text(device.get('runtime', ''))}; "
-        f"run {md.text(results.get('started'))} to {md.text(results.get('finished'))}, suite "
-        f"{md.text(results.get('suite_version'))}, seed {md.text(results.get('seed'))}.", "",
-        "| status | cases |", "|---|---|",
-        *[f"| {md.text(k)} | {md.text(v)} |"
-          for k, v in sorted(totals.items(), key=lambda kv: -kv[1])], "",
-        f"{len(departures)} departures and {len(extensions)} kinds of extension, grouped from "
-        "the failing and extension cases, largest first; each with one replayable example.", "",
-        *_explained(findings)]
     for section, chosen in (("Departures from the spec", departures),
                             ("Extensions: fused beyond what the pages promise", extensions)):
         lines += [f"### {section}", ""]
         if not chosen:
             lines += ["None.", ""]
-        for number, finding in enumerate(chosen, 1):
-            ex = finding.example
-            folder = example_dirs.get(str(ex.get("case_id"))) or _example_dir(ex)
-            lines += [f"#### {number}. {md.text(finding.signature)}", ""]
-            if finding.known:
-                lines += [f"{md.text(finding.known)}.", ""]
-            lines += [
-                f"- cases: {len(finding.records)} ({md.text(', '.join(finding.kinds))}) in "
-                f"{', '.join(md.code(p) for p in finding.patterns)}",
-                f"- example {md.code(ex.get('case_id'))} "
-                f"({md.text(ex.get('description', ''))}): {md.text(ex.get('reason'))}",
-                f"- replay: {_replay(backend, device_id, folder)}", ""]
-    return lines
-
-
-def _explained(findings: Sequence[Finding]) -> list[str]:
-    """A table: each explanation with how many findings and cases it accounts for."""
-    by_text: dict[str, list[Finding]] = {}
-    for finding in findings:
-        by_text.setdefault(finding.known or "(no explanation recorded)", []).append(finding)
-    rows = sorted(by_text.items(), key=lambda kv: -sum(len(f.records) for f in kv[1]))
-    return ["| explanation | findings | cases |", "|---|---|---|",
-            *[f"| {md.text(text)} | {len(group)} | {sum(len(f.records) for f in group)} |"
-              for text, group in rows], ""]
-
-
-def findings_markdown(runs: Sequence[Mapping[str, Any]], *, title: str = "Findings",
-                      example_dirs: Mapping[str, str] | None = None, intro: str = "") -> str:
-    """The findings document for one or more results documents (see the module doc); `intro`
-    is Markdown written by the user and goes in as it is."""
-    lines = [f"# {md.text(title)}", ""]
-    if intro:
-        lines += [intro.strip(), ""]
-    lines += ["| run | cases | pass | departures | extension kinds |", "|---|---|---|---|---|"]
-    for results in runs:
-        findings = group_findings(results)
-        totals = results.get("totals") or {}
-        lines.append(f"| {md.cell_code(run_label(results))} | {sum(totals.values())} | "
-                     f"{totals.get('pass', 0)} | "
-                     f"{sum(1 for f in findings if f.status != 'extension')} | "
-                     f"{sum(1 for f in findings if f.status == 'extension')} |")
-    lines.append("")
-    for results in runs:
-        lines += _run_section(results, example_dirs or {})
+        for number, finding in enumerate(chosen[:FULL_ENTRIES], 1):
+            lines += _entry(number, finding, by_label, dirs, full=True)
+        if len(chosen) > FULL_ENTRIES:
+            lines += ["The smaller ones, one row each:", "",
+                      "| # | finding | explanation | cases by run | replay |",
+                      "|---|---|---|---|---|"]
+            for number, finding in enumerate(chosen[FULL_ENTRIES:], FULL_ENTRIES + 1):
+                lines += _entry(number, finding, by_label, dirs, full=False)
+            lines.append("")
     return "\n".join(lines).rstrip() + "\n"

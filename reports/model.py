@@ -26,6 +26,7 @@ from .coverage import Required
 from .diff import RunDiff, diff_runs, pair_baselines
 from .document import Doc, ReportError
 from .legend import METRICS, STATUSES, StatusInfo, family_title, status_info
+from .mutation import MutationView
 from .patterns import Anchors, PatternView, pattern_view
 from .runs import RunInput, RunView, run_view
 
@@ -72,6 +73,8 @@ class Report:
     has_baseline: bool
     statuses: tuple[StatusInfo, ...]
     metrics: tuple[tuple[str, str], ...]
+    #: The mutation score, when the report was given one (``--mutation``).
+    mutation: MutationView | None = None
 
     @property
     def patterns(self) -> tuple[PatternView, ...]:
@@ -142,7 +145,8 @@ def _labels(docs: Sequence[Doc]) -> list[str]:
 def build_report(runs: Sequence[RunInput], *, baselines: Sequence[RunInput] = (),
                  required: Mapping[str, Required] | None = None,
                  max_drilldowns: int = DEFAULT_DRILLDOWNS,
-                 generated: datetime | None = None) -> Report:
+                 generated: datetime | None = None,
+                 mutation: MutationView | None = None) -> Report:
     """The view model of the report on `runs` (see the module docstring)."""
     if not runs:
         raise ReportError("a report needs at least one results document")
@@ -182,4 +186,4 @@ def build_report(runs: Sequence[RunInput], *, baselines: Sequence[RunInput] = ()
         limitations=_limitations(views, docs, {p.id: p.anchor for p in patterns}),
         diffs=tuple(diff_runs(run, base, note) for run, base, note in pairs),
         diff_notes=tuple(notes), has_baseline=bool(base_docs), statuses=statuses,
-        metrics=METRICS)
+        metrics=METRICS, mutation=mutation)

@@ -48,7 +48,10 @@ With an output folder, each failing case also gets ``failures/<case id>/`` (an e
 inputs, from the case's value domains, keyed by tensor id, in `fusionspec.reference.arrays`'
 encoding), ``case.json`` (the case, its value domains, the verdict, the backend as given and the
 device) and ``replay.txt`` (the commands that replay it, run from that folder: every path in
-them is relative to it); `load_failure` turns such a folder back into the case and its seed.
+them is relative to it); a numeric mismatch whose culprit was isolated also gets
+``culprit.json`` (the smallest failing piece as oneDNN graph JSON, for
+``benchdnn --graph --case=culprit.json``, also in ``replay.txt``); `load_failure` turns
+such a folder back into the case and its seed.
 """
 
 from __future__ import annotations
@@ -77,6 +80,7 @@ from fusionspec.spec.onednn_json import dump, load
 from fusionspec.spec.pages import PAGES, SPEC_VERSION
 
 from ..cases import FAILING, Case, CaseKind, Status, Verdict
+from .culprit import CULPRIT_FILE
 from .verdicts import rule_statement
 
 __all__ = ["SCHEMA_VERSION", "SPEC_VERSION", "ResultsFormatError", "ResultsCollector",
@@ -481,6 +485,15 @@ def write_failure(folder: str | Path, case: Case, verdict: Verdict, *, backend: 
     atomic_write_text(target / "case.json",
                       json.dumps(_jsonable(record), indent=1, allow_nan=False) + "\n")
     lines = replay_commands(".", backend, device_id, (target / "inputs.npz").exists())
+    culprit = verdict.details.get("culprit")
+    if isinstance(culprit, Mapping) and isinstance(culprit.get("graph"), Mapping):
+        # The smallest failing piece, as oneDNN graph JSON that benchdnn's graph driver reads.
+        atomic_write_text(target / CULPRIT_FILE,
+                          json.dumps(_jsonable(culprit["graph"]), indent=1, allow_nan=False)
+                          + "\n")
+        named = " ".join(str(culprit.get("signature", "")).split())  # one line, whatever it holds
+        lines.append(f"# the smallest failing piece: {named}".rstrip())
+        lines.append(f"benchdnn --graph --case={CULPRIT_FILE}")
     atomic_write_text(target / "replay.txt",
                       "# Replays this case: run from this folder (the paths are relative to "
                       "it).\n" + "\n".join(lines) + "\n")

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import traceback
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import nullcontext
 from functools import partial
 from typing import Any, TypeVar
 
@@ -38,9 +39,11 @@ from fusionspec.spec.graph import Graph, Op, Partition
 from fusionspec.spec.rules import UnknownRuleError, rule
 
 from ..cases import STRUCTURAL_RULES, Case, CaseKind, Status, Verdict
-from ..transport import BackendFailure, Failure, Foreign
+from ..transport import BackendFailure, Failure, Foreign, clip
 from .bounds import error_bounds, in_order
+from .culprit import MAX_SECONDS, isolate
 from .tolerances import Bound, chain_of, compare, dtype_name, dtype_reason
+from .triage import DEPARTURES, explain, who_is_right
 
 __all__ = ["judge", "matching_limitation", "apply_limitation", "rejection_types",
            "rule_statement", "TRACEBACK_LINES", "ancestors"]
@@ -49,6 +52,10 @@ T = TypeVar("T")
 
 #: How many lines of a backend's traceback a verdict keeps.
 TRACEBACK_LINES = 8
+#: Seconds a culprit isolation may take past its own budget before the worker is stopped.
+_COURTESY_SLACK_S = 10.0
+#: Characters kept of an exception that cost a diagnosis.
+_DIAGNOSIS_ERROR_LIMIT = 500
 
 
 class _Stop(Exception):
@@ -217,6 +224,7 @@ def _judge_well_formed(case: Case, backend: Backend, device: Device, seed: int,
     details["numerics"] = numerics["summary"]
     if numerics["failure"] is not None:
         failure = numerics["failure"]
+        failure.update(_diagnose(graph, backend, device, parts, numerics["context"], failure))
         return Status.numeric_mismatch, str(failure["reason"]), {**details, **failure}
     if fusion == "extension":
         merged = [_kinds(p.ops) for p in parts if _key(p) not in {_key(e) for e in expected}]
@@ -425,7 +433,53 @@ def _numerics(case: Case, graph: Graph, backend: Backend, device: Device,
                           if k not in ("reason", "passed")}}
             if any(sources):
                 failure["kernel_source"] = "\n".join(src for src in sources if src)
-    return {"summary": summary, "failure": failure}
+    context = {"inputs": inputs, "reference": reference, "values": values, "radii": radii}
+    return {"summary": summary, "failure": failure, "context": context}
+
+
+def _diagnose(graph: Graph, backend: Backend, device: Device, parts: Sequence[Partition],
+              context: Mapping[str, Any], failure: Mapping[str, object]) -> dict[str, object]:
+    """What the details of a numeric mismatch add: who is right (the float64 evaluation,
+    also on each worst element), the known departures that explain it, and the culprit (the
+    smallest piece that still fails). A failure here is noted, never the verdict's end."""
+    added: dict[str, object] = {}
+    tensor = failure.get("tensor")
+    if not isinstance(tensor, int):
+        return added
+    inputs, reference = context["inputs"], context["reference"]
+    actual, radius = context["values"].get(tensor), context["radii"][tensor]
+    if not isinstance(actual, np.ndarray) or actual.shape != reference[tensor].shape:
+        return added
+    try:
+        verdict = who_is_right(graph, inputs, tensor, reference[tensor], actual, radius)
+        high = verdict.pop("high_precision")
+        worst = failure.get("worst")
+        if isinstance(worst, list):
+            added["worst"] = [{**w, "high_precision": _json_float(float(high[tuple(
+                w["index"])]))} for w in worst if isinstance(w, dict)]
+        added["triage"] = verdict
+        known = {d.id: d for d in DEPARTURES}
+        added["departures"] = [{"id": i, "statement": known[i].statement,
+                                "source": known[i].source}
+                               for i in explain(graph, inputs, parts, tensor, actual, radius)]
+    except Exception as exc:  # the diagnosis is a courtesy; the verdict stands without it
+        added["diagnosis_error"] = clip(f"{type(exc).__name__}: {exc}", _DIAGNOSIS_ERROR_LIMIT)
+    # The isolation calls the backend again: in the runner's worker under a courtesy budget
+    # of its own, so that a crash or a hang there costs the diagnosis, never the verdict.
+    courtesy = getattr(backend, "courtesy", None)
+    guard = courtesy(MAX_SECONDS + _COURTESY_SLACK_S) if callable(courtesy) else nullcontext()
+    try:
+        with guard:
+            culprit = isolate(graph, backend, device, reference, tensor, parts)
+        if culprit is not None:
+            added["culprit"] = culprit.to_dict()
+    except Exception as exc:  # Abandoned included: the verdict stands without a culprit
+        added["culprit_error"] = clip(f"{type(exc).__name__}: {exc}", _DIAGNOSIS_ERROR_LIMIT)
+    return added
+
+
+def _json_float(value: float) -> float | str:
+    return value if np.isfinite(value) else str(value)
 
 
 def _kernel_source(compiled: object, part: Partition) -> str:

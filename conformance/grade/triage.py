@@ -1,0 +1,187 @@
+"""Who is right: for a numeric mismatch, a third evaluation at higher precision, and known
+departures that explain the backend's values.
+
+`who_is_right(graph, inputs, tensor, expected, actual, radius)` evaluates the graph with the
+reference's ops in float64 (`fusionspec.reference.execute.execute_high_precision`: no rounding
+between ops) and states, over the failing elements, how far the reference and the backend each
+are from that value, and which is closer. Where the reference is further from it than its own
+bound allows, the reference is the suspect (``reference_off``): a bug of the suite, not a
+finding.
+
+`explain(graph, inputs, partitions, tensor, actual, radius)` re-runs the reference under each
+`Departure` that applies to the graph (an alternative semantics a library is known to have,
+with where it is documented) and names those under which the backend's output is within its
+bound: the finding is then that departure, with its source, not an unexplained difference.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from fusionspec.reference import execute
+from fusionspec.reference.execute import execute_high_precision
+from fusionspec.reference.registry import REGISTRY, substituted
+from fusionspec.spec.graph import Graph, Partition
+from fusionspec.spec.types import Array
+
+__all__ = ["who_is_right", "explain", "Departure", "DEPARTURES"]
+
+
+def _failing(expected: Array, actual: Array, radius: Array) -> Array:
+    e, a = expected.astype(np.float64), actual.astype(np.float64)
+    r = np.broadcast_to(np.asarray(radius, dtype=np.float64), e.shape)
+    with np.errstate(invalid="ignore"):
+        ok = (np.abs(a - e) <= r) | (np.isnan(e) & np.isnan(a)) | (e == a) | np.isinf(r)
+    flags: Array = ~ok
+    return flags
+
+
+def who_is_right(graph: Graph, inputs: Mapping[int, Array], tensor: int, expected: Array,
+                 actual: Array, radius: Array) -> dict[str, Any]:
+    """How far the reference and the backend are from the float64 evaluation, over the
+    elements where they disagree (see the module docstring)."""
+    with np.errstate(all="ignore"):
+        high = np.asarray(execute_high_precision(graph, inputs)[tensor], dtype=np.float64)
+        e, a = expected.astype(np.float64), np.asarray(actual).astype(np.float64)
+        bad = _failing(expected, np.asarray(actual), radius)
+        r = np.broadcast_to(np.asarray(radius, dtype=np.float64), e.shape)
+        ref_dev = np.abs(e - high)[bad]
+        be_dev = np.abs(a - high)[bad]
+        finite = np.isfinite(ref_dev) & np.isfinite(be_dev)
+        ref_closer = int((ref_dev[finite] < be_dev[finite]).sum())
+        be_closer = int((be_dev[finite] < ref_dev[finite]).sum())
+        # The reference rounds where the float64 evaluation does not: it may be as far from it
+        # as its own bound, plus a rounding step of the output's type; past that it is off.
+        step = np.abs(np.spacing(np.abs(e).astype(expected.dtype if expected.dtype.kind == "f"
+                                                  else np.float32))).astype(np.float64)
+        if expected.dtype.kind in "iu":
+            step = np.ones_like(e)
+        off = bad & np.isfinite(high) & (np.abs(e - high) > r + step) & (
+            np.abs(a - high) < np.abs(e - high))
+    closer = "reference" if ref_closer > be_closer else (
+        "backend" if be_closer > ref_closer else "neither")
+    return {"closer": closer, "reference_closer": ref_closer, "backend_closer": be_closer,
+            "failing": int(bad.sum()),
+            "max_reference_deviation": _num(float(ref_dev[finite].max()) if finite.any()
+                                            else 0.0),
+            "max_backend_deviation": _num(float(be_dev[finite].max()) if finite.any()
+                                          else 0.0),
+            "reference_off": int(off.sum()),
+            "high_precision": high}
+
+
+def _num(value: float) -> float | str:
+    return value if np.isfinite(value) else str(value)
+
+
+# -- known departures -------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Departure:
+    """An alternative semantics some library has: `applies` says whether the graph can show
+    it; `substitutes` are the op implementations that compute it (by kind), or `transform`
+    maps the inputs and outputs (for a property of the device, such as flushing subnormals)."""
+
+    id: str
+    statement: str
+    source: str
+    applies: Callable[[Graph], bool]
+    substitutes: Callable[[], Mapping[str, Callable[..., Any]]] | None = None
+    transform: Callable[[Array], Array] | None = None
+
+
+def _kinds(*kinds: str) -> Callable[[Graph], bool]:
+    return lambda graph: any(op.kind in kinds for op in graph.ops)
+
+
+def _select_max() -> Mapping[str, Callable[..., Any]]:
+    def maximum(src_0: Array, src_1: Array, *, auto_broadcast: str) -> Array:
+        a, b = np.asarray(src_0), np.asarray(src_1)
+        result: Array = np.where(a > b, a, b).astype(np.float32)
+        return result
+
+    def minimum(src_0: Array, src_1: Array, *, auto_broadcast: str) -> Array:
+        a, b = np.asarray(src_0), np.asarray(src_1)
+        result: Array = np.where(a < b, a, b).astype(np.float32)
+        return result
+    return {"Maximum": maximum, "Minimum": minimum}
+
+
+def _gelu_erf_only() -> Mapping[str, Callable[..., Any]]:
+    gelu = REGISTRY["GELU"].fn
+
+    def erf_only(src: Array, *, mode: str) -> Array:
+        result: Array = gelu(src, mode="gelu_erf")
+        return result
+    return {"GELU": erf_only}
+
+
+def _maxpool_nan() -> Mapping[str, Callable[..., Any]]:
+    maxpool = REGISTRY["MaxPool"].fn
+
+    def propagating(src: Array, **attrs: Any) -> Array:
+        result: Array = maxpool(src, **attrs)
+        # the window's NaN, if any, wins (a max that propagates NaN)
+        nan_windows: Array = maxpool(np.where(np.isnan(src), np.float32(1), np.float32(0)),
+                                     **attrs)
+        return np.where(nan_windows > 0, np.float32(np.nan), result).astype(np.float32)
+    return {"MaxPool": propagating}
+
+
+def _flush(array: Array) -> Array:
+    arr = np.asarray(array)
+    if arr.dtype.kind != "f" and str(arr.dtype) != "bfloat16":
+        return arr
+    wide = arr.astype(np.float32)
+    tiny = np.finfo(np.float16).tiny if arr.dtype == np.float16 else np.finfo(np.float32).tiny
+    flushed: Array = np.where(np.abs(wide) < tiny, np.copysign(np.float32(0), wide), wide)
+    return flushed.astype(arr.dtype)
+
+
+#: The departures the suite knows, each with where it is documented.
+DEPARTURES: tuple[Departure, ...] = (
+    Departure("nan-select-max", "Maximum and Minimum compare and select, so a NaN on src_0 "
+              "is dropped (max(NaN, 1) = 1, max(1, NaN) = NaN)",
+              "notes/onednn-internals.md B2 (verified on v3.2); benchdnn tolerates it",
+              _kinds("Maximum", "Minimum"), substitutes=_select_max),
+    Departure("gelu-erf-only", "GELU has no mode attribute before oneDNN 3.9: the tanh form "
+              "asked for is computed as the erf form", "notes/onednn-internals.md B1, D19",
+              lambda g: any(op.kind == "GELU" and op.attrs.get("mode") == "gelu_tanh"
+                            for op in g.ops), substitutes=_gelu_erf_only),
+    Departure("maxpool-nan", "MaxPool propagates a NaN of its window (the spec skips it, as "
+              "the kernel's greater-than test does)", "docs/semantics.md, Pooling",
+              _kinds("MaxPool"), substitutes=_maxpool_nan),
+    Departure("flush-subnormals", "subnormal inputs and results are flushed to zero (the "
+              "CPU runs with FTZ/DAZ)", "x86 MXCSR FTZ/DAZ modes, set by oneDNN's JIT kernels",
+              lambda g: True, transform=_flush),
+)
+
+
+def explain(graph: Graph, inputs: Mapping[int, Array], partitions: Sequence[Partition],
+            tensor: int, actual: Array, radius: Array) -> list[str]:
+    """The ids of the departures under which `actual` is within `radius` of the reference's
+    value of `tensor` (see the module docstring)."""
+    found = []
+    for departure in DEPARTURES:
+        if not departure.applies(graph):
+            continue
+        try:
+            with np.errstate(all="ignore"):
+                if departure.substitutes is not None:
+                    with substituted(departure.substitutes()):
+                        value = execute(graph, inputs, partitioner=lambda _: partitions)
+                else:
+                    assert departure.transform is not None
+                    flushed = {k: departure.transform(v) for k, v in inputs.items()}
+                    value = {k: departure.transform(v) for k, v in execute(
+                        graph, flushed, partitioner=lambda _: partitions).items()}
+        except Exception:  # a departure that cannot run on this graph explains nothing
+            continue
+        if tensor in value and not _failing(np.asarray(value[tensor]), np.asarray(actual),
+                                            radius).any():
+            found.append(departure.id)
+    return found

@@ -1,0 +1,94 @@
+"""Culprit isolation and who-is-right triage on planted bugs: the smallest failing piece is
+the op the bug is in, the float64 evaluation sides with the reference, a known departure is
+recognised as such, and the findings group one bug into one finding that names it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+
+from fusionspec.conformance.cases import CaseKind
+from fusionspec.conformance.grade.results import ResultsCollector
+from fusionspec.conformance.grade.triage import who_is_right
+from fusionspec.conformance.suite import run_suite
+from fusionspec.reports.findings import checked, group_findings
+from fusionspec.spec.dtypes import DataType
+from fusionspec.spec.graph import Graph, LogicalTensor, Op
+from fusionspec.spec.onednn_json import loads
+
+TESTS = str(Path(__file__).resolve().parents[1])  # holds the testkit package
+
+
+def _run(mutant: str, patterns: list[str], out: Path | None = None) -> ResultsCollector:
+    return run_suite(f"testkit.mutants:{mutant}", patterns=patterns, kinds=[CaseKind.valid],
+                     isolate=False, sys_path=[TESTS], out_dir=out)
+
+
+def test_gelu_tanh_mutant_is_isolated_to_gelu_with_a_benchdnn_case(tmp_path: Path) -> None:
+    results = _run("GeluTanhForErf", ["fp.unary_binary", "fp.conv_post_ops"], tmp_path)
+    numeric = [f for f in results.failures if f["status"] == "numeric-mismatch"]
+    assert numeric, f"the GELU mutant must fail numerically: {dict(results.totals)}"
+    for failure in numeric:
+        culprit = failure["details"].get("culprit")
+        assert culprit is not None, \
+            f"{failure['case_id']}: no culprit isolated " \
+            f"({failure['details'].get('culprit_error')})"
+        assert culprit["kinds"] == "GELU", \
+            f"{failure['case_id']}: the culprit is the GELU op alone, not {culprit['kinds']}"
+        graph = loads(json.dumps(culprit["graph"]))
+        assert [op.kind for op in graph.ops] == ["GELU"], \
+            "the culprit's graph JSON holds the one failing op and reads back"
+        triage = failure["details"]["triage"]
+        assert triage["closer"] == "reference" and triage["reference_off"] == 0, \
+            f"the float64 evaluation sides with the reference against tanh GELU: {triage}"
+    folder = tmp_path / "failures"
+    saved = sorted(folder.glob("*/culprit.json"))
+    assert saved, "each isolated culprit is saved in its failure folder as culprit.json"
+    replay = (saved[0].parent / "replay.txt").read_text(encoding="utf-8")
+    assert "benchdnn --graph --case=culprit.json" in replay, \
+        f"the failure folder's replay names the benchdnn command for the culprit:\n{replay}"
+
+
+def test_gelu_tanh_mutant_is_one_finding_naming_gelu() -> None:
+    results = _run("GeluTanhForErf", ["fp.unary_binary", "fp.binary_post_ops",
+                                      "fp.conv_post_ops"])
+    findings = group_findings(checked(results.to_dict(), "mutant run"))
+    assert len(findings) == 1, \
+        f"one bug, one finding; got {[f.signature for f in findings]}"
+    assert "GELU" in findings[0].signature and findings[0].known is not None, \
+        f"the finding names GELU and explains itself: {findings[0].signature}, " \
+        f"{findings[0].known}"
+
+
+def test_maximum_dropping_nan_is_a_known_departure() -> None:
+    results = _run("MaximumDropsFirstNaN", ["fp.binary_post_ops", "fp.pool_binary"])
+    numeric = [f for f in results.failures if f["status"] == "numeric-mismatch"]
+    assert numeric, f"the NaN-dropping Maximum must fail numerically: {dict(results.totals)}"
+    named = [f for f in numeric
+             if any(d["id"] == "nan-select-max" for d in f["details"].get("departures", []))]
+    assert named, "the compare-and-select Maximum is explained by the nan-select-max " \
+                  f"departure: {[f['details'].get('departures') for f in numeric[:3]]}"
+    assert all(d.get("source") for f in named for d in f["details"]["departures"]), \
+        "a known departure carries where it is documented"
+
+
+def _exp_graph() -> Graph:
+    src = LogicalTensor(0, DataType.f32, (4,))
+    dst = LogicalTensor(1, DataType.f32, (4,))
+    return Graph([Op(0, "Exp", (src,), (dst,), {})]).finalize()
+
+
+def test_triage_flags_a_reference_that_is_the_one_off() -> None:
+    x = np.array([0.0, 1.0, 2.0, 3.0], dtype=np.float32)
+    truth = np.exp(x.astype(np.float64)).astype(np.float32)
+    wrong_reference = truth * np.float32(1.01)  # what a buggy reference would say
+    radius = np.full(4, 1e-6, dtype=np.float64) * np.abs(truth)
+    verdict = who_is_right(_exp_graph(), {0: x}, 1, wrong_reference, truth, radius)
+    assert verdict["closer"] == "backend" and verdict["reference_off"] > 0, \
+        f"a reference further from float64 than its bound is flagged as the one off: " \
+        f"{ {k: v for k, v in verdict.items() if k != 'high_precision'} }"
+    right = who_is_right(_exp_graph(), {0: x}, 1, truth, wrong_reference, radius)
+    assert right["closer"] == "reference" and right["reference_off"] == 0, \
+        "a backend that is off leaves the reference unflagged"
