@@ -193,16 +193,23 @@ def output_bounds(graph: Graph, inputs: Mapping[int, Array],
     radii = error_bounds(graph, inputs, partitions)
     bounds: dict[int, Bound] = {}
     for t in graph.output_tensors:
-        wanted, stack = set(), [t.id]
-        while stack:
-            tid = stack.pop()
-            if tid in graph.producers and graph.producers[tid][0].id not in wanted:
-                op = graph.producers[tid][0]
-                wanted.add(op.id)
-                stack.extend(i.id for i in op.inputs)
-        chain = chain_of([op for op in graph.ops if op.id in wanted])
-        bounds[t.id] = Bound(t.dtype, radii[t.id], chain)
+        bounds[t.id] = Bound(t.dtype, radii[t.id], chain_of(ancestors(graph, t.id)))
     return bounds
+
+
+def ancestors(graph: Graph, tensor_id: int) -> list[Op]:
+    """The ops `tensor_id` depends on, producers first (graph order is topological once
+    finalized)."""
+    wanted: set[int] = set()
+    stack = [tensor_id]
+    while stack:
+        tid = stack.pop()
+        if tid in graph.producers:
+            op = graph.producers[tid][0]
+            if op.id not in wanted:
+                wanted.add(op.id)
+                stack.extend(t.id for t in op.inputs)
+    return [op for op in graph.ops if op.id in wanted]
 
 
 def in_order(parts: Sequence[Partition]) -> tuple[list[Partition], bool]:

@@ -43,7 +43,7 @@ from fusionspec.spec.onednn_json import dumps
 from fusionspec.spec.opschemas import SCHEMAS
 from fusionspec.spec.types import Array
 
-from .bounds import output_bounds
+from .bounds import ancestors, output_bounds
 from .tolerances import compare
 
 __all__ = ["Culprit", "isolate", "MAX_CALLS", "MAX_SECONDS", "signature_of", "CULPRIT_FILE"]
@@ -200,7 +200,7 @@ def isolate(graph: Graph, backend: Backend, device: Device, values: Mapping[int,
     `values` are the reference's values of every tensor, `tensor` the failing output, `parts`
     the backend's partitions. None when no piece fails alone within the budget."""
     budget = _Budget(max_calls, max_seconds)
-    chain = _ancestors(graph, tensor)
+    chain = ancestors(graph, tensor)
     found: tuple[list[Op], str, bool] | None = None
     try:
         for op in chain:
@@ -224,19 +224,6 @@ def isolate(graph: Graph, backend: Backend, device: Device, values: Mapping[int,
             piece, inputs, reason = _simplify(piece, inputs, reason, backend, device, budget,
                                               simplified)
     return _culprit(piece, inputs, reason, fused, tuple(simplified), budget.used)
-
-
-def _ancestors(graph: Graph, tensor: int) -> list[Op]:
-    wanted: set[int] = set()
-    stack = [tensor]
-    while stack:
-        tid = stack.pop()
-        if tid in graph.producers:
-            op = graph.producers[tid][0]
-            if op.id not in wanted:
-                wanted.add(op.id)
-                stack.extend(t.id for t in op.inputs)
-    return [op for op in graph.ops if op.id in wanted]
 
 
 def _fused_run(graph: Graph, backend: Backend, device: Device, values: Mapping[int, Array],

@@ -40,7 +40,7 @@ from fusionspec.spec.rules import UnknownRuleError, rule
 
 from ..cases import STRUCTURAL_RULES, Case, CaseKind, Status, Verdict
 from ..transport import BackendFailure, Failure, Foreign, clip
-from .bounds import error_bounds, in_order
+from .bounds import ancestors, error_bounds, in_order
 from .culprit import MAX_SECONDS, isolate
 from .tolerances import Bound, chain_of, compare, dtype_name, dtype_reason
 from .triage import DEPARTURES, explain, who_is_right
@@ -338,21 +338,6 @@ def _order(parts: Sequence[Partition]) -> list[Partition]:
                     "in a cycle (a partition is not convex)",
                     actual_partitions=_describe_all(parts))
     return ordered
-
-
-def ancestors(graph: Graph, tensor_id: int) -> list[Op]:
-    """The ops `tensor_id` depends on, producers first (graph order is topological once
-    finalized)."""
-    wanted: set[int] = set()
-    stack = [tensor_id]
-    while stack:
-        tid = stack.pop()
-        if tid in graph.producers:
-            op = graph.producers[tid][0]
-            if op.id not in wanted:
-                wanted.add(op.id)
-                stack.extend(t.id for t in op.inputs)
-    return [op for op in graph.ops if op.id in wanted]
 
 
 def _boundaries(parts: Sequence[Partition]) -> set[int]:
