@@ -28,6 +28,11 @@ product shapes, timed in the same rotation: M x K by K x N for the MatMul, the c
 im2col product (N*HW*HW x 9C by 9C x C) for the convolution.
 
 The sides alternate within each repetition; every figure is the median of `--repeats` runs.
+Before each side the process idles `SETTLE_S` (0.1 s): NumPy's BLAS (the reference's MatMul
+and convolution, the sgemm side) and the OpenCL runtimes keep their worker threads spinning
+for a while after a call (OpenBLAS for up to about 2^28 cycles), and a side timed while they
+spin shares the two cores with them (the fused MatMul measured 3.5 ms so, 1.9 ms after an
+idle pause).
 
     python bench/bench_accel.py --out results/bench_accel.json [--elements 16777216]
                                 [--repeats 15] [--device pocl-cpu] [--matmul 512,512,512]
@@ -208,12 +213,18 @@ def max_abs_diff(a: dict[int, Array], b: dict[int, Array]) -> float:
 Side = tuple[str, Callable[[], dict[str, float]]]
 
 
+#: Idle time before each side's sample, so that no other side's worker threads still spin.
+SETTLE_S = 0.1
+
+
 def alternate(sides: list[Side], repeats: int) -> dict[str, list[float]]:
     """`repeats` samples of every side, in alternating order (forwards, then backwards), so
-    that drifting load affects all sides alike. A side returns named timings (seconds)."""
+    that drifting load affects all sides alike, each after `SETTLE_S` of idle time. A side
+    returns named timings (seconds)."""
     times: dict[str, list[float]] = {}
     for rep in range(repeats):
         for _, fn in sides if rep % 2 == 0 else sides[::-1]:
+            time.sleep(SETTLE_S)
             for name, seconds in fn().items():
                 times.setdefault(name, []).append(seconds)
     return times

@@ -10,9 +10,16 @@ one process, alternating within each repetition:
   inputs uploaded beforehand, outputs left on the device).
 
 Both therefore time the computation with the data in place. Every figure is the median of
-`--repeats`; the outputs of each side are compared with the reference once.
+`--repeats` samples; the outputs of each side are compared with the reference once. A sample
+of a side is: `--settle-ms` of idle time (default 20), three untimed runs, then the median of
+five timed runs. The idle time lets the other side's worker threads go to sleep: oneDNN's
+OpenMP workers spin for a while after each call (the library's default wait policy, which
+its own speed relies on), and a side timed while they spin shares the cores with them
+(accel's MatMul measured 3.7 ms right after oneDNN, 2.0 ms with passive OpenMP workers). The
+untimed runs wake the side's own threads, so no side is timed waking them either (one run
+after the idle time cost oneDNN's MatMul 8.3 ms against 1.6 ms back to back).
 
-    python bench/bench_onednn.py --out results/bench_onednn.json [--repeats 11]
+    python bench/bench_onednn.py --out results/bench_onednn.json [--repeats 11] [--settle-ms 20]
 
 The Intel CPU OpenCL runtime is one of the devices when the OpenCL loader can see it (the
 ``bench-onednn`` nox session arranges that when ``intel-opencl-rt`` is installed).
@@ -25,6 +32,7 @@ import os
 import platform
 import statistics
 import sys
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -105,7 +113,7 @@ def _close(got: dict[int, Array], want: dict[int, Array]) -> float:
 
 
 def measure(name: str, graph: Graph, onednn: OnednnBackend, accel: AccelBackend,
-            repeats: int) -> dict[str, Any]:
+            repeats: int, settle_s: float = 0.02) -> dict[str, Any]:
     final = graph.finalize()
     (expected,) = reference_partition(final)
     inputs = fill_inputs(final, seed=0)
@@ -133,7 +141,10 @@ def measure(name: str, graph: Graph, onednn: OnednnBackend, accel: AccelBackend,
         side.once()  # warm-up: first-touch allocation, lazy initialisation
     for _ in range(repeats):
         for side in sides:
-            times[side.label].append(side.once())
+            time.sleep(settle_s)  # the previous side's worker threads go idle first
+            for _ in range(3):
+                side.once()  # wakes this side's own threads
+            times[side.label].append(statistics.median(side.once() for _ in range(5)))
     row["median_ms"] = {label: 1e3 * statistics.median(ts) for label, ts in times.items()}
     row["max_abs_error"] = {s.label: _close(s.outputs(), want) for s in sides}
     base = row["median_ms"][sides[0].label]
@@ -149,6 +160,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--out", help="results JSON to write")
     parser.add_argument("--repeats", type=int, default=11)
+    parser.add_argument("--settle-ms", type=float, default=20.0,
+                        help="idle time before each timed run (default 20 ms)")
     args = parser.parse_args(argv)
     onednn, accel = OnednnBackend(), AccelBackend()
     if not onednn.devices():
@@ -159,7 +172,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     rows = []
     for name, build in CASES.items():
-        row = measure(name, build(), onednn, accel, args.repeats)
+        row = measure(name, build(), onednn, accel, args.repeats, args.settle_ms / 1e3)
         rows.append(row)
         if not row["onednn_same_partition"]:
             print(f"{name}: oneDNN partitions it as {row['onednn_partitions']}; not compared")
@@ -168,7 +181,8 @@ def main(argv: list[str] | None = None) -> int:
         ratios = ", ".join(f"{label} {r:.2f}x" for label, r in row["accel_over_onednn"].items())
         print(f"{name}: {cells} (accel / oneDNN: {ratios})")
     document = {
-        "benchmark": "accel vs oneDNN", "repeats": args.repeats, "rows": rows,
+        "benchmark": "accel vs oneDNN", "repeats": args.repeats,
+        "settle_ms": args.settle_ms, "rows": rows,
         "onednn": {"version": onednn.library.version, "runtime": onednn.library.cpu_runtime},
         "accel_devices": [{"id": d.id, "name": d.name, "driver": d.driver}
                           for d in accel.devices()],

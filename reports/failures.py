@@ -249,15 +249,16 @@ def _membership(expected: Sequence[Doc], actual: Sequence[Doc]) -> dict[str, tup
 # -- the graph ---------------------------------------------------------------------------------
 
 def find_folder(recorded: str, results_path: Path | None) -> Path | None:
-    """The failure folder a results file names: ``failures/<name>`` next to the results file
-    first (a results folder that was moved still finds its artifacts), then the path the run
+    """The failure folder a results file names: ``failures/<name>`` (or ``extensions/<name>``,
+    where a run keeps the cases fused beyond the spec) next to the results file first (a
+    results folder that was moved still finds its artifacts), then the path the run
     recorded. Either is followed only when it resolves inside the results file's folder: a
     results document from elsewhere cannot point the report at any other folder."""
     if not recorded or results_path is None:
         return None
     root = results_path.parent
     name = safe_component(PurePath(recorded).name)
-    for candidate in (Path("failures") / name, Path(recorded)):
+    for candidate in (Path("failures") / name, Path("extensions") / name, Path(recorded)):
         found = inside(candidate, root)
         if found is not None and found != root.resolve() and found.is_dir():
             return found

@@ -118,46 +118,53 @@ def _split_before(record: Record, kinds: tuple[str, ...]) -> bool:
         f"[{kind}" in _formed(record) for kind in kinds)
 
 
+KNOWN_DEPARTURE, NOTE, BUG = "Known departure", "Note", "Bug"
+
 #: Explanations of findings, each as a predicate over a record, the text shown with a matching
-#: finding, and whether oneDNN's own sources already document the departure
-#: (notes/onednn-internals.md, section D).
-KNOWN: Sequence[tuple[Callable[[Record], bool], str, bool]] = (
+#: finding, and its label: a known departure where oneDNN's own sources already document it
+#: (notes/onednn-internals.md, section D), a bug of the library, or a note (an extension).
+KNOWN: Sequence[tuple[Callable[[Record], bool], str, str]] = (
     (lambda r: "[Pow" in _chain_text(r) or "Pow]" in _chain_text(r) or "->Pow" in _chain_text(r),
-     "Pow is in the pages' Unary category but oneDNN neither fuses nor implements it", True),
+     "Pow is in the pages' Unary category but oneDNN neither fuses nor implements it",
+     KNOWN_DEPARTURE),
     (_unary_then_binaries,
      "a Unary-headed chain takes one Binary at most; two or more binaries go to the "
-     "Binary-headed pattern, leaving the Unary alone", True),
+     "Binary-headed pattern, leaving the Unary alone", KNOWN_DEPARTURE),
     (lambda r: "BiasAddBackward" in _chain_text(r),
      "ConvolutionBackwardWeights + BiasAddBackward is not fused, and BiasAddBackward alone is "
-     "not implemented", True),
+     "not implemented", KNOWN_DEPARTURE),
     (lambda r: str(r.get("status")) == "extension" and "post_op_count" in str(r.get("rule", "")),
-     "oneDNN allows more post-ops than the pages' bound", True),
+     "oneDNN allows more post-ops than the pages' bound", KNOWN_DEPARTURE),
     (lambda r: str(r.get("status")) == "extension",
-     "oneDNN fuses a chain the pages do not promise", False),
+     "oneDNN fuses a chain the pages do not promise", NOTE),
     (lambda r: _split_before(r, ("BiasAdd",)) and "+bias" in str(r.get("description", "")),
-     "BiasAdd fuses only when the base op has no bias input of its own", True),
+     "BiasAdd fuses only when the base op has no bias input of its own", KNOWN_DEPARTURE),
     (lambda r: _split_before(r, ("Subtract", "Divide")) and bool(
         re.search(r"(Subtract|Divide)\([^)]*src_1", str(r.get("description", "")))),
-     "Subtract and Divide fuse only when the chain enters on their first input", True),
+     "Subtract and Divide fuse only when the chain enters on their first input", KNOWN_DEPARTURE),
     (lambda r: _split_before(r, ("Add",)) and "[Reorder]" in _formed(r),
-     "Reorder + Add fuses only with auto_broadcast=none on the Add", True),
+     "Reorder + Add fuses only with auto_broadcast=none on the Add", KNOWN_DEPARTURE),
     (lambda r: _unsupported(r, "Reciprocal"),
-     "Reciprocal is implemented only fused with a Multiply (Reciprocal + Multiply)", True),
+     "Reciprocal is implemented only fused with a Multiply (Reciprocal + Multiply)",
+     KNOWN_DEPARTURE),
     (lambda r: _unsupported(r, "Interpolate") and "align_corners" in _chain_text(r),
-     "Interpolate supports only half_pixel coordinates; align_corners is unsupported", True),
+     "Interpolate supports only half_pixel coordinates; align_corners is unsupported",
+     KNOWN_DEPARTURE),
     (lambda r: _unsupported(r, "AvgPool") and " ceil" in _chain_text(r),
-     "AvgPool with ceil rounding is unsupported where padding counts (exclude_pad=false)", True),
+     "AvgPool with ceil rounding is unsupported where padding counts (exclude_pad=false)",
+     KNOWN_DEPARTURE),
     (lambda r: _unsupported(r, "BatchNormInference") and "bf16" in _chain_text(r),
-     "batch normalization has no bf16 implementation", True),
+     "batch normalization has no bf16 implementation", KNOWN_DEPARTURE),
     (lambda r: "crashed" in str(r.get("reason", "")),
-     "a C++ exception escaped the C API and aborted the process", False),
+     "a C++ exception escaped the C API, which promises a status code, and aborted the "
+     "process", BUG),
 )
 
 
 def _known(record: Record) -> str | None:
-    for predicate, text, documented in KNOWN:
+    for predicate, text, label in KNOWN:
         if predicate(record):
-            return f"{'Known departure' if documented else 'Note'}: {text}"
+            return f"{label}: {text}"
     return None
 
 
@@ -422,6 +429,15 @@ def checked(results: Mapping[str, Any], source: str) -> dict[str, Any]:
     return checked_doc
 
 
+#: What makes a finding explained, stated under the unexplained share.
+EXPLAINED = ("A finding is explained when it carries one of these labels: *Known departure* "
+             "(an alternative semantics or a missing fusion that the library's sources "
+             "document, with the source), *Limitation* (the library says so itself: it refuses "
+             "the op, marks the partition unsupported or has no kernel to compile it), *Bug* "
+             "or *Fusion gap* (the library departs from the pages, with the smallest "
+             "reproducer that culprit isolation found, or the example, which replays), "
+             "*Suite issue* (a bug of fusionspec). Everything else is counted unexplained.")
+
 #: Entries past this many are table rows, one line each (the document reads in five minutes).
 FULL_ENTRIES = 15
 
@@ -503,7 +519,8 @@ def findings_markdown(runs: Sequence[Mapping[str, Any]], *, title: str = "Findin
         lines += [intro.strip(), ""]
     lines += [f"**Unexplained: {_share(left, failing)}**, in "
               f"{sum(1 for f in findings if f.status != 'extension' and f.known is None)} of "
-              f"{sum(1 for f in findings if f.status != 'extension')} findings.", "",
+              f"{sum(1 for f in findings if f.status != 'extension')} findings. "
+              f"{EXPLAINED}", "",
               "| run | device, driver | cases | pass | failing | unexplained |",
               "|---|---|---|---|---|---|"]
     by_label: dict[str, Mapping[str, Any]] = {}

@@ -3,15 +3,18 @@ post-ops, then an optional TypeCast and an optional Quantize), and single SoftMa
 
 Two forms of kernel, chosen by the device's properties (the template is ``softmax.cl.j2``):
 
-- **Row per work item** where local memory is ordinary cached memory (CPU devices): one pass
-  over the row keeps a running maximum and a compensated sum of ``exp(x - max)``, rescaling
-  the sum whenever the maximum grows (online softmax), so the row is read once for both; a
-  second pass normalises. Where the row is contiguous (the last axis of a dense source) both
-  passes take W = `DeviceInfo.vector_width` elements at a time in vector registers (the first
-  pass four vectors at a time, with one rescale per four: an exponential per element rather
-  than two) and merge the lanes at the end; elsewhere a work item walks its row element by
-  element, and neighbouring work items, whose rows are neighbours in memory, read
-  neighbouring elements.
+- **Row per work item** where local memory is ordinary cached memory (CPU devices). Where
+  the row is contiguous (the last axis of a dense source), three passes of W =
+  `DeviceInfo.vector_width` elements at a time, the row staying in the core's cache: the
+  maximum, the sum of ``exp(x - max)``, each exponential kept in a scratch buffer of the
+  source's size (f32), then each kept exponential times ``1/sum`` through the epilogue; each
+  reduction keeps four vectors in flight. The exponentials are most of the cost: keeping
+  them halves it, against computing them twice, and the online form's rescaling and
+  compensated sums cost more still (BENCHMARKS.md, "SoftMax"). Elsewhere a work item walks
+  its row element by element (neighbouring work items, whose rows are neighbours in memory,
+  read neighbouring elements) in one online pass that keeps a running maximum and a
+  compensated sum, rescaled when the maximum grows, so a strided row is read twice rather
+  than three times; a second pass normalises.
   Work groups hold a few rows each. The exponential is `fusionspec.accel.codegen.mathfn`'s
   arithmetic one: the builtin is a library call on some CPU drivers, which would keep the
   loops from being vectorised.
@@ -23,10 +26,11 @@ Two forms of kernel, chosen by the device's properties (the template is ``softma
 Either way each element is then normalised, goes through the shared post-op generator
 (`fusionspec.accel.codegen.epilogue`) and is stored in its dtype, and the optional statistics
 output (``max + log(sum)``, f32) is stored per row. Accumulation is f32; the exponential's
-argument keeps the rounding error of ``x - max`` (``fs_sm_exp`` in the template), and sums are
-compensated, so the result stays within the suite's 10*eps(f32) of the reference's f64
-computation. A row without a finite maximum gives NaN (or 0 with ``mode="inf_as_zero"`` for a
-row of -inf), as the reference's does.
+argument keeps the rounding error of ``x - max`` (``fs_sm_exp`` in the template). The 4W
+partial sums of a contiguous row err by about (n/4W + 3) ulp of the sum, inside the suite's
+SoftMax bound, which allows any order of summation (2n ulp;
+`fusionspec.conformance.grade.bounds`). A row without a finite maximum gives NaN (or 0 with
+``mode="inf_as_zero"`` for a row of -inf), as the reference's does.
 
 The row count, the row length and the extents that split a row index are kernel arguments
 (`fusionspec.accel.codegen.args`); the work-group size of the GPU form comes from a few
@@ -44,7 +48,7 @@ from ..codegen.epilogue import Value, emit_epilogue, supported_kinds
 from ..codegen.source import render
 from ..codegen.types import check_supported
 from ..errors import UnsupportedPartitionError
-from ..plan import KernelPlan, Launch
+from ..plan import KernelPlan, Launch, Scratch, ScratchArg
 from .base import BuildContext, KernelFamily
 
 __all__ = ["FAMILY", "KERNEL_NAME", "is_softmax", "build_softmax"]
@@ -126,9 +130,12 @@ def build_softmax(partition: Partition, ctx: BuildContext) -> KernelPlan:
     contiguous = per_row and axis == rank - 1 and is_dense(src)
     width = ctx.device.vector_width
     preamble.need(("fs_exp_hl", "fs_exp_hl" + str(width)) if contiguous else ("fs_exp_hl",))
-    vector_load = tail_load = ""
+    vector_load = tail_load = exps = ""
     chunk_loads: list[str] = []
+    scratch: tuple[Scratch, ...] = ()
     if contiguous:
+        exps = args.buffer("exps", "float", ScratchArg("exps"), const=False)
+        scratch = (Scratch("exps", max(rows * length, 1) * 4),)
         kind = ctx.policy.kind(src.dtype)
 
         def element(offset: str) -> str:
@@ -146,7 +153,7 @@ def build_softmax(partition: Partition, ctx: BuildContext) -> KernelPlan:
                     params=args.decls(), wg=wg, rank=rank, rows=rows_arg, splits=splits,
                     index_t=domain.index_type, per_row=per_row, contiguous=contiguous,
                     w=width, vector_load=vector_load, tail_load=tail_load,
-                    chunk_loads=chunk_loads,
+                    chunk_loads=chunk_loads, exps=exps,
                     axis=axis, length=length_arg, load=load,
                     inf_as_zero=main.attrs.get("mode", "none") == "inf_as_zero",
                     stats=stats_name, body=code.body)
@@ -158,7 +165,7 @@ def build_softmax(partition: Partition, ctx: BuildContext) -> KernelPlan:
         groups = min(rows, _MAX_GROUPS)
         launches = (Launch(KERNEL_NAME, args.params, (groups * wg,), (wg,)),)
     return KernelPlan("softmax", source, launches, reads=tuple(partition.inputs),
-                      writes=tuple(partition.outputs))
+                      writes=tuple(partition.outputs), scratch=scratch)
 
 
 FAMILY = KernelFamily("softmax", is_softmax, build_softmax)

@@ -167,8 +167,9 @@ def error_bounds(graph: Graph, inputs: Mapping[int, Array],
         local: dict[int, Array] = {t.id: radius[t.id] for t in part.inputs}
         outputs = {t.id for t in part.outputs}
         for op in partition_order(part):
+            inner = not any(t.id in outputs for t in op.outputs)
             results = op_bounds(op, [values[t.id] for t in op.inputs],
-                                [local[t.id] for t in op.inputs])
+                                [local[t.id] for t in op.inputs], unrounded=inner)
             for tensor, (y, r) in zip(op.outputs, results):
                 if tensor.id not in outputs and (tensor.id in differs or (_narrows(
                         tensor.dtype) and tensor.dtype.is_float)):
@@ -230,11 +231,18 @@ def in_order(parts: Sequence[Partition]) -> tuple[list[Partition], bool]:
     return [parts[i] for i in order], acyclic
 
 
-def op_bounds(op: Op, xs: Sequence[Array], rs: Sequence[Array]) -> list[tuple[Array, Array]]:
+def op_bounds(op: Op, xs: Sequence[Array], rs: Sequence[Array], *,
+              unrounded: bool = False) -> list[tuple[Array, Array]]:
     """Each output of `op` (the reference's value, in the compute dtype) with its radius, from
-    the op's input values `xs` and their radii `rs`."""
-    rule = _RULES.get(op.kind, _elementwise)
-    return rule(op, xs, [np.asarray(r, dtype=np.float64) for r in rs])
+    the op's input values `xs` and their radii `rs`. With `unrounded` (an element-wise op whose
+    result stays inside its partition), a backend may also keep the result unrounded: it
+    contracts a multiply and an add into one FMA, or computes Reciprocal -> Multiply as one
+    division (oneDNN does), so the interval holds the op's unrounded values too. Where the
+    result is exact in f32 this adds nothing (a tie stays a tie)."""
+    if op.kind in _RULES:
+        return _RULES[op.kind](op, xs, [np.asarray(r, dtype=np.float64) for r in rs])
+    return _elementwise(op, xs, [np.asarray(r, dtype=np.float64) for r in rs],
+                        unrounded=unrounded)
 
 
 # -- element-wise ---------------------------------------------------------------------------
@@ -259,7 +267,8 @@ def _own(op: Op, x: Array, y: Array) -> Array | float:
     return np.where(np.isfinite(own), own, 0.0)
 
 
-def _elementwise(op: Op, xs: Sequence[Array], rs: Sequence[Array]) -> list[tuple[Array, Array]]:
+def _elementwise(op: Op, xs: Sequence[Array], rs: Sequence[Array], *,
+                 unrounded: bool = False) -> list[tuple[Array, Array]]:
     y = run_op(op, xs)[0]
     y64 = _hp(y)
     radii = list(rs)
@@ -267,9 +276,9 @@ def _elementwise(op: Op, xs: Sequence[Array], rs: Sequence[Array]) -> list[tuple
         radii[0] = radii[0] + _reciprocal_scale_error(op, xs[0])
     active = [i for i, r in enumerate(radii) if r.size and np.any(r > 0)]
     own = _own(op, xs[0], y) if len(xs) == 1 else 0.0
-    if not active and not np.any(own):
-        return [(y, np.zeros(y64.shape))]
     float_out = is_float_dtype(y.dtype)
+    if not active and not np.any(own) and not (unrounded and float_out):
+        return [(y, np.zeros(y64.shape))]
     with high_precision(), np.errstate(all="ignore"):
         base = [_hp(x) if is_float_dtype(np.asarray(x).dtype) else np.asarray(x) for x in xs]
         points = [run_op(op, base)[0]]
@@ -285,6 +294,8 @@ def _elementwise(op: Op, xs: Sequence[Array], rs: Sequence[Array]) -> list[tuple
                 if np.any(inside):
                     points.append(run_op(op, [np.where(inside, c, x)])[0])
     ends = [_rn32(p) if float_out else _hp(p) for p in points]
+    if unrounded and float_out:
+        ends += [_hp(p) for p in points]
     with np.errstate(invalid="ignore", over="ignore"):
         stack = np.stack(np.broadcast_arrays(*ends, y64))
         spread = np.maximum(y64 - stack.min(axis=0), stack.max(axis=0) - y64) + own

@@ -1,12 +1,14 @@
 """Who is right: for a numeric mismatch, a third evaluation at higher precision, and known
 departures that explain the backend's values.
 
-`who_is_right(graph, inputs, tensor, expected, actual, radius)` evaluates the graph with the
-reference's ops in float64 (`fusionspec.reference.execute.execute_high_precision`: no rounding
-between ops) and states, over the failing elements, how far the reference and the backend each
-are from that value, and which is closer. Where the reference is further from it than its own
-bound allows, the reference is the suspect (``reference_off``): a bug of the suite, not a
-finding.
+`who_is_right(graph, inputs, tensor, expected, actual, radius, partitions)` evaluates the graph
+with the reference's ops in float64 (`fusionspec.reference.execute.execute_high_precision`: no
+rounding between ops) and states, over the failing elements, how far the reference and the
+backend each are from that value, and which is closer. It evaluates it a second time with the
+partition outputs rounded to their declared types, as the spec rounds them: the bound holds
+every value a backend keeping its intermediates exact computes, so where the reference is
+further from that value than its own bound allows, the reference is the suspect
+(``reference_off``): a bug of the suite, not a finding.
 
 `explain(graph, inputs, partitions, tensor, actual, radius)` re-runs the reference under each
 `Departure` that applies to the graph (an alternative semantics a library is known to have,
@@ -23,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from fusionspec.reference import execute
-from fusionspec.reference.execute import execute_high_precision
+from fusionspec.reference.execute import default_partitioner, execute_high_precision
 from fusionspec.reference.registry import REGISTRY, substituted
 from fusionspec.spec.graph import Graph, Partition
 from fusionspec.spec.types import Array
@@ -41,11 +43,18 @@ def _failing(expected: Array, actual: Array, radius: Array) -> Array:
 
 
 def who_is_right(graph: Graph, inputs: Mapping[int, Array], tensor: int, expected: Array,
-                 actual: Array, radius: Array) -> dict[str, Any]:
+                 actual: Array, radius: Array,
+                 partitions: Sequence[Partition] | None = None) -> dict[str, Any]:
     """How far the reference and the backend are from the float64 evaluation, over the
-    elements where they disagree (see the module docstring)."""
+    elements where they disagree (see the module docstring); `partitions` are the
+    reference's (default: the reference partitioner's)."""
+    if not graph.finalized:
+        graph = graph.finalize()
+    parts = partitions if partitions is not None else default_partitioner(graph)
     with np.errstate(all="ignore"):
         high = np.asarray(execute_high_precision(graph, inputs)[tensor], dtype=np.float64)
+        spec = np.asarray(execute_high_precision(graph, inputs, parts)[tensor],
+                          dtype=np.float64)
         e, a = expected.astype(np.float64), np.asarray(actual).astype(np.float64)
         bad = _failing(expected, np.asarray(actual), radius)
         r = np.broadcast_to(np.asarray(radius, dtype=np.float64), e.shape)
@@ -54,14 +63,15 @@ def who_is_right(graph: Graph, inputs: Mapping[int, Array], tensor: int, expecte
         finite = np.isfinite(ref_dev) & np.isfinite(be_dev)
         ref_closer = int((ref_dev[finite] < be_dev[finite]).sum())
         be_closer = int((be_dev[finite] < ref_dev[finite]).sum())
-        # The reference rounds where the float64 evaluation does not: it may be as far from it
-        # as its own bound, plus a rounding step of the output's type; past that it is off.
+        # The reference rounds inside its partitions where `spec` does not: it may be as far
+        # from it as its own bound, plus a rounding step of the output's type; past that it is
+        # off.
         step = np.abs(np.spacing(np.abs(e).astype(expected.dtype if expected.dtype.kind == "f"
                                                   else np.float32))).astype(np.float64)
         if expected.dtype.kind in "iu":
             step = np.ones_like(e)
-        off = bad & np.isfinite(high) & (np.abs(e - high) > r + step) & (
-            np.abs(a - high) < np.abs(e - high))
+        off = bad & np.isfinite(spec) & (np.abs(e - spec) > r + step) & (
+            np.abs(a - spec) < np.abs(e - spec))
     closer = "reference" if ref_closer > be_closer else (
         "backend" if be_closer > ref_closer else "neither")
     return {"closer": closer, "reference_closer": ref_closer, "backend_closer": be_closer,

@@ -418,7 +418,8 @@ def _numerics(case: Case, graph: Graph, backend: Backend, device: Device,
                           if k not in ("reason", "passed")}}
             if any(sources):
                 failure["kernel_source"] = "\n".join(src for src in sources if src)
-    context = {"inputs": inputs, "reference": reference, "values": values, "radii": radii}
+    context = {"inputs": inputs, "reference": reference, "values": values, "radii": radii,
+               "partitions": expected}
     return {"summary": summary, "failure": failure, "context": context}
 
 
@@ -436,7 +437,8 @@ def _diagnose(graph: Graph, backend: Backend, device: Device, parts: Sequence[Pa
     if not isinstance(actual, np.ndarray) or actual.shape != reference[tensor].shape:
         return added
     try:
-        verdict = who_is_right(graph, inputs, tensor, reference[tensor], actual, radius)
+        verdict = who_is_right(graph, inputs, tensor, reference[tensor], actual, radius,
+                               context.get("partitions"))
         high = verdict.pop("high_precision")
         worst = failure.get("worst")
         if isinstance(worst, list):

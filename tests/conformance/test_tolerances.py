@@ -9,7 +9,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fusionspec.conformance.grade.bounds import error_bounds, granularity, output_bounds
+from fusionspec.conformance.grade.bounds import (
+    error_bounds,
+    granularity,
+    op_bounds,
+    output_bounds,
+)
 from fusionspec.conformance.grade.tolerances import (
     ACCURACY,
     WORST_COUNT,
@@ -231,7 +236,9 @@ def test_bounds_contain_the_chain_on_perturbed_intermediates(kinds: list[str],
         value = execute(Graph([op]).finalize(), {i.id: values[i.id] for i in op.inputs})
         out = value[op.outputs[0].id]
         toward = np.choose(rng.integers(0, 3, out.shape), [-np.inf, out, np.inf])
-        moved = np.nextafter(out, toward.astype(np.float32)).astype(np.float32)
+        # An overflowed value stays inf: a few ulp do not bring e^1000 back into range.
+        moved = np.where(np.isfinite(out), np.nextafter(out, toward.astype(np.float32)),
+                         out).astype(np.float32)
         exact = op.kind in ("Abs", "Add", "Multiply", "Subtract", "Square", "Sqrt")
         values[op.outputs[0].id] = out if exact else moved
     got = values[graph.output_tensors[0].id]
@@ -279,3 +286,36 @@ def test_integer_outputs_compare_in_integer_steps() -> None:
     assert not compare(expected, got, _flat(0.0, dtype=D.u8)).passed, "exact means exact"
     assert compare(expected, got, _flat(1.0, dtype=D.u8)).passed, \
         "a radius of one step accepts the neighbour"
+
+
+# -- intermediates a fused kernel keeps unrounded --------------------------------------------
+
+def test_a_fused_reciprocal_multiply_may_be_computed_as_one_division() -> None:
+    graph = chain([("Reciprocal", {}), ("Multiply", {})], shape=(64,))
+    x = np.linspace(0.3, 7.9, 64).astype(np.float32)
+    b = np.linspace(-3.1, 3.3, 64).astype(np.float32)
+    inputs = {0: x, 101: b}
+    expected, bound = bound_of(graph, inputs)
+    one_division = (b / x).astype(np.float32)
+    assert np.any(one_division != expected), \
+        "the test needs inputs where b*(1/x) and b/x round differently"
+    assert compare(expected, one_division, bound).passed, \
+        "b/x (one rounding, as oneDNN fuses Reciprocal -> Multiply) must pass: the spec's " \
+        "value rounds 1/x inside the partition only as the reference's choice"
+    off = (one_division.astype(np.float64) * (1 + 8 * 2.0 ** -24)).astype(np.float32)
+    assert not compare(expected, off, bound).passed, \
+        "8 ulp off the quotient is past any rounding choice and must fail"
+
+
+def test_an_unrounded_intermediate_adds_nothing_where_the_result_is_exact() -> None:
+    op = Op(0, "Multiply", (t(0, shape=(4,)), t(1, shape=(4,))), (t(2, shape=(4,)),),
+            {"auto_broadcast": "numpy"})
+    exact = [np.float32([1.5, 3.0, -0.25, 6.0]), np.float32([2.0, 0.5, 4.0, 1.5])]
+    zero = [np.zeros(4), np.zeros(4)]
+    (_, r), = op_bounds(op, exact, zero, unrounded=True)
+    assert np.all(r == 0), f"exact products keep a zero radius when unrounded, got {r}"
+    inexact = [np.float32([0.1, 1 / 3, 0.7, 1.1]), np.float32([0.3, 0.3, 0.9, 1.3])]
+    (_, r), = op_bounds(op, inexact, zero, unrounded=True)
+    assert np.all(r > 0), f"an inexact product may be kept unrounded: radius > 0, got {r}"
+    (_, r), = op_bounds(op, inexact, zero, unrounded=False)
+    assert np.all(r == 0), f"a partition output is rounded as the spec says, got {r}"

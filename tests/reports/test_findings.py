@@ -4,6 +4,7 @@ example, from real results documents."""
 from __future__ import annotations
 
 import re
+import shutil
 from pathlib import Path
 
 from testkit.report import load
@@ -75,3 +76,21 @@ def test_extensions_are_recorded_and_listed_apart(fuses_everything_results: Path
     section = text.split("### Extensions", 1)[-1]
     assert "extension:" in section and "fuses a chain the pages do not promise" in section, \
         f"extensions get their own section with an explanation:\n{section[:600]}"
+
+
+def test_extension_examples_are_copied_and_replay_from_the_copy(
+        fuses_everything_results: Path, tmp_path: Path) -> None:
+    # A results folder that was moved: the paths the run recorded no longer lead inside it.
+    moved = tmp_path / "moved"
+    shutil.copytree(fuses_everything_results.parent, moved)
+    out, examples = tmp_path / "findings.md", tmp_path / "examples"
+    assert main(["findings", str(moved / fuses_everything_results.name), "-o", str(out),
+                 "--examples", str(examples)]) == 0
+    section = out.read_text(encoding="utf-8").split("### Extensions", 1)[-1]
+    folders = re.findall(r"--replay (\S+)`", section)
+    assert folders, f"each extension names a replayable example:\n{section[:600]}"
+    for folder in folders:
+        assert Path(folder).resolve().is_relative_to(examples.resolve()), \
+            f"an extension's example is copied under --examples like a failure's: {folder}"
+        case, _ = load_failure(Path(folder))
+        assert case.graph.ops, f"the copied extension example {folder} holds its graph"

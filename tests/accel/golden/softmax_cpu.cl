@@ -73,78 +73,11 @@ inline __attribute__((always_inline)) float8 fs_sm_exp8(float8 x, float8 m) {
     const float8 err = (x - (d - bb)) + (-m - bb);
     return fs_exp_hl8(d, err);
 }
-/* one element into the running (maximum, compensated sum): the sum is rescaled when the
-   maximum grows; an element equal to the maximum adds exactly 1 (also when both are -inf,
-   which would otherwise make NaN of a row whose later elements are finite) */
-inline __attribute__((always_inline)) void fs_sm_step8(float8* m, float8* h, float8* l, float8 x) {
-    const float8 mn = (x > *m || x != x) ? x : *m;
-    const float8 sc = *m == mn ? (float8)(1.0f) : fs_sm_exp8(*m, mn);
-    const float8 e = x == mn ? (float8)(1.0f) : fs_sm_exp8(x, mn);
-    const float8 hs = *h * sc;
-    const float8 sum = hs + e;
-    const float8 bb = sum - hs;
-    *l = *l * sc + ((hs - (sum - bb)) + (e - bb));
-    *h = sum;
-    *m = mn;
+
+inline __attribute__((always_inline)) float8 fs_sm_max8(float8 a, float8 b) {
+    return (a > b || a != a) ? a : b;
 }
 
-
-/* four vectors into the running (maximum, compensated sum) at once: one rescale for the four,
-   so the pass takes one exponential per element plus one per four vectors */
-inline __attribute__((always_inline)) void fs_sm_chunk8(float8* m, float8* h, float8* l, float8 x0, float8 x1, float8 x2, float8 x3) {
-    const float8 a = (x1 > x0 || x1 != x1) ? x1 : x0;
-    const float8 b = (x3 > x2 || x3 != x3) ? x3 : x2;
-    const float8 c = (b > a || b != b) ? b : a;
-    const float8 mn = (c > *m || c != c) ? c : *m;
-    const float8 sc = *m == mn ? (float8)(1.0f) : fs_sm_exp8(*m, mn);
-    float8 hs = *h * sc;
-    float8 ls = *l * sc;
-    {
-        const float8 e = x0 == mn ? (float8)(1.0f) : fs_sm_exp8(x0, mn);
-        const float8 sum = hs + e;
-        const float8 bb = sum - hs;
-        ls += (hs - (sum - bb)) + (e - bb);
-        hs = sum;
-    }
-    {
-        const float8 e = x1 == mn ? (float8)(1.0f) : fs_sm_exp8(x1, mn);
-        const float8 sum = hs + e;
-        const float8 bb = sum - hs;
-        ls += (hs - (sum - bb)) + (e - bb);
-        hs = sum;
-    }
-    {
-        const float8 e = x2 == mn ? (float8)(1.0f) : fs_sm_exp8(x2, mn);
-        const float8 sum = hs + e;
-        const float8 bb = sum - hs;
-        ls += (hs - (sum - bb)) + (e - bb);
-        hs = sum;
-    }
-    {
-        const float8 e = x3 == mn ? (float8)(1.0f) : fs_sm_exp8(x3, mn);
-        const float8 sum = hs + e;
-        const float8 bb = sum - hs;
-        ls += (hs - (sum - bb)) + (e - bb);
-        hs = sum;
-    }
-    *h = hs;
-    *l = ls;
-    *m = mn;
-}
-
-/* two running (maximum, compensated sum) pairs into the first */
-inline __attribute__((always_inline)) void fs_sm_merge(float* m, float* h, float* l, float mb, float hb, float lb) {
-    const float mn = (mb > *m || mb != mb) ? mb : *m;
-    const float sa = *m == mn ? 1.0f : fs_sm_exp(*m, mn);
-    const float sb = mb == mn ? 1.0f : fs_sm_exp(mb, mn);
-    const float x = *h * sa;
-    const float y = hb * sb;
-    const float t = x + y;
-    const float bb = t - x;
-    *l = *l * sa + lb * sb + ((x - (t - bb)) + (y - bb));
-    *h = t;
-    *m = mn;
-}
 
 /* vec_type_hint: vectorised by hand along the row (see gemm.cl.j2) */
 __kernel __attribute__((vec_type_hint(float8)))
@@ -169,30 +102,63 @@ void fs_softmax(
     const int base = row * row_length;
     long k = 0;
     {
-        float8 mv = -INFINITY;
-        float8 hv = 0.0f;
-        float8 lv = 0.0f;
-        for (; k + 32 <= row_length; k += 32)
-            fs_sm_chunk8(&mv, &hv, &lv, (float8)(t0[base + k + 0], t0[base + k + 1], t0[base + k + 2], t0[base + k + 3], t0[base + k + 4], t0[base + k + 5], t0[base + k + 6], t0[base + k + 7]), (float8)(t0[base + k + 8], t0[base + k + 9], t0[base + k + 10], t0[base + k + 11], t0[base + k + 12], t0[base + k + 13], t0[base + k + 14], t0[base + k + 15]), (float8)(t0[base + k + 16], t0[base + k + 17], t0[base + k + 18], t0[base + k + 19], t0[base + k + 20], t0[base + k + 21], t0[base + k + 22], t0[base + k + 23]), (float8)(t0[base + k + 24], t0[base + k + 25], t0[base + k + 26], t0[base + k + 27], t0[base + k + 28], t0[base + k + 29], t0[base + k + 30], t0[base + k + 31]));
+        /* four maxima and then four sums in flight: one accumulator would make each step
+           wait for the previous one */
+        float8 m0 = -INFINITY;
+        float8 m1 = -INFINITY;
+        float8 m2 = -INFINITY;
+        float8 m3 = -INFINITY;
+        for (; k + 32 <= row_length; k += 32) {
+            m0 = fs_sm_max8(m0, (float8)(t0[base + k + 0], t0[base + k + 1], t0[base + k + 2], t0[base + k + 3], t0[base + k + 4], t0[base + k + 5], t0[base + k + 6], t0[base + k + 7]));
+            m1 = fs_sm_max8(m1, (float8)(t0[base + k + 8], t0[base + k + 9], t0[base + k + 10], t0[base + k + 11], t0[base + k + 12], t0[base + k + 13], t0[base + k + 14], t0[base + k + 15]));
+            m2 = fs_sm_max8(m2, (float8)(t0[base + k + 16], t0[base + k + 17], t0[base + k + 18], t0[base + k + 19], t0[base + k + 20], t0[base + k + 21], t0[base + k + 22], t0[base + k + 23]));
+            m3 = fs_sm_max8(m3, (float8)(t0[base + k + 24], t0[base + k + 25], t0[base + k + 26], t0[base + k + 27], t0[base + k + 28], t0[base + k + 29], t0[base + k + 30], t0[base + k + 31]));
+        }
         for (; k + 8 <= row_length; k += 8)
-            fs_sm_step8(&mv, &hv, &lv, (float8)(t0[base + k + 0], t0[base + k + 1], t0[base + k + 2], t0[base + k + 3], t0[base + k + 4], t0[base + k + 5], t0[base + k + 6], t0[base + k + 7]));
-        fs_sm_merge(&m, &sh, &sl, mv.s0, hv.s0, lv.s0);
-        fs_sm_merge(&m, &sh, &sl, mv.s1, hv.s1, lv.s1);
-        fs_sm_merge(&m, &sh, &sl, mv.s2, hv.s2, lv.s2);
-        fs_sm_merge(&m, &sh, &sl, mv.s3, hv.s3, lv.s3);
-        fs_sm_merge(&m, &sh, &sl, mv.s4, hv.s4, lv.s4);
-        fs_sm_merge(&m, &sh, &sl, mv.s5, hv.s5, lv.s5);
-        fs_sm_merge(&m, &sh, &sl, mv.s6, hv.s6, lv.s6);
-        fs_sm_merge(&m, &sh, &sl, mv.s7, hv.s7, lv.s7);
+            m0 = fs_sm_max8(m0, (float8)(t0[base + k + 0], t0[base + k + 1], t0[base + k + 2], t0[base + k + 3], t0[base + k + 4], t0[base + k + 5], t0[base + k + 6], t0[base + k + 7]));
+        m0 = fs_sm_max8(fs_sm_max8(m0, m1), fs_sm_max8(m2, m3));
+        m = fs_sm_max(m, m0.s0);
+        m = fs_sm_max(m, m0.s1);
+        m = fs_sm_max(m, m0.s2);
+        m = fs_sm_max(m, m0.s3);
+        m = fs_sm_max(m, m0.s4);
+        m = fs_sm_max(m, m0.s5);
+        m = fs_sm_max(m, m0.s6);
+        m = fs_sm_max(m, m0.s7);
+        for (; k < row_length; ++k)
+            m = fs_sm_max(m, t0[base + k]);
+        const float8 mv = (float8)(m);
+        float8 s0 = 0.0f;
+        float8 s1 = 0.0f;
+        float8 s2 = 0.0f;
+        float8 s3 = 0.0f;
+        for (k = 0; k + 32 <= row_length; k += 32) {
+            s0 += fs_sm_exp8((float8)(t0[base + k + 0], t0[base + k + 1], t0[base + k + 2], t0[base + k + 3], t0[base + k + 4], t0[base + k + 5], t0[base + k + 6], t0[base + k + 7]), mv);
+            s1 += fs_sm_exp8((float8)(t0[base + k + 8], t0[base + k + 9], t0[base + k + 10], t0[base + k + 11], t0[base + k + 12], t0[base + k + 13], t0[base + k + 14], t0[base + k + 15]), mv);
+            s2 += fs_sm_exp8((float8)(t0[base + k + 16], t0[base + k + 17], t0[base + k + 18], t0[base + k + 19], t0[base + k + 20], t0[base + k + 21], t0[base + k + 22], t0[base + k + 23]), mv);
+            s3 += fs_sm_exp8((float8)(t0[base + k + 24], t0[base + k + 25], t0[base + k + 26], t0[base + k + 27], t0[base + k + 28], t0[base + k + 29], t0[base + k + 30], t0[base + k + 31]), mv);
+        }
+        for (; k + 8 <= row_length; k += 8)
+            s0 += fs_sm_exp8((float8)(t0[base + k + 0], t0[base + k + 1], t0[base + k + 2], t0[base + k + 3], t0[base + k + 4], t0[base + k + 5], t0[base + k + 6], t0[base + k + 7]), mv);
+        s0 = (s0 + s1) + (s2 + s3);
+        sh += s0.s0;
+        sh += s0.s1;
+        sh += s0.s2;
+        sh += s0.s3;
+        sh += s0.s4;
+        sh += s0.s5;
+        sh += s0.s6;
+        sh += s0.s7;
+        for (; k < row_length; ++k)
+            sh += fs_sm_exp(t0[base + k], m);
     }
-    for (; k < row_length; ++k)
-        fs_sm_step(&m, &sh, &sl, t0[base + k]);
     /* no finite maximum (+inf, NaN, or only -inf): undefined, NaN as the reference has it */
     const float s = m - m == 0.0f ? sh + sl : NAN;
     const int empty = 0;
+    const float inv = 1.0f / s;
     for (k = 0; k + 8 <= row_length; k += 8) {
         float8 ys[1];
-        ys[0] = fs_sm_exp8((float8)(t0[base + k + 0], t0[base + k + 1], t0[base + k + 2], t0[base + k + 3], t0[base + k + 4], t0[base + k + 5], t0[base + k + 6], t0[base + k + 7]), (float8)(m)) / s;
+        ys[0] = fs_sm_exp8((float8)(t0[base + k + 0], t0[base + k + 1], t0[base + k + 2], t0[base + k + 3], t0[base + k + 4], t0[base + k + 5], t0[base + k + 6], t0[base + k + 7]), (float8)(m)) * inv;
         for (int e = 0; e < 8; ++e) {
             idx[1] = k + e;
             float acc = empty ? 0.0f : ((const float*)ys)[e];
@@ -201,7 +167,7 @@ void fs_softmax(
     }
     for (; k < row_length; ++k) {
         idx[1] = k;
-        float acc = empty ? 0.0f : fs_sm_exp(t0[base + k], m) / s;
+        float acc = empty ? 0.0f : fs_sm_exp(t0[base + k], m) * inv;
         t1[idx[0] * t1_s0 + idx[1]] = acc;
     }
 }
