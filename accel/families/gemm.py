@@ -15,22 +15,37 @@ one of two forms, chosen by the device's properties (never its name):
 - **Register-blocked**, where "local" memory is ordinary cached memory (CPU devices: staging
   there is only extra cache traffic and barriers). A first kernel packs B into panels of
   NB = NV*W columns (W: the device's vector width, at most 8), contiguous along K and zero
-  past N; for operands whose element address needs decoding and a padding test (convolution
-  windows), a second one materialises A row-major in a scratch buffer (an explicit im2col).
-  The GEMM kernel then gives each work-item RM rows of one panel: RM x NV accumulators of W
-  lanes live in registers while it walks K, each step one row of the panel and RM values of
-  A, RM*NV vector multiply-adds. `choose_register_tiles` picks RM and NV: 6 x 2 by default
-  (12 accumulators, 2 B vectors and a broadcast fill the 16 vector registers of AVX2, which
-  PoCL's LLVM targets on this class of CPU), 4 x 2 for convolution windows, whose rows keep
-  an offset and a padding flag each; a tuning cache may replace them
-  (`fusionspec.accel.tuning`, `fusionspec.accel.tune`). Work-items along x
-  walk the rows of one panel, so a work-group reads its panel from cache; work-groups are
-  sized so that there are several per compute unit. Measured on a 2-core AVX-512 machine
-  (BENCHMARKS.md), this runs a 512^3 product at 150-190 GFLOP/s under both PoCL and Intel's
-  CPU runtime, against 9-60 GFLOP/s for the tiled form; the explicit im2col made the 3x3
-  convolution of the benchmark faster than reading the windows in the GEMM loop (the
-  implicit form, still used for MatMul, whose operand addresses are plain strides, and for
-  convolutions whose im2col would exceed `IM2COL_BUDGET`).
+  past N. The GEMM kernel then gives each work-item RM rows of one panel: RM x NV
+  accumulators of W lanes live in registers while it walks K, each step one row of the panel
+  and RM values of A, RM*NV vector multiply-adds. A is read in one of three ways (`A_MODES`,
+  `choose_register_tiles`):
+
+  * "run" (MatMul, Convolution, ConvTranspose without ops folded into A): where k's
+    innermost coordinate steps through A at a fixed stride (`Geometry.a_run`: all of K for a
+    MatMul, the input channels of one tap for a convolution), each row's address and padding
+    test are decoded once per run, then read at that stride: an implicit GEMM that decodes a
+    convolution window once per tap instead of once per element. A run whose RM rows all lie
+    inside the input takes a loop without the padding test; only runs that touch the border
+    test each element (the select kept Intel's compiler from folding the load into the
+    multiply-add: the 3x3 convolution of the benchmark went from 2.45 to 1.84 ms there);
+  * "packed": A materialised k-major in a scratch buffer first (an explicit im2col), where the
+    index code decodes but runs do not apply (a Dequantize folded into a convolution's src,
+    the weight gradient) and the buffer fits `IM2COL_BUDGET`;
+  * "element": A's full index code per element in the GEMM loop (the rest).
+
+  Both ways of reading a convolution were measured (`fusionspec.accel.tune`, 3x3
+  convolution 64 -> 64 channels, 56x56): in runs 2.4-2.6 ms, packed 3.3-6.5 ms, element by
+  element 5.3-7.7 ms on PoCL and Intel's runtime (the im2col pass alone costs more than the
+  decoding it saves), so runs are the default wherever they apply. `choose_register_tiles`
+  picks RM and NV: 6 x 2 by default (12 accumulators, 2 B vectors and a broadcast fill the
+  16 vector registers of AVX2, which PoCL's LLVM targets on this class of CPU), 4 x 2 for
+  convolution windows, whose rows keep an offset and a padding flag each; a tuning cache may
+  replace them (`fusionspec.accel.tuning`, `fusionspec.accel.tune`). Work-items along x walk
+  the rows of one panel, so a work-group reads its panel from cache; work-groups are sized so
+  that there are several per compute unit. The kernel carries ``vec_type_hint``: a driver
+  that vectorises across work-items (Intel's) otherwise widens every accumulator again. On
+  the 2-core machine this runs the 512^3 product at 120-150 GFLOP/s under PoCL and Intel's
+  runtime (BENCHMARKS.md), against 9-60 GFLOP/s for the tiled form.
 - Generic sizes. M, N, K and every size of the index code are kernel arguments
   (`fusionspec.accel.codegen.args`) and the tiles depend on M, N and K only through a few
   size classes, so a program serves every shape of its class; the bounds tests make any
@@ -473,7 +488,7 @@ def build_gemm(partition: Partition, ctx: BuildContext) -> KernelPlan:
                       nb=register.nb, a_mode=register.a_mode, packed_a=packed_a,
                       packed_b=packed_b, panels=args.index("panels", panels),
                       blocks=args.index("blocks", blocks), run=run, run_setup=run_setup,
-                      run_loads=run_loads)
+                      run_loads=run_loads, run_padded=bool(geo.a.valid))
         params = args.params
         if geo.m and geo.n and geo.z:
             launches += _register_launches(ctx, geo, register, params)

@@ -128,7 +128,9 @@ void fs_gemm(
     float8 c3_0 = 0.0f;
     float8 c3_1 = 0.0f;
     /* A in runs along k (a convolution: the input channels of one tap; a MatMul: all of K):
-       each row's window is decoded once per run, then read at a fixed stride */
+       each row's window is decoded once per run, then read at a fixed stride. A run whose
+       rows all lie inside the input takes a loop without the padding test (a select per
+       element that kept one driver's compiler from folding the load into the multiply-add) */
     for (int kt = 0; kt < K; kt += icg) {
         int aok0 = 1;
         int aoff0 = 0;
@@ -254,35 +256,67 @@ void fs_gemm(
             aok3 = aok;
             aoff3 = aoff;
         }
-        for (int c = 0; c < icg; ++c) {
-            const int k = kt + c;
-            /* element loads, not vload: vload is a library call on some CPU drivers */
-            const __global float* restrict bk = bp + k * 16;
-            const float8 b0 = (float8)(bk[0], bk[1], bk[2], bk[3], bk[4], bk[5], bk[6], bk[7]);
-            const float8 b1 = (float8)(bk[8], bk[9], bk[10], bk[11], bk[12], bk[13], bk[14], bk[15]);
-            {
-                const float x = t0[aoff0 + c * t0_s1];
-                const float a = aok0 ? x : 0.0f;
-                c0_0 += a * b0;
-                c0_1 += a * b1;
+        if (aok0 && aok1 && aok2 && aok3) {
+            for (int c = 0; c < icg; ++c) {
+                const int k = kt + c;
+                /* element loads, not vload: vload is a library call on some CPU drivers */
+                const __global float* restrict bk = bp + k * 16;
+                const float8 b0 = (float8)(bk[0], bk[1], bk[2], bk[3], bk[4], bk[5], bk[6], bk[7]);
+                const float8 b1 = (float8)(bk[8], bk[9], bk[10], bk[11], bk[12], bk[13], bk[14], bk[15]);
+                {
+                    const float a = t0[aoff0 + c * t0_s1];
+                    c0_0 += a * b0;
+                    c0_1 += a * b1;
+                }
+                {
+                    const float a = t0[aoff1 + c * t0_s1];
+                    c1_0 += a * b0;
+                    c1_1 += a * b1;
+                }
+                {
+                    const float a = t0[aoff2 + c * t0_s1];
+                    c2_0 += a * b0;
+                    c2_1 += a * b1;
+                }
+                {
+                    const float a = t0[aoff3 + c * t0_s1];
+                    c3_0 += a * b0;
+                    c3_1 += a * b1;
+                }
+
             }
-            {
-                const float x = t0[aoff1 + c * t0_s1];
-                const float a = aok1 ? x : 0.0f;
-                c1_0 += a * b0;
-                c1_1 += a * b1;
-            }
-            {
-                const float x = t0[aoff2 + c * t0_s1];
-                const float a = aok2 ? x : 0.0f;
-                c2_0 += a * b0;
-                c2_1 += a * b1;
-            }
-            {
-                const float x = t0[aoff3 + c * t0_s1];
-                const float a = aok3 ? x : 0.0f;
-                c3_0 += a * b0;
-                c3_1 += a * b1;
+        } else {
+            for (int c = 0; c < icg; ++c) {
+                const int k = kt + c;
+                /* element loads, not vload: vload is a library call on some CPU drivers */
+                const __global float* restrict bk = bp + k * 16;
+                const float8 b0 = (float8)(bk[0], bk[1], bk[2], bk[3], bk[4], bk[5], bk[6], bk[7]);
+                const float8 b1 = (float8)(bk[8], bk[9], bk[10], bk[11], bk[12], bk[13], bk[14], bk[15]);
+                {
+                    const float x = t0[aoff0 + c * t0_s1];
+                    const float a = aok0 ? x : 0.0f;
+                    c0_0 += a * b0;
+                    c0_1 += a * b1;
+                }
+                {
+                    const float x = t0[aoff1 + c * t0_s1];
+                    const float a = aok1 ? x : 0.0f;
+                    c1_0 += a * b0;
+                    c1_1 += a * b1;
+                }
+                {
+                    const float x = t0[aoff2 + c * t0_s1];
+                    const float a = aok2 ? x : 0.0f;
+                    c2_0 += a * b0;
+                    c2_1 += a * b1;
+                }
+                {
+                    const float x = t0[aoff3 + c * t0_s1];
+                    const float a = aok3 ? x : 0.0f;
+                    c3_0 += a * b0;
+                    c3_1 += a * b1;
+                }
+
             }
         }
     }

@@ -88,7 +88,8 @@ void fs_softmax(
     const int t1_s0,
     const uint4 idx_n0_div,
     const long rows,
-    const long row_length)
+    const long row_length,
+    __global float* restrict exps)
 {
     const long row = get_global_id(0);
     if (row >= rows)
@@ -133,13 +134,24 @@ void fs_softmax(
         float8 s2 = 0.0f;
         float8 s3 = 0.0f;
         for (k = 0; k + 32 <= row_length; k += 32) {
-            s0 += fs_sm_exp8((float8)(t0[base + k + 0], t0[base + k + 1], t0[base + k + 2], t0[base + k + 3], t0[base + k + 4], t0[base + k + 5], t0[base + k + 6], t0[base + k + 7]), mv);
-            s1 += fs_sm_exp8((float8)(t0[base + k + 8], t0[base + k + 9], t0[base + k + 10], t0[base + k + 11], t0[base + k + 12], t0[base + k + 13], t0[base + k + 14], t0[base + k + 15]), mv);
-            s2 += fs_sm_exp8((float8)(t0[base + k + 16], t0[base + k + 17], t0[base + k + 18], t0[base + k + 19], t0[base + k + 20], t0[base + k + 21], t0[base + k + 22], t0[base + k + 23]), mv);
-            s3 += fs_sm_exp8((float8)(t0[base + k + 24], t0[base + k + 25], t0[base + k + 26], t0[base + k + 27], t0[base + k + 28], t0[base + k + 29], t0[base + k + 30], t0[base + k + 31]), mv);
+            const float8 e0 = fs_sm_exp8((float8)(t0[base + k + 0], t0[base + k + 1], t0[base + k + 2], t0[base + k + 3], t0[base + k + 4], t0[base + k + 5], t0[base + k + 6], t0[base + k + 7]), mv);
+            s0 += e0;
+            vstore8(e0, 0, exps + base + k + 0);
+            const float8 e1 = fs_sm_exp8((float8)(t0[base + k + 8], t0[base + k + 9], t0[base + k + 10], t0[base + k + 11], t0[base + k + 12], t0[base + k + 13], t0[base + k + 14], t0[base + k + 15]), mv);
+            s1 += e1;
+            vstore8(e1, 0, exps + base + k + 8);
+            const float8 e2 = fs_sm_exp8((float8)(t0[base + k + 16], t0[base + k + 17], t0[base + k + 18], t0[base + k + 19], t0[base + k + 20], t0[base + k + 21], t0[base + k + 22], t0[base + k + 23]), mv);
+            s2 += e2;
+            vstore8(e2, 0, exps + base + k + 16);
+            const float8 e3 = fs_sm_exp8((float8)(t0[base + k + 24], t0[base + k + 25], t0[base + k + 26], t0[base + k + 27], t0[base + k + 28], t0[base + k + 29], t0[base + k + 30], t0[base + k + 31]), mv);
+            s3 += e3;
+            vstore8(e3, 0, exps + base + k + 24);
         }
-        for (; k + 8 <= row_length; k += 8)
-            s0 += fs_sm_exp8((float8)(t0[base + k + 0], t0[base + k + 1], t0[base + k + 2], t0[base + k + 3], t0[base + k + 4], t0[base + k + 5], t0[base + k + 6], t0[base + k + 7]), mv);
+        for (; k + 8 <= row_length; k += 8) {
+            const float8 e0 = fs_sm_exp8((float8)(t0[base + k + 0], t0[base + k + 1], t0[base + k + 2], t0[base + k + 3], t0[base + k + 4], t0[base + k + 5], t0[base + k + 6], t0[base + k + 7]), mv);
+            s0 += e0;
+            vstore8(e0, 0, exps + base + k);
+        }
         s0 = (s0 + s1) + (s2 + s3);
         sh += s0.s0;
         sh += s0.s1;
@@ -149,8 +161,11 @@ void fs_softmax(
         sh += s0.s5;
         sh += s0.s6;
         sh += s0.s7;
-        for (; k < row_length; ++k)
-            sh += fs_sm_exp(t0[base + k], m);
+        for (; k < row_length; ++k) {
+            const float e0 = fs_sm_exp(t0[base + k], m);
+            sh += e0;
+            exps[base + k] = e0;
+        }
     }
     /* no finite maximum (+inf, NaN, or only -inf): undefined, NaN as the reference has it */
     const float s = m - m == 0.0f ? sh + sl : NAN;
@@ -158,7 +173,7 @@ void fs_softmax(
     const float inv = 1.0f / s;
     for (k = 0; k + 8 <= row_length; k += 8) {
         float8 ys[1];
-        ys[0] = fs_sm_exp8((float8)(t0[base + k + 0], t0[base + k + 1], t0[base + k + 2], t0[base + k + 3], t0[base + k + 4], t0[base + k + 5], t0[base + k + 6], t0[base + k + 7]), (float8)(m)) * inv;
+        ys[0] = vload8(0, exps + base + k) * inv;
         for (int e = 0; e < 8; ++e) {
             idx[1] = k + e;
             float acc = empty ? 0.0f : ((const float*)ys)[e];
@@ -167,7 +182,7 @@ void fs_softmax(
     }
     for (; k < row_length; ++k) {
         idx[1] = k;
-        float acc = empty ? 0.0f : fs_sm_exp(t0[base + k], m) * inv;
+        float acc = empty ? 0.0f : exps[base + k] * inv;
         t1[idx[0] * t1_s0 + idx[1]] = acc;
     }
 }
