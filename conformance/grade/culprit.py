@@ -26,7 +26,7 @@ import contextlib
 import json
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Any, TypeVar
 
@@ -264,7 +264,7 @@ def _simplify(piece: Graph, inputs: dict[int, Array], reason: str, backend: Back
         if spec is None or spec.required or spec.default == op.attrs[name]:
             continue
         attrs = {k: v for k, v in op.attrs.items() if k != name}
-        candidate = _rebuilt(op, attrs=attrs)
+        candidate = replace(op, attrs=attrs)
         try:
             graph = _piece([candidate])
         except FusionspecError:
@@ -275,7 +275,7 @@ def _simplify(piece: Graph, inputs: dict[int, Array], reason: str, backend: Back
             notes.append(f"{name} left to its default")
     narrow = [t for t in (*op.inputs, *op.outputs) if t.dtype in (DataType.bf16, DataType.f16)]
     if narrow:
-        candidate = _rebuilt(op, inputs=tuple(_retyped(t, DataType.f32) if t in narrow else t
+        candidate = replace(op, inputs=tuple(_retyped(t, DataType.f32) if t in narrow else t
                                               for t in op.inputs),
                              outputs=tuple(_retyped(t, DataType.f32) if t in narrow else t
                                            for t in op.outputs))
@@ -291,14 +291,6 @@ def _simplify(piece: Graph, inputs: dict[int, Array], reason: str, backend: Back
     if op.kind in _ELEMENTWISE:
         piece, inputs, reason = _cut(piece, inputs, reason, backend, device, budget, notes)
     return piece, inputs, reason
-
-
-def _rebuilt(op: Op, *, inputs: tuple[LogicalTensor, ...] | None = None,
-             outputs: tuple[LogicalTensor, ...] | None = None,
-             attrs: dict[str, Any] | None = None) -> Op:
-    return Op(op.id, op.kind, op.inputs if inputs is None else inputs,
-              op.outputs if outputs is None else outputs,
-              dict(op.attrs) if attrs is None else attrs, op.name)
 
 
 def _cut(piece: Graph, inputs: dict[int, Array], reason: str, backend: Backend,
@@ -328,10 +320,10 @@ def _cut(piece: Graph, inputs: dict[int, Array], reason: str, backend: Backend,
         full = np.broadcast_to(np.asarray(inputs[t.id]), exp64.shape)
         small_inputs[t.id] = np.ascontiguousarray(full.reshape(-1)[where])
         new_inputs.append(_retyped(t, shape=shape))
-    candidate = _rebuilt(op, inputs=tuple(new_inputs),
+    candidate = replace(op, inputs=tuple(new_inputs),
                          outputs=tuple(_retyped(t, shape=shape) for t in op.outputs))
     if "auto_broadcast" in op.attrs or op.kind in BINARY:
-        candidate = _rebuilt(candidate, attrs={**candidate.attrs, "auto_broadcast": "numpy"})
+        candidate = replace(candidate, attrs={**candidate.attrs, "auto_broadcast": "numpy"})
     try:
         graph = _piece([candidate])
     except FusionspecError:

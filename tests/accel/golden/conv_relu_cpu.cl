@@ -285,6 +285,7 @@ void fs_gemm(
                 }
 
             }
+
         } else {
             for (int c = 0; c < icg; ++c) {
                 const int k = kt + c;
@@ -318,6 +319,7 @@ void fs_gemm(
                 }
 
             }
+
         }
     }
     float8 sums[8];

@@ -255,6 +255,7 @@ void fs_gemm(
             }
 
         }
+
     }
     float8 sums[12];
     sums[0] = c0_0;

@@ -51,22 +51,6 @@ inline __attribute__((always_inline)) float fs_sm_exp(float x, float m) {
     const float err = (x - (d - bb)) + (-m - bb);
     return fs_exp_hl(d, err);
 }
-/* one element into the running (maximum, compensated sum): the sum is rescaled when the
-   maximum grows; an element equal to the maximum adds exactly 1 (also when both are -inf,
-   which would otherwise make NaN of a row whose later elements are finite) */
-inline __attribute__((always_inline)) void fs_sm_step(float* m, float* h, float* l, float x) {
-    const float mn = (x > *m || x != x) ? x : *m;
-    const float sc = *m == mn ? (float)(1.0f) : fs_sm_exp(*m, mn);
-    const float e = x == mn ? (float)(1.0f) : fs_sm_exp(x, mn);
-    const float hs = *h * sc;
-    const float sum = hs + e;
-    const float bb = sum - hs;
-    *l = *l * sc + ((hs - (sum - bb)) + (e - bb));
-    *h = sum;
-    *m = mn;
-}
-
-
 inline __attribute__((always_inline)) float8 fs_sm_exp8(float8 x, float8 m) {
     const float8 d = x - m;
     const float8 bb = d - x;
@@ -77,7 +61,6 @@ inline __attribute__((always_inline)) float8 fs_sm_exp8(float8 x, float8 m) {
 inline __attribute__((always_inline)) float8 fs_sm_max8(float8 a, float8 b) {
     return (a > b || a != a) ? a : b;
 }
-
 
 /* vec_type_hint: vectorised by hand along the row (see gemm.cl.j2) */
 __kernel __attribute__((vec_type_hint(float8)))
