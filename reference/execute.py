@@ -1,6 +1,6 @@
 """The reference executor: run a partition, or a whole graph, with the NumPy op functions.
 
-Semantics (DESIGN.md, "Execution"): a partition's result *is* its ops run one by one in f32,
+Semantics (docs/semantics.md, "Precision inside a partition"): a partition's result *is* its ops run one by one in f32,
 with casts only at the partition's outputs. Inside a partition every floating-point value is
 float32 and is never rounded to its tensor's declared dtype (only TypeCast and Quantize, which
 are conversions by definition, round); each partition output is cast to its declared dtype

@@ -122,7 +122,7 @@ KNOWN_DEPARTURE, NOTE, BUG = "Known departure", "Note", "Bug"
 
 #: Explanations of findings, each as a predicate over a record, the text shown with a matching
 #: finding, and its label: a known departure where oneDNN's own sources already document it
-#: (notes/onednn-internals.md, section D), a bug of the library, or a note (an extension).
+#: (its release notes, its docs or its own tests), a bug of the library, or a note (an extension).
 KNOWN: Sequence[tuple[Callable[[Record], bool], str, str]] = (
     (lambda r: "[Pow" in _chain_text(r) or "Pow]" in _chain_text(r) or "->Pow" in _chain_text(r),
      "Pow is in the pages' Unary category but oneDNN neither fuses nor implements it",

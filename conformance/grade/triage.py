@@ -156,10 +156,10 @@ def _flush(array: Array) -> Array:
 DEPARTURES: tuple[Departure, ...] = (
     Departure("nan-select-max", "Maximum and Minimum compare and select, so a NaN on src_0 "
               "is dropped (max(NaN, 1) = 1, max(1, NaN) = NaN)",
-              "notes/onednn-internals.md B2 (verified on v3.2); benchdnn tolerates it",
+              "oneDNN's binary max/min kernels (verified on v3.2); benchdnn tolerates it",
               _kinds("Maximum", "Minimum"), substitutes=_select_max),
     Departure("gelu-erf-only", "GELU has no mode attribute before oneDNN 3.9: the tanh form "
-              "asked for is computed as the erf form", "notes/onednn-internals.md B1, D19",
+              "asked for is computed as the erf form", "oneDNN's GELU op docs: the mode attribute arrives in v3.9",
               lambda g: any(op.kind == "GELU" and op.attrs.get("mode") == "gelu_tanh"
                             for op in g.ops), substitutes=_gelu_erf_only),
     Departure("maxpool-nan", "MaxPool propagates a NaN of its window (the spec skips it, as "

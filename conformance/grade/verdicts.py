@@ -1,6 +1,6 @@
 """Grading one case on one backend and device: `judge(case, backend, device, seed=...)`.
 
-The grading follows DESIGN.md ("Backends and the suite"); the reference is the expectation
+The grading is described in docs/ci.md and docs/writing-a-backend.md; the reference is the expectation
 throughout: its partitioning of the graph, and its outputs on inputs filled from `seed`.
 
 - **valid**: the backend must partition the graph exactly as the reference does (the same op

@@ -38,9 +38,9 @@ def missing(name: str, why: str) -> None:
 
 def spec_docs() -> Path:
     """The folder of the specification pages: ``$FUSIONSPEC_SPEC_DOCS``, else ``spec-docs/``
-    in the repository, else ``../shared/spec-docs`` beside it."""
+    in the repository."""
     candidates = [Path(p) for p in [os.environ.get(SPEC_DOCS_ENV, "")] if p]
-    candidates += [REPO / "spec-docs", REPO.parent / "shared" / "spec-docs"]
+    candidates += [REPO / "spec-docs"]
     for folder in candidates:
         if (folder / _MARKER_PAGE).is_file():
             return folder
