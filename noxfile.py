@@ -90,7 +90,8 @@ def tests_slow(session: nox.Session) -> None:
 
 @nox.session(python=PYTHON)
 def lint(session: nox.Session) -> None:
-    """ruff, and the import contracts of pyproject.toml (the floors of CONTRIBUTING.md, no cycles)."""
+    """ruff, and the import contracts of pyproject.toml (the floors of CONTRIBUTING.md, no
+    cycles)."""
     session.install("ruff>=0.5", IMPORT_LINTER)
     session.install("--no-deps", ".")  # the contracts read the package by its import names
     session.run("ruff", "check", ".")

@@ -1,11 +1,12 @@
 """The reference executor: run a partition, or a whole graph, with the NumPy op functions.
 
-Semantics (docs/semantics.md, "Precision inside a partition"): a partition's result *is* its ops run one by one in f32,
-with casts only at the partition's outputs. Inside a partition every floating-point value is
-float32 and is never rounded to its tensor's declared dtype (only TypeCast and Quantize, which
-are conversions by definition, round); each partition output is cast to its declared dtype
-(round to nearest even, integer saturation). Between partitions of a graph, values travel in
-their declared dtypes, as they would between separately compiled partitions.
+Semantics (docs/semantics.md, "Precision inside a partition"): a partition's result *is* its
+ops run one by one in f32, with casts only at the partition's outputs. Inside a partition every
+floating-point value is float32 and is never rounded to its tensor's declared dtype (only
+TypeCast and Quantize, which are conversions by definition, round); each partition output is
+cast to its declared dtype (round to nearest even, integer saturation). Between partitions of a
+graph, values travel in their declared dtypes, as they would between separately compiled
+partitions.
 
 Inputs, keyed by logical-tensor id, must have exactly the storage dtype of their tensor
 (`fusionspec.reference.dtypes.numpy_dtype`; bf16 is ``ml_dtypes.bfloat16``). Each is one of:
@@ -27,6 +28,7 @@ from typing import Any, TypeAlias
 
 import numpy as np
 
+from fusionspec.spec.dtypes import DataType
 from fusionspec.spec.graph import Graph, LogicalTensor, Op, Partition
 from fusionspec.spec.opschemas import OPAQUE_KINDS, SCHEMAS
 from fusionspec.spec.types import Array
@@ -262,7 +264,9 @@ def execute_graph(graph: Graph, inputs: Mapping[int, Array], *,
 
 
 def execute_high_precision(graph: Graph, inputs: Mapping[int, Array],
-                           partitions: Sequence[Partition] | None = None) -> dict[int, Array]:
+                           partitions: Sequence[Partition] | None = None, *,
+                           cast: Callable[[Array, DataType], Array] = cast_to,
+                           ) -> dict[int, Array]:
     """Every tensor of `graph`, inputs included, computed by the same op functions under
     `high_precision()`: float64 throughout, with no rounding to f32 or to any declared type
     between ops; only the conversions an op means (TypeCast, Quantize, Round) still round.
@@ -270,7 +274,8 @@ def execute_high_precision(graph: Graph, inputs: Mapping[int, Array],
     exact one, to tell how far the reference and a backend each are from it. With
     `partitions`, each of their outputs is rounded to its declared type as the spec says, and
     only the f32 roundings inside a partition are left out: the spec's value as a backend that
-    keeps its intermediates exact would compute it."""
+    keeps its intermediates exact would compute it. `cast` rounds those partition outputs (an
+    alternative rounding evaluates a backend's mistake next to the spec's value)."""
     if not graph.finalized:
         graph = graph.finalize()
     rounded = {t.id: t for p in partitions or () for t in p.outputs}
@@ -282,7 +287,7 @@ def execute_high_precision(graph: Graph, inputs: Mapping[int, Array],
                                                                 for t in op.inputs])):
                 if tensor.id in rounded and is_float_dtype(np.asarray(result).dtype):
                     with np.errstate(over="ignore", invalid="ignore"):
-                        result = widen(cast_to(result, tensor.dtype))
+                        result = widen(cast(result, tensor.dtype))
                 values[tensor.id] = result
     return values
 

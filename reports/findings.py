@@ -249,9 +249,10 @@ def cause(record: Record) -> tuple[str, str | None]:
     """What one failing (or extension) record is grouped by, and its explanation (None when
     none is recorded). In order: a known departure of the library that reproduces the
     backend's values (the verdict's ``departures``); the reference being the one that is off
-    (``triage``: a suite issue); a cause `KNOWN` names; the culprit that culprit isolation
-    found (a bug, with its smallest reproducer); otherwise the abstracted reason
-    (`signature`)."""
+    (``triage``: a suite issue); the signature of a common mistake that reproduces the
+    backend's values (``signature``: one finding across ops and patterns); a cause `KNOWN`
+    names; the culprit that culprit isolation found (a bug, with its smallest reproducer);
+    otherwise the abstracted reason (`signature`)."""
     status = str(record.get("status", ""))
     departures = record.get("departures") or []
     if departures:
@@ -267,6 +268,12 @@ def cause(record: Record) -> tuple[str, str | None]:
         return (f"suite issue: the reference is off in {where}",
                 "Suite issue: the reference is further from the float64 evaluation than its "
                 "own bound allows (a bug of fusionspec, to fix)")
+    mistake = record.get("signature") or {}
+    if mistake.get("id"):
+        # One mistake shows in every op and pattern the backend runs: it is one finding.
+        return (f"{status}: {mistake.get('statement') or mistake['id']}",
+                f"Bug: {mistake.get('statement') or mistake['id']} (signature "
+                f"{mistake['id']}, matched on the failing elements)")
     known = _known(record)
     if known is not None:
         return f"{status}: {known.split(': ', 1)[1]}", known
@@ -384,6 +391,10 @@ def _record(doc: Doc) -> dict[str, Any]:
             "kinds", "signature", "summary", "reason", "benchdnn")}
         record["culprit"]["fused"] = culprit.raw("fused_only") is True
     record["departures"] = [_departure(d) for d in _departure_docs(details)]
+    signature_doc = details.obj("signature")
+    if signature_doc.data:
+        record["signature"] = {"id": signature_doc.text("id"),
+                               "statement": signature_doc.text("statement")}
     triage = details.obj("triage")
     if triage.data:
         off = triage.raw("reference_off")

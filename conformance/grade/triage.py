@@ -159,7 +159,8 @@ DEPARTURES: tuple[Departure, ...] = (
               "oneDNN's binary max/min kernels (verified on v3.2); benchdnn tolerates it",
               _kinds("Maximum", "Minimum"), substitutes=_select_max),
     Departure("gelu-erf-only", "GELU has no mode attribute before oneDNN 3.9: the tanh form "
-              "asked for is computed as the erf form", "oneDNN's GELU op docs: the mode attribute arrives in v3.9",
+              "asked for is computed as the erf form",
+              "oneDNN's GELU op docs: the mode attribute arrives in v3.9",
               lambda g: any(op.kind == "GELU" and op.attrs.get("mode") == "gelu_tanh"
                             for op in g.ops), substitutes=_gelu_erf_only),
     Departure("maxpool-nan", "MaxPool propagates a NaN of its window (the spec skips it, as "

@@ -1,7 +1,8 @@
 """Grading one case on one backend and device: `judge(case, backend, device, seed=...)`.
 
-The grading is described in docs/ci.md and docs/writing-a-backend.md; the reference is the expectation
-throughout: its partitioning of the graph, and its outputs on inputs filled from `seed`.
+The grading is described in docs/writing-a-backend.md and docs/architecture.md; the reference
+is the expectation throughout: its partitioning of the graph, and its outputs on inputs filled
+from `seed`.
 
 - **valid**: the backend must partition the graph exactly as the reference does (the same op
   sets, each partition with the same external tensors), so the instance forms one partition of
@@ -42,6 +43,7 @@ from ..cases import STRUCTURAL_RULES, Case, CaseKind, Status, Verdict
 from ..transport import BackendFailure, Failure, Foreign, clip
 from .bounds import ancestors, error_bounds, in_order
 from .culprit import MAX_SECONDS, isolate
+from .signatures import match_signature
 from .tolerances import Bound, chain_of, compare, dtype_name, dtype_reason
 from .triage import DEPARTURES, explain, who_is_right
 
@@ -451,6 +453,13 @@ def _diagnose(graph: Graph, backend: Backend, device: Device, parts: Sequence[Pa
                                for i in explain(graph, inputs, parts, tensor, actual, radius)]
     except Exception as exc:  # the diagnosis is a courtesy; the verdict stands without it
         added["diagnosis_error"] = clip(f"{type(exc).__name__}: {exc}", _DIAGNOSIS_ERROR_LIMIT)
+    try:
+        signature = match_signature(graph, inputs, tensor, reference[tensor], actual, radius,
+                                    context.get("partitions") or parts)
+        if signature is not None:
+            added["signature"] = signature
+    except Exception as exc:  # likewise a courtesy
+        added["signature_error"] = clip(f"{type(exc).__name__}: {exc}", _DIAGNOSIS_ERROR_LIMIT)
     # The isolation calls the backend again: in the runner's worker under a courtesy budget
     # of its own, so that a crash or a hang there costs the diagnosis, never the verdict.
     courtesy = getattr(backend, "courtesy", None)
