@@ -8,10 +8,11 @@ measures in one process on one device:
 
 1. the fused kernel (`AccelBackend`) and the same partition op by op (`AccelOpByOpBackend`,
    intermediates in global device memory), kernels only: inputs uploaded before the timed
-   runs, outputs left on the device (`AccelCompiledPartition.time_launches`). Each sample
-   stages the inputs and times two runs: the first ("cold") also touches the freshly allocated
-   output and intermediate buffers for the first time, the second ("warm") reuses them, as a
-   caller running the partition repeatedly would; the headline figures are warm;
+   runs, outputs left on the device. Each sample times two runs: a "cold" one on freshly
+   allocated buffers (`AccelCompiledPartition.time_launches(fresh=True)`, host's clock), which
+   also touches its output and intermediate buffers for the first time, and a "warm" one on
+   the partition's pooled buffers (`execute_timed`, profiling events), as a caller running the
+   partition repeatedly would see it; the headline figures are warm;
 2. copy kernels (read N floats, write N floats) on buffers of the same size: one float per
    work item, and eight per work item (vload8/vstore8; 16-wide vectors abort PoCL 3.0's LLVM on
    AVX-512 CPUs it does not know, see BENCHMARKS.md); the faster is the yardstick for each fused
