@@ -22,6 +22,9 @@
                           the HTML report and docs/onednn-findings.md
     nox -s bench-onednn     the OpenCL backend against oneDNN on the same partitions
     nox -s bench-runtimes   the OpenCL runtimes side by side (probe, cold and warm compile cost)
+    nox -s gpu-check      on a GPU machine without network, from a wheel directory
+                          (-- --wheels DIR or FUSIONSPEC_WHEELS): the accel tests, the ci run on
+                          the GPU and the GPU bench next to PyTorch (results/gpu_check/)
 """
 
 from __future__ import annotations
@@ -300,6 +303,30 @@ def bench_runtimes(session: nox.Session) -> None:
     _install(session, "conformance", "intel-opencl")
     session.run("python", "bench/bench_runtimes.py", "--out",
                 str(ROOT / "results" / "bench_runtimes.json"), *session.posargs)
+
+
+@nox.session(name="gpu-check", python=PYTHON, venv_params=["--system-site-packages"])
+def gpu_check(session: nox.Session) -> None:
+    """tools/gpu_check.py on the machine's GPU, the project installed from wheels only (no
+    network): ``nox -s gpu-check -- --wheels DIR [gpu_check.py options]`` or
+    FUSIONSPEC_WHEELS=DIR. The environment sees the system's packages, so a PyTorch installed
+    there is timed next to the kernels. Writes results/gpu_check/gpu_check.{json,md}."""
+    args = list(session.posargs)
+    wheels = os.environ.get("FUSIONSPEC_WHEELS")
+    if "--wheels" in args:
+        at = args.index("--wheels")
+        if at + 1 >= len(args):
+            session.error("--wheels needs a directory")
+        wheels = args[at + 1]
+        del args[at:at + 2]
+    if not wheels or not Path(wheels).is_dir():
+        session.error(f"no wheel directory ({wheels or 'none given'}): pass -- --wheels DIR or "
+                      "set FUSIONSPEC_WHEELS; make it where there is network with "
+                      "`pip wheel '.[accel,conformance,report]' -w DIR`")
+    session.install("--no-index", "--find-links", str(wheels),
+                    "fusionspec[accel,conformance,report]")
+    session.run("python", "tools/gpu_check.py", "--out", str(ROOT / "results" / "gpu_check"),
+                *args)
 
 
 def _maybe_intel_opencl(session: nox.Session) -> None:

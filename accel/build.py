@@ -11,6 +11,8 @@ compiler. Around every build:
 - **Checked.** A build that "succeeds" is not trusted: the program must contain every kernel
   the caller will create from it (`missing_kernels`). A driver whose own source cache holds an
   entry left by a crashed build has been seen to return programs with no kernels at all.
+  A program is asked how many kernels it has (CL_PROGRAM_NUM_KERNELS) before their names:
+  asking the names of a program without kernels kills the process on NVIDIA's driver.
 - **Rebuilt.** `compile_source` answers such a program by building again from a source that
   differs only by a trailing comment (`FRESH_BUILD_MARK`), which no source-keyed cache (the
   driver's, pyopencl's) can have seen broken; only if that too lacks kernels is it an error.
@@ -38,12 +40,18 @@ from typing import Any
 
 from .errors import KernelBuildError
 
-__all__ = ["FAULT_ENV", "FRESH_BUILD_MARK", "compile_source", "load_binary", "kernel_names",
-           "missing_kernels", "captured_stderr"]
+__all__ = ["FAULT_ENV", "FRESH_BUILD_MARK", "NO_KERNELS_SOURCE", "compile_source", "load_binary",
+           "kernel_count", "kernel_names", "missing_kernels", "captured_stderr"]
 
 FAULT_ENV = "FUSIONSPEC_ACCEL_FAULT"
 #: Appended to a source whose build came back without its kernels (see the module docstring).
 FRESH_BUILD_MARK = "\n/* fusionspec: fresh build after a program without kernels */\n"
+
+#: What the ``no-kernels`` fault builds: a valid translation unit with a helper function and no
+#: kernel (some compilers reject a source with no declarations at all, which would plant a
+#: build error instead of a program without kernels).
+NO_KERNELS_SOURCE = ("/* fault injection: no kernels */\n"
+                     "float fs_no_kernel_here(float x) { return x + 1.0f; }\n")
 
 _LOG = logging.getLogger("fusionspec.accel.build")
 
@@ -68,10 +76,26 @@ def captured_stderr() -> Iterator[list[str]]:
         os.close(saved)
 
 
-def kernel_names(program: Any) -> frozenset[str]:
-    """The kernels a built program contains."""
+def kernel_count(program: Any) -> int:
+    """How many kernels a built program contains (0 when the driver cannot say)."""
     import pyopencl as cl
 
+    try:
+        return int(program.get_info(cl.program_info.NUM_KERNELS))
+    except (cl.Error, TypeError, ValueError):
+        return 0
+
+
+def kernel_names(program: Any) -> frozenset[str]:
+    """The kernels a built program contains.
+
+    The names are asked only of a program that says it has kernels: NVIDIA's driver kills the
+    process when CL_PROGRAM_KERNEL_NAMES is asked of a program without any, which is exactly
+    the program this module exists to catch."""
+    import pyopencl as cl
+
+    if kernel_count(program) <= 0:
+        return frozenset()
     try:
         names = str(program.get_info(cl.program_info.KERNEL_NAMES))
     except cl.Error:
@@ -104,7 +128,7 @@ def _build_once(context: Any, device: Any, source: str, options: Sequence[str],
 
     if _fault() == "abort-build":
         os.abort()  # what an LLVM "fatal error" does to the process
-    text = "/* fault injection: no kernels */\n" if _fault() == "no-kernels" else source
+    text = NO_KERNELS_SOURCE if _fault() == "no-kernels" else source
     program = cl.Program(cl._cl._Program(context, text))  # uncached: see the module docstring
     with captured_stderr() as chatter:
         try:

@@ -19,6 +19,8 @@ no allocation and, on a CPU device, no first-touch page faults after its first c
 `allocations` counts the device buffers the partition has allocated. The pool holds at most
 what concurrent calls had in use at once; it goes with the compiled partition.
 
+`execute_timed` stages a run as `execute` does and returns the seconds its kernels took on the
+device, read from profiling events (the optional method of `fusionspec.backend.timing`).
 `time_launches` does steps 1 and 2 once, then times repeated runs of the launches alone (for
 the benchmarks, bench/bench_accel.py and bench/bench_onednn.py); with ``fresh=True`` its
 buffers are newly allocated (and not pooled), so its first run shows the cold cost.
@@ -160,6 +162,32 @@ class AccelCompiledPartition:
             if not fresh:
                 self._give(taken)
         return times
+
+    def execute_timed(self, inputs: Mapping[int, Array]) -> float:
+        """Seconds one run of the partition's kernels takes on the device, from OpenCL
+        profiling events: from the start of the first launch to the end of the last, so gaps
+        between launches count (as they do for a caller) and the host's enqueue and wait do
+        not. Inputs are uploaded before and outputs left on the device; buffers come from the
+        pool, as in `execute` (`fusionspec.backend.timing` uses this method)."""
+        import pyopencl as cl
+
+        queue = self.runtime.profiling_queue
+        taken: list[tuple[int, Any]] = []
+        try:
+            _, calls = self._stage(inputs, taken, fresh=False)
+            self.runtime.queue.finish()  # the uploads went to the other queue
+            events = []
+            for kernel, launch, args in calls:
+                kernel.set_args(*args)
+                events.append(cl.enqueue_nd_range_kernel(queue, kernel, launch.global_size,
+                                                         launch.local_size))
+            queue.finish()
+            if not events:
+                return 0.0
+            return float(events[-1].profile.end - events[0].profile.start) * 1e-9
+        finally:
+            queue.finish()
+            self._give(taken)
 
     def _take(self, nbytes: int, taken: list[tuple[int, Any]], fresh: bool) -> Any:
         """A device buffer of `nbytes` (at least 16: OpenCL forbids empty buffers), from the

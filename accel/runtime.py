@@ -111,6 +111,24 @@ class Runtime:
                 from exc
         self._programs: OrderedDict[tuple[str, tuple[str, ...]], Any] = OrderedDict()
         self._kernels: dict[tuple[int, str], Any] = {}
+        self._profiling_queue: Any = None
+
+    @property
+    def profiling_queue(self) -> Any:
+        """A second queue on the device, with profiling events, for timing kernels
+        (`fusionspec.backend.timing`); created on first use, so normal runs never pay for
+        profiling."""
+        import pyopencl as cl
+
+        with self._lock:
+            if self._profiling_queue is None:
+                try:
+                    self._profiling_queue = cl.CommandQueue(
+                        self.context, properties=cl.command_queue_properties.PROFILING_ENABLE)
+                except cl.Error as exc:
+                    raise AccelError(f"cannot open a profiling queue on {self.info.id}: "
+                                     f"{exc}") from exc
+            return self._profiling_queue
 
     # -- programs -------------------------------------------------------------------------
 

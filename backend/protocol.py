@@ -19,6 +19,9 @@ instead of failing them. Optional methods, read through `device_problems` and `c
   compiler failed a probe, say); ``fusionspec conform --list`` and the report show them;
 - ``counters() -> Mapping[str, int]``: what the backend did (the OpenCL backend: programs built
   and taken from its caches); the results document records it.
+
+A compiled partition may offer ``execute_timed(inputs) -> float`` (device time of one run of
+its kernels), which the benchmarks' timing method uses (`fusionspec.backend.timing`).
 """
 
 from __future__ import annotations

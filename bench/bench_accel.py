@@ -8,10 +8,11 @@ measures in one process on one device:
 
 1. the fused kernel (`AccelBackend`) and the same partition op by op (`AccelOpByOpBackend`,
    intermediates in global device memory), kernels only: inputs uploaded before the timed
-   runs, outputs left on the device (`AccelCompiledPartition.time_launches`). Each sample
-   stages the inputs and times two runs: the first ("cold") also touches the freshly allocated
-   output and intermediate buffers for the first time, the second ("warm") reuses them, as a
-   caller running the partition repeatedly would; the headline figures are warm;
+   runs, outputs left on the device. Each sample times two runs: a "cold" one on freshly
+   allocated buffers (`AccelCompiledPartition.time_launches(fresh=True)`, host's clock), which
+   also touches its output and intermediate buffers for the first time, and a "warm" one on
+   the partition's pooled buffers (`execute_timed`, profiling events), as a caller running the
+   partition repeatedly would see it; the headline figures are warm;
 2. copy kernels (read N floats, write N floats) on buffers of the same size: one float per
    work item, and eight per work item (vload8/vstore8; 16-wide vectors abort PoCL 3.0's LLVM on
    AVX-512 CPUs it does not know, see BENCHMARKS.md); the faster is the yardstick for each fused
@@ -27,7 +28,14 @@ GFLOP/s (a multiply-add counts twice) stands next to NumPy's sgemm (its BLAS) on
 product shapes, timed in the same rotation: M x K by K x N for the MatMul, the convolution's
 im2col product (N*HW*HW x 9C by 9C x C) for the convolution.
 
-The sides alternate within each repetition; every figure is the median of `--repeats` runs.
+Timing follows the project's one method (`fusionspec.backend.timing`): the kernels (fused, op
+by op, the copies) are timed by OpenCL profiling events on the device, from the start of the
+first launch to the end of the last (`AccelCompiledPartition.execute_timed`), so a GPU's launch
+and host-wait costs do not enter the figure; the cold runs, the reference and NumPy's sgemm by
+the host's clock. Each side drops one warm-up run, then samples until the median's 95% interval
+spans at most 2% of it (after min(5, `--repeats`) runs), `--budget` seconds are spent or
+`--repeats` runs are in. The sides alternate within each repetition; every figure is a
+median, and the JSON document keeps each side's minimum, interval and samples.
 Before each side the process idles `SETTLE_S` (0.1 s): NumPy's BLAS (the reference's MatMul
 and convolution, the sgemm side) and the OpenCL runtimes keep their worker threads spinning
 for a while after a call (OpenBLAS for up to about 2^28 cycles), and a side timed while they
@@ -35,8 +43,8 @@ spin shares the two cores with them (the fused MatMul measured 3.5 ms so, 1.9 ms
 idle pause).
 
     python bench/bench_accel.py --out results/bench_accel.json [--elements 16777216]
-                                [--repeats 15] [--device pocl-cpu] [--matmul 512,512,512]
-                                [--conv 1,64,56] [--softmax 256,4096]
+                                [--repeats 15] [--budget 2] [--device pocl-cpu]
+                                [--matmul 512,512,512] [--conv 1,64,56] [--softmax 256,4096]
 """
 
 from __future__ import annotations
@@ -44,10 +52,9 @@ from __future__ import annotations
 import argparse
 import os
 import platform
-import statistics
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -60,6 +67,7 @@ from fusionspec.accel.backend import AccelBackend, AccelOpByOpBackend
 from fusionspec.accel.compiled import AccelCompiledPartition
 from fusionspec.accel.devices import select_device
 from fusionspec.accel.runtime import Runtime, launch_1d, runtime_for
+from fusionspec.backend.timing import Measurement, Timing, TimingPolicy, measure
 from fusionspec.reference import execute
 from fusionspec.reference.partitioner import partition as reference_partition
 from fusionspec.spec.dtypes import DataType
@@ -154,18 +162,18 @@ class CopyKernel:
             ((-(-elements // per_item),), None)
 
     def run(self) -> float:
-        """Seconds one copy takes (wall clock until the queue drains)."""
+        """Seconds one copy takes on the device, from its profiling event (a wall clock
+        around the launch and the wait would time the launch on a GPU, not the copy)."""
         import pyopencl as cl
 
-        queue = self.runtime.queue
-        start = time.perf_counter()
+        queue = self.runtime.profiling_queue
         if self.variant == "scalar":
             self.kernel.set_args(self.src, self.dst)
         else:
             self.kernel.set_args(self.src, self.dst, np.int64(self.elements))
-        cl.enqueue_nd_range_kernel(queue, self.kernel, *self.sizes)
+        event = cl.enqueue_nd_range_kernel(queue, self.kernel, *self.sizes)
         queue.finish()
-        return time.perf_counter() - start
+        return float(event.profile.end - event.profile.start) * 1e-9
 
     def check(self) -> bool:
         import pyopencl as cl
@@ -210,45 +218,82 @@ def max_abs_diff(a: dict[int, Array], b: dict[int, Array]) -> float:
                for k in a)
 
 
-Side = tuple[str, Callable[[], dict[str, float]]]
+@dataclass(frozen=True)
+class Side:
+    """One thing timed: `sample` runs it once and returns named timings (seconds), the first
+    under `name`; `method` says how they were taken ("events" or "wall")."""
+
+    name: str
+    sample: Callable[[], dict[str, float]]
+    method: str = "wall"
 
 
 #: Idle time before each side's sample, so that no other side's worker threads still spin.
 SETTLE_S = 0.1
 
 
-def alternate(sides: list[Side], repeats: int) -> dict[str, list[float]]:
-    """`repeats` samples of every side, in alternating order (forwards, then backwards), so
-    that drifting load affects all sides alike, each after `SETTLE_S` of idle time. A side
-    returns named timings (seconds)."""
-    times: dict[str, list[float]] = {}
-    for rep in range(repeats):
-        for _, fn in sides if rep % 2 == 0 else sides[::-1]:
+def policy_for(repeats: int, budget_s: float) -> TimingPolicy:
+    """The benchmark's timing policy: one warm-up run, at least min(5, `repeats`) and at most
+    `repeats` kept runs, more until the median is known within 2% or `budget_s` is spent."""
+    return TimingPolicy(warmup=1, min_repeats=min(5, repeats), max_repeats=repeats,
+                        budget_s=budget_s, target_spread=0.02)
+
+
+def alternate(sides: list[Side], policy: TimingPolicy) -> dict[str, Timing]:
+    """Samples of every side in alternating order (forwards, then backwards), so that
+    drifting load affects all sides alike, each after `SETTLE_S` of idle time, until each
+    side's own figure is good enough under `policy` (fusionspec.backend.timing); a side that
+    is done drops out of the rotation."""
+    started = time.perf_counter()
+    found: dict[str, Measurement] = {}
+    done: dict[str, str] = {}
+    rep = 0
+    while len(done) < len(sides):
+        for side in sides if rep % 2 == 0 else sides[::-1]:
+            if side.name in done:
+                continue
             time.sleep(SETTLE_S)
-            for name, seconds in fn().items():
-                times.setdefault(name, []).append(seconds)
-    return times
+            for name, seconds in side.sample().items():
+                method = side.method if name == side.name else "wall"
+                found.setdefault(name, Measurement(policy, started, method)).add(seconds)
+            why = found[side.name].stop_reason(time.perf_counter())
+            if why:
+                done[side.name] = why
+        rep += 1
+    return {name: m.timing(done.get(name.removesuffix("_cold"), "")) for name, m in
+            found.items()}
 
 
 def kernel_side(name: str, compiled: AccelCompiledPartition, inputs: dict[int, Array]
                 ) -> Side:
-    """A side timing `compiled`'s kernels: a cold and a warm run on freshly staged buffers
-    (see the module docstring), as `name` and `name`_cold."""
+    """A side timing `compiled`'s kernels: a warm run timed by profiling events (buffers
+    from the partition's pool), as `name`, and a cold run on freshly allocated buffers by
+    the host's clock (see the module docstring), as `name`_cold."""
     def sample() -> dict[str, float]:
-        cold, warm = compiled.time_launches(inputs, 2, fresh=True)
-        return {name: warm, f"{name}_cold": cold}
-    return name, sample
+        cold = compiled.time_launches(inputs, 1, fresh=True)[0]
+        return {name: compiled.execute_timed(inputs), f"{name}_cold": cold}
+    return Side(name, sample, "events")
 
 
 def copy_side(variant: str, copy: CopyKernel) -> Side:
-    return variant, lambda: {variant: copy.run()}
+    return Side(variant, lambda: {variant: copy.run()}, "events")
 
 
 def reference_side(part: Partition, inputs: dict[int, Array]) -> Side:
-    return "reference", lambda: {"reference": _timed(lambda: execute(part, inputs))}
+    return Side("reference", lambda: {"reference": _timed(lambda: execute(part, inputs))})
 
 
-def measure_chain(chain: ChainSetup, copy_s: float, copy: CopyKernel, repeats: int
+def medians(times: Mapping[str, Timing]) -> dict[str, float]:
+    return {name: timing.median for name, timing in times.items()}
+
+
+def timings_ms(times: Mapping[str, Timing]) -> dict[str, dict[str, object]]:
+    """Every side's figures in milliseconds (method, repeats, min, median, interval,
+    samples), for the JSON document."""
+    return {name: timing.as_dict() for name, timing in times.items()}
+
+
+def measure_chain(chain: ChainSetup, copy_s: float, copy: CopyKernel, policy: TimingPolicy
                   ) -> dict[str, Any]:
     """Kernel times of both modes and the reference's time, interleaved, with their medians."""
     want = execute(chain.partition, chain.inputs)
@@ -257,8 +302,8 @@ def measure_chain(chain: ChainSetup, copy_s: float, copy: CopyKernel, repeats: i
     # Each sample stages the inputs again (outside the timed runs), so the sides alternate.
     times = alternate([kernel_side("fused", chain.fused, chain.inputs),
                        kernel_side("opbyop", chain.opbyop, chain.inputs),
-                       reference_side(chain.partition, chain.inputs)], repeats)
-    med = {name: statistics.median(values) for name, values in times.items()}
+                       reference_side(chain.partition, chain.inputs)], policy)
+    med = medians(times)
     moved = partition_bytes(chain.partition)
     moved_opbyop = plans_bytes(chain.opbyop)
     fused_gbs = moved / med["fused"] / 1e9
@@ -275,7 +320,7 @@ def measure_chain(chain: ChainSetup, copy_s: float, copy: CopyKernel, repeats: i
         reference_over_fused=med["reference"] / med["fused"], fused_gb_s=fused_gbs,
         opbyop_gb_s=moved_opbyop / med["opbyop"] / 1e9, copy_ms=copy_s * 1e3,
         fraction_of_copy=fused_gbs / copy_gbs, max_abs_diff=diff,
-        samples_ms={k: [v * 1e3 for v in vs] for k, vs in times.items()})
+        timings_ms=timings_ms(times))
 
 
 # -- compute-bound partitions ---------------------------------------------------------------
@@ -341,10 +386,10 @@ def sgemm_side(shape: tuple[int, int, int], rng: np.random.Generator) -> Side:
     a = rng.standard_normal((m, k)).astype(np.float32)
     b = rng.standard_normal((k, n)).astype(np.float32)
     out = np.empty((m, n), dtype=np.float32)
-    return "sgemm", lambda: {"sgemm": _timed(lambda: np.matmul(a, b, out=out))}
+    return Side("sgemm", lambda: {"sgemm": _timed(lambda: np.matmul(a, b, out=out))})
 
 
-def measure_partition(setup: PartitionSetup, repeats: int) -> dict[str, Any]:
+def measure_partition(setup: PartitionSetup, policy: TimingPolicy) -> dict[str, Any]:
     """The fused kernels, op by op (when there are several ops) and the reference,
     interleaved, with their medians and the largest difference to the reference."""
     want = execute(setup.partition, setup.inputs)
@@ -356,8 +401,8 @@ def measure_partition(setup: PartitionSetup, repeats: int) -> dict[str, Any]:
         sides.insert(1, kernel_side("opbyop", setup.opbyop, setup.inputs))
     if setup.gemm is not None:
         sides.append(sgemm_side(setup.gemm, np.random.default_rng(1)))
-    times = alternate(sides, repeats)
-    med = {name: statistics.median(values) for name, values in times.items()}
+    times = alternate(sides, policy)
+    med = medians(times)
     result: dict[str, Any] = dict(
         name=setup.name, ops=[op.kind for op in setup.partition.ops],
         shapes=[list(t.shape or ()) for t in setup.partition.inputs],
@@ -365,7 +410,7 @@ def measure_partition(setup: PartitionSetup, repeats: int) -> dict[str, Any]:
         fused_cold_ms=med["fused_cold"] * 1e3, reference_ms=med["reference"] * 1e3,
         reference_over_fused=med["reference"] / med["fused"], max_abs_diff=diff,
         max_abs_reference=max(float(np.max(np.abs(v))) for v in want.values()),
-        samples_ms={k: [v * 1e3 for v in vs] for k, vs in times.items()})
+        timings_ms=timings_ms(times))
     if "opbyop" in med:
         result.update(opbyop_ms=med["opbyop"] * 1e3, opbyop_cold_ms=med["opbyop_cold"] * 1e3,
                       opbyop_over_fused=med["opbyop"] / med["fused"])
@@ -386,7 +431,7 @@ def _timed(fn: Callable[[], object]) -> float:
 
 def run(elements: int, repeats: int, device_id: str | None, lengths: tuple[int, ...],
         matmul: tuple[int, int, int] | None = None, softmax: tuple[int, int] | None = None,
-        conv: tuple[int, int, int] | None = None) -> dict[str, Any]:
+        conv: tuple[int, int, int] | None = None, budget_s: float = 2.0) -> dict[str, Any]:
     backend = AccelBackend(device_id)
     devices = backend.devices()
     if not devices:
@@ -399,8 +444,9 @@ def run(elements: int, repeats: int, device_id: str | None, lengths: tuple[int, 
     if not all(copy.check() for copy in copies.values()):
         raise SystemExit("a copy kernel did not copy its input")
     chains = [setup_chain(n, elements, device, rng) for n in lengths]
-    copy_times = alternate([copy_side(v, c) for v, c in copies.items()], repeats)
-    copy_med = {v: statistics.median(ts) for v, ts in copy_times.items()}
+    policy = policy_for(repeats, budget_s)
+    copy_times = alternate([copy_side(v, c) for v, c in copies.items()], policy)
+    copy_med = medians(copy_times)
     # The yardstick is the faster of the two direct copies (the grid-stride loop is shown only
     # for comparison).
     best = min(("scalar", "vector"), key=lambda v: copy_med[v])
@@ -408,35 +454,36 @@ def run(elements: int, repeats: int, device_id: str | None, lengths: tuple[int, 
     results = []
     for chain in chains:
         # The copy runs again next to each chain so that load drift affects both alike.
-        local_copy = statistics.median([yardstick.run() for _ in range(max(3, repeats // 2))])
-        results.append(measure_chain(chain, local_copy, yardstick, repeats))
+        local_copy = measure(yardstick.run, policy, method="events").median
+        results.append(measure_chain(chain, local_copy, yardstick, policy))
     partitions = []
     if matmul is not None:
         m, k, n = matmul
         setup = setup_partition(f"MatMul {m}x{k}x{n} + BiasAdd + GELU",
                                 matmul_graph(m, k, n), device, rng, gemm=(m, k, n))
-        partitions.append(measure_partition(setup, repeats))
+        partitions.append(measure_partition(setup, policy))
     if conv is not None:
         batch, channels, hw = conv
         setup = setup_partition(f"Conv {batch}x{channels}x{hw}x{hw} 3x3 + BiasAdd + ReLU",
                                 conv_graph(batch, channels, hw), device, rng,
                                 gemm=(batch * hw * hw, 9 * channels, channels))
-        partitions.append(measure_partition(setup, repeats))
+        partitions.append(measure_partition(setup, policy))
     if softmax is not None:
         rows, cols = softmax
         setup = setup_partition(f"SoftMax {rows}x{cols}", softmax_graph(rows, cols), device,
                                 rng)
-        partitions.append(measure_partition(setup, repeats))
+        partitions.append(measure_partition(setup, policy))
     nbytes = yardstick.nbytes
     return dict(device=device.id, device_name=info.name, driver=info.driver,
                 platform=info.platform, compute_units=info.compute_units, elements=elements,
-                repeats=repeats, load_average=list(os.getloadavg()),
+                repeats=repeats, budget_s=budget_s, load_average=list(os.getloadavg()),
                 copy_ms=copy_med["scalar"] * 1e3, copy_gb_s=nbytes / copy_med["scalar"] / 1e9,
                 vector_copy_ms=copy_med["vector"] * 1e3,
                 vector_copy_gb_s=nbytes / copy_med["vector"] / 1e9,
                 strided_copy_ms=copy_med["strided"] * 1e3,
                 strided_copy_gb_s=nbytes / copy_med["strided"] / 1e9, yardstick=best,
-                yardstick_gb_s=nbytes / copy_med[best] / 1e9, chains=results,
+                yardstick_gb_s=nbytes / copy_med[best] / 1e9,
+                copy_timings_ms=timings_ms(copy_times), chains=results,
                 partitions=partitions)
 
 
@@ -455,7 +502,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", required=True, help="where to write the JSON results")
     parser.add_argument("--elements", type=int, default=16 * 2**20,
                         help="f32 elements per tensor (default 16Mi)")
-    parser.add_argument("--repeats", type=int, default=15, help="timed runs per side (median)")
+    parser.add_argument("--repeats", type=int, default=15,
+                        help="most timed runs per side (fewer once the median is known "
+                             "within 2%%)")
+    parser.add_argument("--budget", type=float, default=2.0,
+                        help="seconds after which a side stops sampling (once it has "
+                             "min(5, --repeats) runs)")
     parser.add_argument("--device", default=None, help="OpenCL device id (default: the first)")
     parser.add_argument("--lengths", default=",".join(map(str, CHAIN_LENGTHS)),
                         help="comma-separated chain lengths")
@@ -474,10 +526,10 @@ def main(argv: list[str] | None = None) -> int:
     doc = run(args.elements, args.repeats, args.device, lengths,
               matmul=None if matmul is None else (matmul[0], matmul[1], matmul[2]),
               softmax=None if softmax is None else (softmax[0], softmax[1]),
-              conv=None if conv is None else (conv[0], conv[1], conv[2]))
+              conv=None if conv is None else (conv[0], conv[1], conv[2]), budget_s=args.budget)
     load = ", ".join(f"{v:.2f}" for v in doc["load_average"])
     print(f"device {doc['device_name']} ({doc['device']}), driver {doc['driver']}, "
-          f"{doc['elements']} f32 elements, median of {doc['repeats']}, load average {load}")
+          f"{doc['elements']} f32 elements, median of up to {doc['repeats']}, load average {load}")
     print(f"copy kernel: {doc['copy_ms']:.2f} ms, {doc['copy_gb_s']:.2f} GB/s; 8 per item: "
           f"{doc['vector_copy_ms']:.2f} ms, {doc['vector_copy_gb_s']:.2f} GB/s; as a "
           f"grid-stride loop: {doc['strided_copy_ms']:.2f} ms, "

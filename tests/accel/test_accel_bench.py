@@ -66,6 +66,40 @@ def test_time_launches_reports_one_positive_time_per_run() -> None:
     assert all(t > 0 for t in times), f"non-positive kernel time in {times}"
 
 
+def test_execute_timed_reads_the_kernels_time_from_events() -> None:
+    """One positive device time per run, no more than the host saw, of the same span for op
+    by op's several launches; the timing module picks it ("events") over the host's clock."""
+    import time
+
+    import pyopencl as cl
+
+    from fusionspec.backend.timing import DeviceTimed, TimingPolicy, time_partition
+
+    bench = _bench()
+    chain = bench.setup_chain(3, ELEMENTS, first_device(), np.random.default_rng(4))
+    for compiled in (chain.fused, chain.opbyop):
+        assert isinstance(compiled, DeviceTimed), "the accel partition is device-timed"
+        start = time.perf_counter()
+        seconds = compiled.execute_timed(chain.inputs)
+        wall = time.perf_counter() - start
+        assert 0 < seconds <= wall, f"device time {seconds} s within the host's {wall} s"
+        found = time_partition(compiled, chain.inputs, TimingPolicy(warmup=1, min_repeats=2,
+                                                                    max_repeats=3))
+        assert found.method == "events" and found.minimum > 0, \
+            f"timed by events: {found.as_dict()}"
+    runtime = chain.fused.runtime
+    normal = runtime.queue.get_info(cl.command_queue_info.PROPERTIES)
+    profiled = runtime.profiling_queue.get_info(cl.command_queue_info.PROPERTIES)
+    assert not normal & cl.command_queue_properties.PROFILING_ENABLE, \
+        "the queue of normal runs has no profiling (it would slow them)"
+    assert profiled & cl.command_queue_properties.PROFILING_ENABLE, \
+        "the timing queue has profiling"
+    got = chain.fused.execute(chain.inputs)
+    want = execute(chain.partition, chain.inputs)
+    assert all(np.array_equal(got[k], want[k]) for k in want), \
+        "timed runs leave the partition's normal runs correct"
+
+
 @pytest.mark.parametrize("variant", ["scalar", "vector", "strided"])
 def test_copy_kernel_copies_and_measures(variant: str) -> None:
     bench = _bench()
@@ -116,3 +150,12 @@ def test_script_runs_end_to_end(tmp_path: Path) -> None:
     assert "sgemm_ms" not in doc["partitions"][2], "SoftMax has no GEMM rate"
     assert doc["yardstick"] in ("scalar", "vector") and doc["chains"][0]["byte_ratio"] > 1, \
         f"yardstick {doc['yardstick']}, op-by-op byte ratio {doc['chains'][0]['byte_ratio']}"
+    methods = {name: t["method"] for name, t in doc["chains"][0]["timings_ms"].items()}
+    assert methods == {"fused": "events", "fused_cold": "wall", "opbyop": "events",
+                       "opbyop_cold": "wall", "reference": "wall"}, \
+        f"kernels timed by events, the rest by the host's clock: {methods}"
+    assert {t["method"] for t in doc["copy_timings_ms"].values()} == {"events"}, \
+        f"the copy yardstick is timed by events: {doc['copy_timings_ms']}"
+    first = doc["partitions"][0]["timings_ms"]["fused"]
+    assert first["min"] <= first["median"] and first["ci_low"] <= first["median"] <= \
+        first["ci_high"], f"minimum, median and interval recorded: {first}"

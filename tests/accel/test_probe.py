@@ -54,6 +54,8 @@ def test_list_reports_a_broken_compiler_and_goes_on(tmp_path: Path, fault: str) 
     accel = rows["accel"]
     said = json.dumps(accel)
     assert FAULTS[fault] in said, f"accel's listing names the failure ({FAULTS[fault]}): {said}"
+    assert fault != "no-kernels" or "crashed" not in said, \
+        f"a program without kernels is refused cleanly, not by a crash of the probe: {said}"
     assert rows["reference"]["devices"] == ["numpy"], "the other backends are still listed"
 
 
@@ -70,6 +72,8 @@ def test_the_suite_reports_a_broken_compiler_as_unavailable(tmp_path: Path, faul
     document = json.loads((out / "results.json").read_text())
     assert FAULTS[fault] in document["unavailable"], \
         f"the results document says why: {document['unavailable']!r}"
+    assert fault != "no-kernels" or "crashed" not in document["unavailable"], \
+        f"the guard itself did not crash the probe: {document['unavailable']!r}"
     page = tmp_path / "report.html"
     shown = _run(["-m", "fusionspec.cli", "report", str(out / "results.json"),
                   "-o", str(page)], env)

@@ -127,17 +127,43 @@ def test_a_broken_cached_binary_is_discarded_and_rebuilt(cache: Path, damage: st
     assert path.is_file(), "the rebuilt binary replaced the broken one"
 
 
+class NamesSpy:
+    """A real built program, passed through, that records every question asked of it."""
+
+    def __init__(self, program: Any) -> None:
+        self.program = program
+        self.asked: list[Any] = []
+
+    def get_info(self, what: Any) -> Any:
+        self.asked.append(what)
+        return self.program.get_info(what)
+
+    def get_build_info(self, *args: Any) -> Any:
+        return self.program.get_build_info(*args)
+
+
+def _kernel_less(spies: list[NamesSpy]) -> list[NamesSpy]:
+    import pyopencl as cl
+
+    return [s for s in spies if s.program.get_info(cl.program_info.NUM_KERNELS) == 0]
+
+
 def test_a_program_without_its_kernels_is_built_afresh(cache: Path,
                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     """A driver cache entry left by a crashed build can hand back a program with no kernels:
-    the runtime builds again from a source no cache has seen."""
+    the runtime builds again from a source no cache has seen. The kernel-less program (built
+    for real on the device) is never asked its kernels' names."""
+    import pyopencl as cl
+
     real = build._build_once
     seen: list[str] = []
+    spies: list[NamesSpy] = []
 
     def first_empty(context: Any, device: Any, source: str, options: Any, ident: str) -> Any:
         seen.append(source)
-        text = "/* no kernels */\n" if len(seen) == 1 else source
-        return real(context, device, text, options, ident)
+        text = build.NO_KERNELS_SOURCE if len(seen) == 1 else source
+        spies.append(NamesSpy(real(context, device, text, options, ident)))
+        return spies[-1]
 
     monkeypatch.setattr(build, "_build_once", first_empty)
     runtime = Runtime(first_info(), keep_binaries=False)
@@ -145,14 +171,33 @@ def test_a_program_without_its_kernels_is_built_afresh(cache: Path,
     assert "twice" in build.kernel_names(program), "the fresh build has the kernel"
     assert runtime.stats.fresh_rebuilds == 1, f"one fresh rebuild: {runtime.stats}"
     assert seen[1].endswith(build.FRESH_BUILD_MARK), "the fresh build's source differs"
+    (empty,) = _kernel_less(spies)
+    assert cl.program_info.KERNEL_NAMES not in empty.asked, \
+        f"the program without kernels was asked their names: {empty.asked}"
 
 
 def test_a_compiler_that_never_returns_kernels_is_an_error(cache: Path,
                                                            monkeypatch: pytest.MonkeyPatch
                                                            ) -> None:
+    """The planted fault builds a real kernel-less program twice; the guard refuses it with
+    the clean error and asks neither program its kernels' names."""
+    import pyopencl as cl
+
+    real = build._build_once
+    spies: list[NamesSpy] = []
+
+    def spied(*args: Any) -> Any:
+        spies.append(NamesSpy(real(*args)))
+        return spies[-1]
+
     monkeypatch.setenv(build.FAULT_ENV, "no-kernels")
+    monkeypatch.setattr(build, "_build_once", spied)
     with pytest.raises(KernelBuildError, match="lacks kernel"):
         Runtime(first_info(), keep_binaries=False).program(GOOD % "8.0f", kernels=["twice"])
+    assert len(_kernel_less(spies)) == 2 == len(spies), \
+        f"the build and its fresh rebuild both came back without kernels: {len(spies)}"
+    assert all(cl.program_info.KERNEL_NAMES not in s.asked for s in spies), \
+        f"a program without kernels was asked their names: {[s.asked for s in spies]}"
 
 
 def test_compiler_chatter_stays_off_the_terminal(cache: Path, capfd: pytest.CaptureFixture[str],
