@@ -285,7 +285,7 @@ def _finish_part(config: pytest.Config, state: _State, *, interrupted: bool) -> 
 
 def _write_merged(config: pytest.Config, state: _State) -> None:
     collected = max(int(part.pop("_collected", 0)) for part in state.parts)
-    merged = merge_documents(state.parts, [f"part {i + 1}" for i in range(len(state.parts))])
+    merged = _merge_workers(state.parts)
     ran = len(merged.get("verdicts", [])) + \
         len((merged.get("expectations") or {}).get("skipped", []))
     notes = [*state.lost]
@@ -301,6 +301,18 @@ def _write_merged(config: pytest.Config, state: _State) -> None:
     path = out / "results.json"
     path.write_text(json.dumps(merged, indent=1, allow_nan=False) + "\n", encoding="utf-8")
     state.summary = [_verdict_line(merged), f"results: {path}"]
+
+
+def _merge_workers(parts: list[dict[str, Any]]) -> dict[str, Any]:
+    """Join the workers' parts. Under ``--fs-shard`` every worker judges part of the same
+    shard, so the parts are pieces of one shard, not shards to check against each other."""
+    shards = {part.get("shard") for part in parts}
+    shard = shards.pop() if len(shards) == 1 else None
+    pieces = [{**part, "shard": None} for part in parts] if shard else parts
+    merged = merge_documents(pieces, [f"part {i + 1}" for i in range(len(parts))])
+    if shard:
+        merged["shard"] = shard
+    return merged
 
 
 def _verdict_line(document: dict[str, Any]) -> str:
