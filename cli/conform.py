@@ -65,8 +65,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "('auto': one per CPU core; default 1)")
     parser.add_argument("--no-isolate", action="store_true",
                         help="judge cases in this process (faster; no timeout or crash guard)")
-    parser.add_argument("--write-expectations", type=Path, metavar="FILE",
-                        help="write an expectations file expecting this run's failures")
     parser.add_argument("--replay", type=Path, metavar="DIR",
                         help="re-run one saved failure folder (on the recorded backend and "
                              "device unless --backend/--device say otherwise)")

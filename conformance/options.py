@@ -181,6 +181,8 @@ FLAGS: tuple[Flag, ...] = (
          {"action": "store_true"}),
     Flag("out", "folder for results.json, failure folders and logs (default: "
          "results/conformance/<backend>-<device>)", {"type": Path, "metavar": "DIR"}),
+    Flag("write-expectations", "write an expectations file expecting this run's failures "
+         "(the skip entries of --expectations are kept)", {"type": Path, "metavar": "FILE"}),
     Flag("memory-limit", "address-space cap of each backend process in GB (default: half the "
          "machine's memory; 0: no cap)", {"type": gigabytes, "metavar": "GB"}),
 )
@@ -208,6 +210,7 @@ class RunOptions:
     strict: bool
     out: Path | None
     memory_limit: int | None
+    write_expectations: Path | None = None
 
 
 def read_options(get: Callable[[str], Any]) -> RunOptions:
@@ -223,4 +226,5 @@ def read_options(get: Callable[[str], Any]) -> RunOptions:
                       selection=selection, shard=get("shard"),
                       expectations=get("expectations"),
                       strict=bool(get("strict_expectations")), out=get("out"),
-                      memory_limit=get("memory_limit"))
+                      memory_limit=get("memory_limit"),
+                      write_expectations=get("write_expectations"))

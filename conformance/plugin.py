@@ -8,8 +8,11 @@ Every option is the ``fusionspec conform`` option of the same name with the pref
 (`fusionspec.conformance.options`: ``--fs-backend``, ``--fs-device``, ``--fs-profile``,
 ``--fs-seed``, ``--fs-patterns``, ``--fs-family``, ``--fs-kinds``, ``--fs-case``,
 ``--fs-rule``, ``--fs-dtype``, ``--fs-shard``, ``--fs-expectations``,
-``--fs-strict-expectations``, ``--fs-out``, ``--fs-memory-limit``), with the same values and
-meanings. The plugin adds nothing else to pytest: no unprefixed option, no fixture, no hook
+``--fs-strict-expectations``, ``--fs-out``, ``--fs-write-expectations``, ``--fs-memory-limit``),
+with the same values and meanings. The options of the command line that have a pytest
+counterpart are not repeated: ``--jobs`` is pytest-xdist's ``-n``, ``--junit`` pytest's
+``--junitxml``, ``--json`` and ``--list`` have no use in a test run, and a failure is replayed
+with the ``fusionspec conform --replay`` line its text prints. The plugin adds nothing else to pytest: no unprefixed option, no fixture, no hook
 that acts outside its own test module, so installing fusionspec changes no other project's test
 runs. It is registered through the ``pytest11`` entry point under its module name; with
 ``PYTEST_DISABLE_PLUGIN_AUTOLOAD`` set, load it with ``-p fusionspec.conformance.plugin``.
@@ -42,6 +45,7 @@ import pytest
 from fusionspec.backend import BackendError
 from fusionspec.spec.errors import FusionspecError
 
+from .expectations import expectations_toml
 from .grade.merge import merge_documents
 from .grade.results import ResultsCollector, artifact_name, replay_commands
 from .options import RunOptions, add_flags, read_options
@@ -301,6 +305,24 @@ def _write_merged(config: pytest.Config, state: _State) -> None:
     path = out / "results.json"
     path.write_text(json.dumps(merged, indent=1, allow_nan=False) + "\n", encoding="utf-8")
     state.summary = [_verdict_line(merged), f"results: {path}"]
+    options = state.options
+    if options is not None and options.write_expectations is not None:
+        state.summary.append(_write_expectations(options, merged))
+
+
+def _write_expectations(options: RunOptions, document: dict[str, Any]) -> str:
+    """``--fs-write-expectations``: the file expecting this run's failures; its summary line."""
+    assert options.write_expectations is not None
+    keep = [e for e in options.expectations.entries if e.status == "skip"] \
+        if options.expectations is not None else []
+    device: dict[str, Any] = document.get("device") or {}
+    title = (f"Started from a run of {document.get('backend_spec')} on {device.get('id')} "
+             f"(profile {document.get('profile')}, seed {document.get('seed')}).")
+    failures = list(document.get("failures") or [])
+    target = options.write_expectations
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(expectations_toml(failures, keep, title=title), encoding="utf-8")
+    return f"expectations: {target} ({len(failures)} failure(s) expected)"
 
 
 def _merge_workers(parts: list[dict[str, Any]]) -> dict[str, Any]:

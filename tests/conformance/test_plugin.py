@@ -140,3 +140,17 @@ def test_the_ci_recipe_under_xdist_with_a_shard_writes_one_document(tmp_path: Pa
     two = comparable(tmp_path / "out" / "results.json")
     for key in one:
         assert two.get(key) == one[key], f"-n 2 and -n 0 differ in {key!r} for a shard"
+
+
+def test_the_plugin_writes_an_expectations_file_the_next_run_accepts(tmp_path: Path) -> None:
+    broken = ["--fs-backend", "testkit.toy_backends:WrongConv", "--fs-patterns",
+              "fp.conv_post_ops", "--fs-kinds", "valid"]
+    first = pytest_run(["-q", *SUITE, *broken, "--fs-out", "one",
+                        "--fs-write-expectations", "ci/exp.toml"], tmp_path)
+    assert first.returncode == 1 and (tmp_path / "ci" / "exp.toml").is_file(), \
+        f"the failing run writes the file:\n{first.stdout[-800:]}"
+    assert "expectations: ci/exp.toml" in first.stdout, first.stdout[-800:]
+    second = pytest_run(["-q", *SUITE, *broken, "--fs-out", "two",
+                         "--fs-expectations", "ci/exp.toml"], tmp_path)
+    assert second.returncode == 0 and "xfailed" in second.stdout, \
+        f"the written file expects every failure:\n{second.stdout[-800:]}"
