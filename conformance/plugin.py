@@ -12,10 +12,11 @@ Every option is the ``fusionspec conform`` option of the same name with the pref
 with the same values and meanings. The options of the command line that have a pytest
 counterpart are not repeated: ``--jobs`` is pytest-xdist's ``-n``, ``--junit`` pytest's
 ``--junitxml``, ``--json`` and ``--list`` have no use in a test run, and a failure is replayed
-with the ``fusionspec conform --replay`` line its text prints. The plugin adds nothing else to pytest: no unprefixed option, no fixture, no hook
-that acts outside its own test module, so installing fusionspec changes no other project's test
-runs. It is registered through the ``pytest11`` entry point under its module name; with
-``PYTEST_DISABLE_PLUGIN_AUTOLOAD`` set, load it with ``-p fusionspec.conformance.plugin``.
+with the ``fusionspec conform --replay`` line its text prints. The plugin adds nothing else to
+pytest: no unprefixed option, no fixture, no hook that acts outside its own test module, so
+installing fusionspec changes no other project's test runs. It is registered through the
+``pytest11`` entry point under its module name; with ``PYTEST_DISABLE_PLUGIN_AUTOLOAD`` set,
+load it with ``-p fusionspec.conformance.plugin``.
 
 Each case is one test, ``test_conformance.py::test_conformance[<case id>]``, so ``-k``,
 ``--lf``, ``--deselect``, ``--junitxml`` and pytest-xdist work case by case. A failing case's

@@ -59,6 +59,7 @@ from fusionspec.spec.graph import Graph, Partition
 
 from .cases import Case, Status, Verdict
 from .grade.verdicts import apply_limitation, judge, matching_limitation
+from .limitations import check_limitations
 from .transport import (
     Abandoned,
     BackendFailure,
@@ -324,7 +325,7 @@ class Runner:
         self._backend = load_backend(self.spec)
         device = select_device(self._backend, self.device_id)
         return Ready(self._backend.name, device,
-                     tuple(getattr(self._backend, "limitations", ()) or ()),
+                     check_limitations(getattr(self._backend, "limitations", ())),
                      device_problems(self._backend))
 
     def _start(self) -> Ready:

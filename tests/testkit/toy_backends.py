@@ -310,6 +310,21 @@ class LimitedSleeps(Sleeps):
     limitations = (Limitation("matmul hangs", pattern="fp.matmul_post_ops"),)
 
 
+class LimitedByGlob(WrongMath):
+    """Declares every convolution pattern unsupported with a glob, and gets them wrong."""
+
+    name = "limited-by-glob"
+    limitations = (Limitation("convolutions are not fused yet", pattern="fp.conv_*"),)
+
+
+class LimitedByNothing(_Toy):
+    """Declares a limitation whose pattern glob names no catalog pattern."""
+
+    name = "limited-by-nothing"
+    limitations = (Limitation("matmul is not implemented", pattern="fp.matmull_*"),
+                   Limitation("no f4", tensor_dtypes=("f4_*",)))
+
+
 class NoDevices(_Toy):
     name = "no-devices"
 
