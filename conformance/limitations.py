@@ -59,4 +59,4 @@ def check_limitations(limitations: object) -> tuple[Limitation, ...]:
     if problems:
         raise BackendError("the backend declares limitations that cover no case: "
                            + "; ".join(problems))
-    return found  # type: ignore[return-value]
+    return found

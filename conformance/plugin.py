@@ -57,6 +57,9 @@ __all__ = ["judge_case"]
 
 _PREFIX = "fs-"
 _TEST_ARG = "fs_case"
+#: The exit status of a run whose backend cannot be loaded or has no usable device (as
+#: ``fusionspec conform``'s; pytest itself never ends with it but for an internal error).
+UNAVAILABLE_EXIT = 3
 #: What a worker hands the controller (pytest-xdist's workeroutput key).
 _OUTPUT_KEY = "fusionspec_results"
 
@@ -266,6 +269,9 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         if state.runner is not None:
             state.runner.close()
             state.runner = None
+    if state.problem and exitstatus != pytest.ExitCode.INTERRUPTED:
+        # As ``fusionspec conform``: a backend that cannot run is not a failing backend.
+        session.exitstatus = UNAVAILABLE_EXIT
 
 
 def _finish_part(config: pytest.Config, state: _State, *, interrupted: bool) -> None:

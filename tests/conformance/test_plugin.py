@@ -154,3 +154,11 @@ def test_the_plugin_writes_an_expectations_file_the_next_run_accepts(tmp_path: P
                          "--fs-expectations", "ci/exp.toml"], tmp_path)
     assert second.returncode == 0 and "xfailed" in second.stdout, \
         f"the written file expects every failure:\n{second.stdout[-800:]}"
+
+
+def test_a_backend_that_cannot_run_exits_3(tmp_path: Path) -> None:
+    for backend in ("nosuchmod:X", "testkit.toy_backends:NoDevices"):
+        done = pytest_run(["-q", *SUITE, "--fs-backend", backend], tmp_path)
+        assert done.returncode == 3, f"{backend}: exit 3 as conform's, got {done.returncode}:" \
+                                     f"\n{done.stdout[-800:]}"
+        assert "the backend cannot run" in done.stdout, done.stdout[-800:]

@@ -102,6 +102,15 @@ class WrongConv(_WrongOn):
     kinds = frozenset({"Convolution"})
 
 
+class WrongConvOwnDevice(WrongConv):
+    """`WrongConv` on a device of its own name, which no other backend has."""
+
+    name = "wrong-conv-own-device"
+
+    def devices(self) -> Sequence[Device]:
+        return (Device(id="my-cpu", kind="cpu", name="a backend's own CPU device"),)
+
+
 class WrongConvAndMatMul(_WrongOn):
     """The next version of `WrongConv`, under the same name: MatMul breaks too."""
 
