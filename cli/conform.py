@@ -168,8 +168,9 @@ def _summary(args: argparse.Namespace, collector: ResultsCollector, written: Pat
         lines.append(f"  {len(collector.skipped)} case(s) skipped (expectations file)")
     for passed in collector.unexpected_passes[:LISTED]:
         word = "error" if collector.strict else "note"
-        lines.append(f"  {word}: {passed['case_id']} passes ({passed['status']}), but "
-                     f"expectations entry {passed['entry']} expects it to fail")
+        lines.append(f"  {word}: {passed['case_id']} passes, but expectations entry "
+                     f"{passed['entry']} expects it to fail ({passed.get('reason', '')}); "
+                     "remove or narrow the entry")
     unexpected = collector.unexpected_failures
     for failure in unexpected[:LISTED]:
         lines.append(f"  {failure['status']}: {failure['case_id']}: {failure['reason']}")
