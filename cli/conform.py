@@ -71,6 +71,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "('auto': one per CPU core; default 1)")
     parser.add_argument("--no-isolate", action="store_true",
                         help="judge cases in this process (faster; no timeout or crash guard)")
+    parser.add_argument("--junit", type=Path, metavar="FILE",
+                        help="also write the verdicts as JUnit XML (one test case per case; "
+                             "unsupported cases, expected failures and skips are skipped)")
     parser.add_argument("--replay", type=Path, metavar="DIR",
                         help="re-run one saved failure folder (on the recorded backend and "
                              "device unless --backend/--device say otherwise)")
@@ -146,6 +149,7 @@ def run(args: argparse.Namespace) -> int:
         if collector.out_dir is not None else None
     if args.write_expectations is not None:
         _write_expectations(args.write_expectations, collector, options.expectations)
+    _write_junit(args, collector)
     return _summary(args, collector, written, empty_shard)
 
 
@@ -217,14 +221,26 @@ def _write_expectations(path: Path, collector: ResultsCollector, used: Any) -> N
           file=sys.stderr)
 
 
+def _write_junit(args: argparse.Namespace, collector: ResultsCollector) -> None:
+    """``--junit FILE``: the run's verdicts as JUnit XML."""
+    if getattr(args, "junit", None) is None:
+        return
+    from fusionspec.conformance.junit import junit_xml
+    from fusionspec.spec.files import atomic_write_text
+
+    atomic_write_text(args.junit, junit_xml(collector.to_dict()))
+
+
 def _unavailable(args: argparse.Namespace, backend: str, device: str | None, seed: int,
                  out: Path | None, exc: BackendError) -> int:
     """Say why the backend cannot run (it has no usable device, or does not load); leave a
     results document that says it."""
     reason = exc.reason if isinstance(exc, BackendUnavailableError) else str(exc)
     folder = out if out is not None else default_out(backend, device or "unavailable")
-    written = ResultsCollector(backend, Device(id=device or "none", kind=""), seed=seed,
-                               unavailable=reason).write(folder / "results.json")
+    collector = ResultsCollector(backend, Device(id=device or "none", kind=""), seed=seed,
+                                 unavailable=reason)
+    written = collector.write(folder / "results.json")
+    _write_junit(args, collector)
     text = f"UNAVAILABLE: {exc}\nresults: {written}"
     emit(args, text, {"ok": False, "verdict": "UNAVAILABLE", "unavailable": reason,
                       "results": str(written)})

@@ -18,8 +18,10 @@ installing fusionspec changes no other project's test runs. It is registered thr
 ``pytest11`` entry point under its module name; with ``PYTEST_DISABLE_PLUGIN_AUTOLOAD`` set,
 load it with ``-p fusionspec.conformance.plugin``.
 
-Each case is one test, ``test_conformance.py::test_conformance[<case id>]``, so ``-k``,
-``--lf``, ``--deselect``, ``--junitxml`` and pytest-xdist work case by case. A failing case's
+A case the backend declares unsupported (a `Limitation`) is reported skipped with the
+limitation's reason, so ``--junitxml`` shows it as a skip, not a pass; a failure's text lists the
+worst elements. Each case is one test, ``test_conformance.py::test_conformance[<case id>]``,
+so ``-k``, ``--lf``, ``--deselect``, ``--junitxml`` and pytest-xdist work case by case. A failing case's
 text gives its status, reason and the commands that replay it. Cases an expectations file
 expects to fail are marked ``xfail`` (an expected failure is XFAIL; one that passes is XPASS,
 a failure in strict mode; a failure with a status the entry does not expect fails), and cases it
@@ -46,10 +48,12 @@ import pytest
 from fusionspec.backend import BackendError
 from fusionspec.spec.errors import FusionspecError
 
+from .cases import Status
 from .expectations import expectations_toml
 from .grade.merge import merge_documents
 from .grade.results import ResultsCollector, artifact_name, replay_commands
 from .options import RunOptions, add_flags, read_options
+from .replay import worst_lines
 from .runner import Runner
 from .suite import PlannedCase, plan_cases
 
@@ -220,6 +224,9 @@ def judge_case(planned: PlannedCase | None, config: pytest.Config) -> None:
                   "met": verdict.failed and entry.expects(verdict.status.value)}
     collector.add(planned.case, verdict, index=planned.index, occurrence=planned.occurrence,
                   seconds=seconds, expectation=record)
+    if verdict.status is Status.unsupported:
+        # Not a pass: the backend declared it does not do this (JUnit shows it skipped).
+        pytest.skip(f"unsupported: {verdict.reason}")
     if not verdict.failed:
         return
     failure = collector.failures[-1]
@@ -236,6 +243,10 @@ def _failure_text(collector: ResultsCollector, failure: dict[str, Any]) -> str:
     slipped = failure.get("unexpected_status")
     if slipped:
         lines.append(f"  expectations entry {slipped['entry']} expects another failing status")
+    worst = worst_lines(failure.get("details") or {})
+    if worst:
+        lines.append("  worst elements (index: reference vs backend):")
+        lines += [f"    {line}" for line in worst]
     replay = failure["replay"]
     if collector.out_dir is not None and replay.get("path"):
         folder = (collector.out_dir / replay["path"]).resolve()
