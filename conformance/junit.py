@@ -15,7 +15,8 @@ case's pattern, its ``time`` the seconds it took. A case ends as:
 - an expected failure that passes: a pass with a note in ``<system-out>``, or a
   ``<failure>`` of type ``unexpected-pass`` under ``--strict-expectations``.
 
-A backend that cannot run is one ``<error>`` test case. The counts (``tests``, ``failures``, ``errors``, ``skipped``, ``time``) are on both levels.
+A backend that cannot run is one ``<error>`` test case. The counts (``tests``, ``failures``,
+``errors``, ``skipped``, ``time``) are on both levels.
 """
 
 from __future__ import annotations
@@ -124,7 +125,7 @@ def junit_xml(document: Mapping[str, Any]) -> str:
     attributes = {name: str(value) for name, value in counts.items()}
     attributes["time"] = f"{total:.3f}"
     suite.attrib.update(attributes)
-    root = ET.Element("testsuites", name="fusionspec conformance", **attributes)
+    root = ET.Element("testsuites", {"name": "fusionspec conformance", **attributes})
     root.append(suite)
     ET.indent(root)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") \

@@ -19,8 +19,8 @@ installing fusionspec changes no other project's test runs. It is registered thr
 load it with ``-p fusionspec.conformance.plugin``.
 
 A case the backend declares unsupported (a `Limitation`) is reported skipped with the
-limitation's reason, so ``--junitxml`` shows it as a skip, not a pass; a failure's text lists the
-worst elements. Each case is one test, ``test_conformance.py::test_conformance[<case id>]``,
+limitation's reason, so ``--junitxml`` shows it as a skip, not a pass; a failure's text lists
+the worst elements. Each case is one test, ``test_conformance.py::test_conformance[<case id>]``,
 so ``-k``, ``--lf``, ``--deselect``, ``--junitxml`` and pytest-xdist work case by case. A failing case's
 text gives its status, reason and the commands that replay it. Cases an expectations file
 expects to fail are marked ``xfail`` (an expected failure is XFAIL; one that passes is XPASS,
