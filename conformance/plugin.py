@@ -20,12 +20,12 @@ load it with ``-p fusionspec.conformance.plugin``.
 
 A case the backend declares unsupported (a `Limitation`) is reported skipped with the
 limitation's reason, so ``--junitxml`` shows it as a skip, not a pass; a failure's text lists
-the worst elements. Each case is one test,
-``test_conformance.py::test_conformance[<case id>]``, so ``-k``, ``--lf``, ``--deselect``, ``--junitxml`` and pytest-xdist work case by case. A failing case's
-text gives its status, reason and the commands that replay it. Cases an expectations file
-expects to fail are marked ``xfail`` (an expected failure is XFAIL; one that passes is XPASS,
-a failure in strict mode; a failure with a status the entry does not expect fails), and cases it
-skips are skipped with its reason.
+the worst elements. Each case is one test, ``test_conformance.py::test_conformance[<case id>]``,
+so ``-k``, ``--lf``, ``--deselect``, ``--junitxml`` and pytest-xdist work case by case. A
+failing case's text gives its status, reason and the commands that replay it. Cases an
+expectations file expects to fail are marked ``xfail`` (an expected failure is XFAIL; one that
+passes is XPASS, a failure in strict mode; a failure with a status the entry does not expect
+fails), and cases it skips are skipped with its reason.
 
 One results document is written whatever the parallelism: ``--fs-out`` (default
 ``results/conformance/<backend>-<device>``) gets ``results.json`` and the failure folders.
