@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from fnmatch import fnmatchcase
 from typing import Protocol, runtime_checkable
 
 from fusionspec.spec.graph import Graph, Partition
@@ -56,8 +57,10 @@ class Limitation:
     """A case family the backend declares it does not support. A field left None (or empty)
     matches anything: pattern, the case's headline dtype, device kind, case kind, and
     `tensor_dtypes` — data types of which any tensor of the graph makes the case covered
-    (``("f8_e4m3", "f8_e5m2")``). `reason` is one line, shown in the report; a declared
-    limitation that turns out to pass is reported too."""
+    (``("f8_e4m3", "f8_e5m2")``). Every field is a glob, as in an expectations file
+    (``pattern="fp.conv_*"``, ``tensor_dtypes=("f8_*",)``); when the backend loads, a field
+    that matches no name the suite knows is an error naming the limitation. `reason` is one
+    line, shown in the report; a declared limitation that turns out to pass is reported too."""
 
     reason: str
     pattern: str | None = None
@@ -68,9 +71,13 @@ class Limitation:
 
     def covers(self, *, pattern: str, dtype: str, device_kind: str, case_kind: str,
                tensor_dtypes: frozenset[str] = frozenset()) -> bool:
-        if self.tensor_dtypes and not set(self.tensor_dtypes) & tensor_dtypes:
+        """Whether this limitation covers a case with these properties: every field given
+        matches (as a glob, ``fp.conv_*``), and, with `tensor_dtypes`, some tensor of the
+        case has a data type one of its globs matches."""
+        if self.tensor_dtypes and not any(fnmatchcase(got, want) for want in self.tensor_dtypes
+                                          for got in tensor_dtypes):
             return False
-        return all(want is None or want == got for want, got in (
+        return all(not want or fnmatchcase(got, want) for want, got in (
             (self.pattern, pattern), (self.dtype, dtype), (self.device_kind, device_kind),
             (self.case_kind, case_kind)))
 

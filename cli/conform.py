@@ -18,8 +18,9 @@ command that replays it (pasted as it is, from any folder).
 Exit codes: 0 when no case failed unexpectedly (``extension``, ``unsupported`` and failures the
 expectations file expects do not fail a run; an expected failure that passes does only with
 ``--strict-expectations``); 1 when some did, or the run judged nothing; 2 for a usage error (a
-bad option value, a selection that holds no case); `UNAVAILABLE_EXIT` (3) when the backend has
-no usable device (that run still writes a results document saying why, so the report shows it);
+bad option value, a selection that holds no case); `UNAVAILABLE_EXIT` (3) when the backend cannot
+be loaded or has no usable device (that run still writes a results document saying why, so the
+report shows it; a replay exits 3 too);
 `INTERRUPTED_EXIT` (130) for a run stopped with Ctrl-C (what it judged is written, marked
 incomplete).
 """
@@ -32,7 +33,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from fusionspec.backend import BackendUnavailableError, Device, available_backends
+from fusionspec.backend import (
+    BackendError,
+    BackendUnavailableError,
+    Device,
+    available_backends,
+)
 from fusionspec.backend.describe import describe_isolated
 from fusionspec.conformance.grade.results import (
     ResultsCollector,
@@ -65,8 +71,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "('auto': one per CPU core; default 1)")
     parser.add_argument("--no-isolate", action="store_true",
                         help="judge cases in this process (faster; no timeout or crash guard)")
-    parser.add_argument("--write-expectations", type=Path, metavar="FILE",
-                        help="write an expectations file expecting this run's failures")
+    parser.add_argument("--junit", type=Path, metavar="FILE",
+                        help="also write the verdicts as JUnit XML (one test case per case; "
+                             "unsupported cases, expected failures and skips are skipped)")
     parser.add_argument("--replay", type=Path, metavar="DIR",
                         help="re-run one saved failure folder (on the recorded backend and "
                              "device unless --backend/--device say otherwise)")
@@ -130,7 +137,7 @@ def run(args: argparse.Namespace) -> int:
                 seed=options.seed, progress=progress, jobs=args.jobs,
                 memory_limit=options.memory_limit, shard=options.shard,
                 expectations=options.expectations, strict=options.strict)
-    except BackendUnavailableError as exc:
+    except BackendError as exc:  # unavailable, or it cannot be loaded at all
         return _unavailable(args, backend, options.device, options.seed, options.out, exc)
     except SelectionError as exc:
         return _usage(args, str(exc))
@@ -142,6 +149,7 @@ def run(args: argparse.Namespace) -> int:
         if collector.out_dir is not None else None
     if args.write_expectations is not None:
         _write_expectations(args.write_expectations, collector, options.expectations)
+    _write_junit(args, collector)
     return _summary(args, collector, written, empty_shard)
 
 
@@ -164,8 +172,9 @@ def _summary(args: argparse.Namespace, collector: ResultsCollector, written: Pat
         lines.append(f"  {len(collector.skipped)} case(s) skipped (expectations file)")
     for passed in collector.unexpected_passes[:LISTED]:
         word = "error" if collector.strict else "note"
-        lines.append(f"  {word}: {passed['case_id']} passes ({passed['status']}), but "
-                     f"expectations entry {passed['entry']} expects it to fail")
+        lines.append(f"  {word}: {passed['case_id']} passes, but expectations entry "
+                     f"{passed['entry']} expects it to fail ({passed.get('reason', '')}); "
+                     "remove or narrow the entry")
     unexpected = collector.unexpected_failures
     for failure in unexpected[:LISTED]:
         lines.append(f"  {failure['status']}: {failure['case_id']}: {failure['reason']}")
@@ -212,14 +221,28 @@ def _write_expectations(path: Path, collector: ResultsCollector, used: Any) -> N
           file=sys.stderr)
 
 
+def _write_junit(args: argparse.Namespace, collector: ResultsCollector) -> None:
+    """``--junit FILE``: the run's verdicts as JUnit XML."""
+    if getattr(args, "junit", None) is None:
+        return
+    from fusionspec.conformance.junit import junit_xml
+    from fusionspec.spec.files import atomic_write_text
+
+    atomic_write_text(args.junit, junit_xml(collector.to_dict()))
+
+
 def _unavailable(args: argparse.Namespace, backend: str, device: str | None, seed: int,
-                 out: Path | None, exc: BackendUnavailableError) -> int:
-    """Say why the backend cannot run; leave a results document that says it."""
+                 out: Path | None, exc: BackendError) -> int:
+    """Say why the backend cannot run (it has no usable device, or does not load); leave a
+    results document that says it."""
+    reason = exc.reason if isinstance(exc, BackendUnavailableError) else str(exc)
     folder = out if out is not None else default_out(backend, device or "unavailable")
-    written = ResultsCollector(backend, Device(id=device or "none", kind=""), seed=seed,
-                               unavailable=exc.reason).write(folder / "results.json")
+    collector = ResultsCollector(backend, Device(id=device or "none", kind=""), seed=seed,
+                                 unavailable=reason)
+    written = collector.write(folder / "results.json")
+    _write_junit(args, collector)
     text = f"UNAVAILABLE: {exc}\nresults: {written}"
-    emit(args, text, {"ok": False, "verdict": "UNAVAILABLE", "unavailable": exc.reason,
+    emit(args, text, {"ok": False, "verdict": "UNAVAILABLE", "unavailable": reason,
                       "results": str(written)})
     return UNAVAILABLE_EXIT
 
@@ -243,19 +266,31 @@ def _replay(args: argparse.Namespace) -> int:
     from fusionspec.conformance.grade.results import failure_origin, load_failure
     from fusionspec.conformance.runner import Runner
 
+    from .replayed import save_outputs, verdict_lines
+
     case, seed = load_failure(args.replay)
     recorded_backend, recorded_device = failure_origin(args.replay)
     backend = args.backend or recorded_backend
     if backend is None:
         return _usage(args, f"{args.replay} does not record its backend: pass --backend")
-    device = args.device or recorded_device
-    with Runner(backend, device, 120.0, isolate=not args.no_isolate, seed=seed) as runner:
-        verdict = runner.run(case)
-        device_id = runner.device.id
-    where = f"{backend} on {device_id}"
-    text = (f"{verdict.status.value}: {case.id} ({case.description}) on {where}\n  "
-            f"{verdict.reason}" if verdict.reason else f"{verdict.status.value}: {case.id} "
-            f"on {where}")
+    device = args.device or _recorded_device(args.backend, recorded_backend, recorded_device)
+    try:
+        with Runner(backend, device, 120.0, isolate=not args.no_isolate, seed=seed) as runner:
+            verdict = runner.run(case)
+            device_id = runner.device.id
+            saved = save_outputs(runner, case, seed, args.replay) if verdict.failed else []
+    except BackendError as exc:
+        print(f"fusionspec conform: UNAVAILABLE: {exc}", file=sys.stderr)
+        return UNAVAILABLE_EXIT
+    text = "\n".join([*verdict_lines(case, verdict, f"{backend} on {device_id}"), *saved])
     emit(args, text, {"case_id": case.id, "status": verdict.status.value,
-                      "reason": verdict.reason, "backend": backend, "device": device_id})
+                      "reason": verdict.reason, "backend": backend, "device": device_id,
+                      "worst": verdict.details.get("worst") or []})
     return 1 if verdict.failed else 0
+
+
+def _recorded_device(asked: str | None, recorded_backend: str | None,
+                     recorded_device: str | None) -> str | None:
+    """The device a replay uses without ``--device``: the recorded one on the recorded
+    backend; another backend's default device otherwise (the recorded id is not its own)."""
+    return recorded_device if asked is None or asked == recorded_backend else None

@@ -1,4 +1,5 @@
-"""``fusionspec run FILE.json``: execute a oneDNN graph JSON file with the reference.
+"""``fusionspec run FILE.json``: execute a oneDNN graph JSON file with the reference (or, with
+``--backend NAME [--device ID]``, with a backend, as a replay folder's ``replay.txt`` does).
 
 The graph is loaded, finalized, partitioned (the reference partitioner, or one op per
 partition with ``--single-op``) and executed; inputs come from ``--inputs in.npz`` or are
@@ -45,6 +46,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="refuse graphs (and input files) needing more memory than this "
                              f"(default {DEFAULT_BUDGET / 2**30:g} GB, or "
                              f"${BUDGET_ENV})")
+    parser.add_argument("--backend", metavar="NAME", help="run the graph on this backend "
+                        "(a registered name or module:attr) instead of the reference: its "
+                        "partitions, compiled for --device, executed in order")
+    parser.add_argument("--device", metavar="ID", help="the backend's device (default: its "
+                        "first)")
     parser.add_argument("--json", action="store_true", help="machine-readable output")
 
 
@@ -74,6 +80,18 @@ def _line(s: dict[str, Any]) -> str:
             f"max {fmt(s['max'])}  mean {fmt(s['mean'])}{extra}")
 
 
+def _on_backend(spec: str, device_id: str | None, graph: Graph,
+                inputs: dict[int, Array]) -> tuple[dict[int, Array], str]:
+    """The graph outputs as backend `spec` computes them, and where it ran (`BackendError`
+    when the backend cannot load or run them)."""
+    from fusionspec.backend import load_backend, select_device
+    from fusionspec.conformance.replay import backend_outputs
+
+    backend = load_backend(spec)
+    device = select_device(backend, device_id)
+    return backend_outputs(backend, device, graph, inputs), f"{backend.name} {device.id}"
+
+
 def run(args: argparse.Namespace) -> int:
     check_paths({"FILE": args.file, "--inputs": args.inputs},
                 {"--out": args.out, "--save-inputs": args.save_inputs})
@@ -90,7 +108,12 @@ def run(args: argparse.Namespace) -> int:
     else:
         inputs = fill_inputs(graph, args.seed)
         origin = f"inputs filled with seed {args.seed}"
-    outputs = execute(graph, inputs, partitioner=lambda _graph: parts, memory_budget=limit)
+    if args.backend:
+        outputs, where = _on_backend(args.backend, args.device, graph, inputs)
+        origin += f", on {where}"
+    else:
+        outputs = execute(graph, inputs, partitioner=lambda _graph: parts,
+                          memory_budget=limit)
     tensors = graph.tensors
     if args.save_inputs:
         write_npz(args.save_inputs, inputs, tensors)

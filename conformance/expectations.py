@@ -179,8 +179,7 @@ class Expectations:
         _check_schema(data, source)
         entries = tuple(_entry(number, table) for number, table in
                         enumerate(data.get("expect", []), start=1))
-        for e in entries:
-            _check_names(e, source)
+        _raise_all(source, [problem for e in entries for problem in _name_problems(e)])
         digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
         return Expectations(source, digest, entries)
 
@@ -202,38 +201,47 @@ def _where(path: Sequence[object]) -> str:
     return text or "the file"
 
 
-def _check_schema(data: Mapping[str, Any], source: str) -> None:
-    from jsonschema import Draft202012Validator
+def _raise_all(source: str, problems: Sequence[str]) -> None:
+    """One ExpectationsError listing every problem (each with its location) on one line."""
+    if len(problems) == 1:
+        raise ExpectationsError(f"{source}: {problems[0]}")
+    if problems:
+        raise ExpectationsError(f"{source}: {len(problems)} problems: " + "; ".join(problems))
+
+
+def _schema_message(error: Any) -> str:
     from jsonschema.exceptions import best_match
 
-    validator = Draft202012Validator(load_schema())
-    errors = sorted(validator.iter_errors(dict(data)), key=lambda e: list(map(str, e.path)))
-    if not errors:
-        return
-    first = best_match(errors)
-    assert first is not None
-    message = first.message
-    if first.validator == "oneOf" and first.context:
+    if error.validator == "oneOf" and error.context:
         # "is not valid under any of the given schemas" says little; the closest branch says
         # what was wrong.
-        message = best_match(first.context).message if best_match(first.context) else message
-    more = f" (and {len(errors) - 1} more problem(s))" if len(errors) > 1 else ""
-    raise ExpectationsError(f"{source}: {_where(list(first.absolute_path))}: {message}{more}")
+        closest = best_match(error.context)
+        return str(closest.message) if closest is not None else str(error.message)
+    return str(error.message)
 
 
-def _check_names(entry: Expectation, source: str) -> None:
-    where = f"{source}: expect[{entry.number}]"
+def _check_schema(data: Mapping[str, Any], source: str) -> None:
+    from jsonschema import Draft202012Validator
+
+    validator = Draft202012Validator(load_schema())
+    errors = sorted(validator.iter_errors(dict(data)),
+                    key=lambda e: [str(p).zfill(8) for p in e.absolute_path])
+    _raise_all(source, [f"{_where(list(e.absolute_path))}: {_schema_message(e)}"
+                        for e in errors])
+
+
+def _name_problems(entry: Expectation) -> list[str]:
+    where = f"expect[{entry.number}]"
     ids = [e.id for e in CATALOG]
-    for glob in entry.pattern:
-        if not any(fnmatchcase(i, glob) for i in ids):
-            raise ExpectationsError(f"{where}.pattern: {glob!r} matches no catalog pattern")
+    problems = [f"{where}.pattern: {glob!r} matches no catalog pattern"
+                for glob in entry.pattern if not any(fnmatchcase(i, glob) for i in ids)]
     rules = known_rule_ids()
-    for glob in entry.rule:
-        if not any(fnmatchcase(r, glob) for r in rules):
-            raise ExpectationsError(f"{where}.rule: {glob!r} matches no rule id")
+    problems += [f"{where}.rule: {glob!r} matches no rule id"
+                 for glob in entry.rule if not any(fnmatchcase(r, glob) for r in rules)]
     if entry.verdicts and entry.status != "fail":
-        raise ExpectationsError(f"{where}.verdicts: only an entry with status \"fail\" "
-                                "expects verdicts")
+        problems.append(f"{where}.verdicts: only an entry with status \"fail\" expects "
+                        "verdicts")
+    return problems
 
 
 def expectations_toml(failures: Iterable[Mapping[str, Any]],

@@ -26,7 +26,14 @@ from fusionspec.spec.errors import FusionspecError
 
 from .cases import CaseKind
 from .expectations import Expectations
-from .selection import HEADLINE_DTYPES, Selection, Shard, known_rule_ids, split_case_id
+from .selection import (
+    HEADLINE_DTYPES,
+    Selection,
+    Shard,
+    excludes_something,
+    known_rule_ids,
+    split_case_id,
+)
 from .suite import PROFILES, Profile
 
 __all__ = ["Flag", "FLAGS", "RunOptions", "read_options", "add_flags", "gigabytes"]
@@ -54,6 +61,36 @@ def _listed(parse: Callable[[str], T]) -> Callable[[str], list[T]]:
         if not items:
             raise argparse.ArgumentTypeError("no value given")
         return [parse(item) for item in items]
+    parse_all.__name__ = getattr(parse, "__name__", "value")
+    return parse_all
+
+
+def _from_file(parse: Callable[[str], T]) -> Callable[[str], list[T]]:
+    """A list type like `_listed`'s that also takes ``@FILE``: one value a line, blank lines
+    and ``#`` comments skipped; a bad line is named by file and line number."""
+    listed = _listed(parse)
+
+    def parse_all(text: str) -> list[T]:
+        if not text.startswith("@"):
+            return listed(text)
+        path = Path(text[1:])
+        try:
+            lines = path.read_text(encoding="utf-8").splitlines()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise argparse.ArgumentTypeError(f"cannot read the list {path}: "
+                                             f"{getattr(exc, 'strerror', None) or exc}") from None
+        values: list[T] = []
+        for number, line in enumerate(lines, 1):
+            item = line.split("#", 1)[0].strip()
+            if not item:
+                continue
+            try:
+                values.append(parse(item))
+            except argparse.ArgumentTypeError as exc:
+                raise argparse.ArgumentTypeError(f"{path}, line {number}: {exc}") from None
+        if not values:
+            raise argparse.ArgumentTypeError(f"the list {path} holds no value")
+        return values
     parse_all.__name__ = getattr(parse, "__name__", "value")
     return parse_all
 
@@ -106,6 +143,14 @@ def _case(text: str) -> str:
         raise argparse.ArgumentTypeError(
             f"{text!r} is no case id of the catalog (a case id is "
             "<pattern>/<kind>[/<rule>]/<hash>, as results and failures print it)")
+    return text
+
+
+def _exclude(text: str) -> str:
+    if not excludes_something(text):
+        raise argparse.ArgumentTypeError(
+            f"{text!r} names no case of the catalog (case ids or globs: 'fp.conv_*', "
+            "'int8.*/near-miss/*', as results and failures print them)")
     return text
 
 
@@ -166,8 +211,12 @@ FLAGS: tuple[Flag, ...] = (
           "metavar": "NAMES"}),
     Flag("kinds", f"case kinds, comma-separated, among {_KINDS} (default: all three)",
          {"type": _listed(_kind), "action": "extend", "metavar": "KINDS"}),
-    Flag("case", "case ids (or globs), comma-separated or repeated: only these cases",
-         {"type": _listed(_case), "action": "extend", "metavar": "IDS"}),
+    Flag("case", "case ids (or globs), comma-separated or repeated, or @FILE (one a line, "
+         "# comments): only these cases",
+         {"type": _from_file(_case), "action": "extend", "metavar": "IDS"}),
+    Flag("exclude", "case ids or globs to leave out (fp.conv_*, */near-miss/*), "
+         "comma-separated or repeated, or @FILE (one a line, # comments)",
+         {"type": _from_file(_exclude), "action": "extend", "metavar": "GLOBS"}),
     Flag("rule", "rule ids (or globs) the near-miss and ill-formed cases break",
          {"type": _listed(_rule), "action": "extend", "metavar": "RULES"}),
     Flag("dtype", f"case dtypes, comma-separated, among {', '.join(HEADLINE_DTYPES)}",
@@ -181,6 +230,8 @@ FLAGS: tuple[Flag, ...] = (
          {"action": "store_true"}),
     Flag("out", "folder for results.json, failure folders and logs (default: "
          "results/conformance/<backend>-<device>)", {"type": Path, "metavar": "DIR"}),
+    Flag("write-expectations", "write an expectations file expecting this run's failures "
+         "(the skip entries of --expectations are kept)", {"type": Path, "metavar": "FILE"}),
     Flag("memory-limit", "address-space cap of each backend process in GB (default: half the "
          "machine's memory; 0: no cap)", {"type": gigabytes, "metavar": "GB"}),
 )
@@ -208,6 +259,7 @@ class RunOptions:
     strict: bool
     out: Path | None
     memory_limit: int | None
+    write_expectations: Path | None = None
 
 
 def read_options(get: Callable[[str], Any]) -> RunOptions:
@@ -217,10 +269,12 @@ def read_options(get: Callable[[str], Any]) -> RunOptions:
         patterns=tuple(get("patterns") or ()), families=tuple(get("family") or ()),
         kinds=tuple(dict.fromkeys(get("kinds") or CaseKind)),
         cases=tuple(get("case") or ()), rules=tuple(get("rule") or ()),
-        dtypes=tuple(dict.fromkeys(get("dtype") or ()))).validate()
+        dtypes=tuple(dict.fromkeys(get("dtype") or ())),
+        excludes=tuple(dict.fromkeys(get("exclude") or ()))).validate()
     return RunOptions(backend=get("backend"), device=get("device"),
                       profile=PROFILES[get("profile")], seed=int(get("seed")),
                       selection=selection, shard=get("shard"),
                       expectations=get("expectations"),
                       strict=bool(get("strict_expectations")), out=get("out"),
-                      memory_limit=get("memory_limit"))
+                      memory_limit=get("memory_limit"),
+                      write_expectations=get("write_expectations"))

@@ -8,18 +8,24 @@ Every option is the ``fusionspec conform`` option of the same name with the pref
 (`fusionspec.conformance.options`: ``--fs-backend``, ``--fs-device``, ``--fs-profile``,
 ``--fs-seed``, ``--fs-patterns``, ``--fs-family``, ``--fs-kinds``, ``--fs-case``,
 ``--fs-rule``, ``--fs-dtype``, ``--fs-shard``, ``--fs-expectations``,
-``--fs-strict-expectations``, ``--fs-out``, ``--fs-memory-limit``), with the same values and
-meanings. The plugin adds nothing else to pytest: no unprefixed option, no fixture, no hook
-that acts outside its own test module, so installing fusionspec changes no other project's test
-runs. It is registered through the ``pytest11`` entry point under its module name; with
-``PYTEST_DISABLE_PLUGIN_AUTOLOAD`` set, load it with ``-p fusionspec.conformance.plugin``.
+``--fs-strict-expectations``, ``--fs-out``, ``--fs-write-expectations``, ``--fs-memory-limit``),
+with the same values and meanings. The options of the command line that have a pytest
+counterpart are not repeated: ``--jobs`` is pytest-xdist's ``-n``, ``--junit`` pytest's
+``--junitxml``, ``--json`` and ``--list`` have no use in a test run, and a failure is replayed
+with the ``fusionspec conform --replay`` line its text prints. The plugin adds nothing else to
+pytest: no unprefixed option, no fixture, no hook that acts outside its own test module, so
+installing fusionspec changes no other project's test runs. It is registered through the
+``pytest11`` entry point under its module name; with ``PYTEST_DISABLE_PLUGIN_AUTOLOAD`` set,
+load it with ``-p fusionspec.conformance.plugin``.
 
-Each case is one test, ``test_conformance.py::test_conformance[<case id>]``, so ``-k``,
-``--lf``, ``--deselect``, ``--junitxml`` and pytest-xdist work case by case. A failing case's
-text gives its status, reason and the commands that replay it. Cases an expectations file
-expects to fail are marked ``xfail`` (an expected failure is XFAIL; one that passes is XPASS,
-a failure in strict mode; a failure with a status the entry does not expect fails), and cases it
-skips are skipped with its reason.
+A case the backend declares unsupported (a `Limitation`) is reported skipped with the
+limitation's reason, so ``--junitxml`` shows it as a skip, not a pass; a failure's text lists
+the worst elements. Each case is one test, ``test_conformance.py::test_conformance[<case id>]``,
+so ``-k``, ``--lf``, ``--deselect``, ``--junitxml`` and pytest-xdist work case by case. A
+failing case's text gives its status, reason and the commands that replay it. Cases an
+expectations file expects to fail are marked ``xfail`` (an expected failure is XFAIL; one that
+passes is XPASS, a failure in strict mode; a failure with a status the entry does not expect
+fails), and cases it skips are skipped with its reason.
 
 One results document is written whatever the parallelism: ``--fs-out`` (default
 ``results/conformance/<backend>-<device>``) gets ``results.json`` and the failure folders.
@@ -42,9 +48,12 @@ import pytest
 from fusionspec.backend import BackendError
 from fusionspec.spec.errors import FusionspecError
 
+from .cases import Status
+from .expectations import expectations_toml
 from .grade.merge import merge_documents
 from .grade.results import ResultsCollector, artifact_name, replay_commands
 from .options import RunOptions, add_flags, read_options
+from .replay import worst_lines
 from .runner import Runner
 from .suite import PlannedCase, plan_cases
 
@@ -52,6 +61,9 @@ __all__ = ["judge_case"]
 
 _PREFIX = "fs-"
 _TEST_ARG = "fs_case"
+#: The exit status of a run whose backend cannot be loaded or has no usable device (as
+#: ``fusionspec conform``'s; pytest itself never ends with it but for an internal error).
+UNAVAILABLE_EXIT = 3
 #: What a worker hands the controller (pytest-xdist's workeroutput key).
 _OUTPUT_KEY = "fusionspec_results"
 
@@ -212,6 +224,9 @@ def judge_case(planned: PlannedCase | None, config: pytest.Config) -> None:
                   "met": verdict.failed and entry.expects(verdict.status.value)}
     collector.add(planned.case, verdict, index=planned.index, occurrence=planned.occurrence,
                   seconds=seconds, expectation=record)
+    if verdict.status is Status.unsupported:
+        # Not a pass: the backend declared it does not do this (JUnit shows it skipped).
+        pytest.skip(f"unsupported: {verdict.reason}")
     if not verdict.failed:
         return
     failure = collector.failures[-1]
@@ -228,6 +243,10 @@ def _failure_text(collector: ResultsCollector, failure: dict[str, Any]) -> str:
     slipped = failure.get("unexpected_status")
     if slipped:
         lines.append(f"  expectations entry {slipped['entry']} expects another failing status")
+    worst = worst_lines(failure.get("details") or {})
+    if worst:
+        lines.append("  worst elements (index: reference vs backend):")
+        lines += [f"    {line}" for line in worst]
     replay = failure["replay"]
     if collector.out_dir is not None and replay.get("path"):
         folder = (collector.out_dir / replay["path"]).resolve()
@@ -261,6 +280,9 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         if state.runner is not None:
             state.runner.close()
             state.runner = None
+    if state.problem and exitstatus != pytest.ExitCode.INTERRUPTED:
+        # As ``fusionspec conform``: a backend that cannot run is not a failing backend.
+        session.exitstatus = UNAVAILABLE_EXIT
 
 
 def _finish_part(config: pytest.Config, state: _State, *, interrupted: bool) -> None:
@@ -285,7 +307,7 @@ def _finish_part(config: pytest.Config, state: _State, *, interrupted: bool) -> 
 
 def _write_merged(config: pytest.Config, state: _State) -> None:
     collected = max(int(part.pop("_collected", 0)) for part in state.parts)
-    merged = merge_documents(state.parts, [f"part {i + 1}" for i in range(len(state.parts))])
+    merged = _merge_workers(state.parts)
     ran = len(merged.get("verdicts", [])) + \
         len((merged.get("expectations") or {}).get("skipped", []))
     notes = [*state.lost]
@@ -301,6 +323,36 @@ def _write_merged(config: pytest.Config, state: _State) -> None:
     path = out / "results.json"
     path.write_text(json.dumps(merged, indent=1, allow_nan=False) + "\n", encoding="utf-8")
     state.summary = [_verdict_line(merged), f"results: {path}"]
+    options = state.options
+    if options is not None and options.write_expectations is not None:
+        state.summary.append(_write_expectations(options, merged))
+
+
+def _write_expectations(options: RunOptions, document: dict[str, Any]) -> str:
+    """``--fs-write-expectations``: the file expecting this run's failures; its summary line."""
+    assert options.write_expectations is not None
+    keep = [e for e in options.expectations.entries if e.status == "skip"] \
+        if options.expectations is not None else []
+    device: dict[str, Any] = document.get("device") or {}
+    title = (f"Started from a run of {document.get('backend_spec')} on {device.get('id')} "
+             f"(profile {document.get('profile')}, seed {document.get('seed')}).")
+    failures = list(document.get("failures") or [])
+    target = options.write_expectations
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(expectations_toml(failures, keep, title=title), encoding="utf-8")
+    return f"expectations: {target} ({len(failures)} failure(s) expected)"
+
+
+def _merge_workers(parts: list[dict[str, Any]]) -> dict[str, Any]:
+    """Join the workers' parts. Under ``--fs-shard`` every worker judges part of the same
+    shard, so the parts are pieces of one shard, not shards to check against each other."""
+    shards = {part.get("shard") for part in parts}
+    shard = shards.pop() if len(shards) == 1 else None
+    pieces = [{**part, "shard": None} for part in parts] if shard else parts
+    merged = merge_documents(pieces, [f"part {i + 1}" for i in range(len(parts))])
+    if shard:
+        merged["shard"] = shard
+    return merged
 
 
 def _verdict_line(document: dict[str, Any]) -> str:

@@ -36,7 +36,7 @@ import sys
 import tempfile
 import time
 import weakref
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import replace
 from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
@@ -56,9 +56,12 @@ from fusionspec.backend import (
     select_device,
 )
 from fusionspec.spec.graph import Graph, Partition
+from fusionspec.spec.types import Array
 
 from .cases import Case, Status, Verdict
 from .grade.verdicts import apply_limitation, judge, matching_limitation
+from .limitations import check_limitations
+from .replay import ReplayError, backend_outputs
 from .transport import (
     Abandoned,
     BackendFailure,
@@ -261,6 +264,28 @@ class Runner:
         for case in cases:
             yield self.run(case)
 
+    def outputs(self, graph: Graph, inputs: Mapping[int, Array]) -> dict[int, Array]:
+        """The outputs of `graph` (finalized) as the backend computes them from `inputs`
+        (what a replay saves as ``actual.npz``), under the runner's timeout and crash guard;
+        `ReplayError` says why there are none."""
+        if self._backend is not None:
+            return backend_outputs(self._backend, self.device, graph, inputs)
+        if self._conn is None:
+            self._start()
+        self._deadline = time.monotonic() + self.timeout_s
+        try:
+            found = backend_outputs(self._remote, self.device, graph, inputs)
+            self._deadline = time.monotonic() + _HOUSEKEEPING_S
+            self.call(("release",))
+            return found
+        except _Timeout:
+            self._stop()
+            raise ReplayError(f"no outputs within {self.timeout_s:g} s") from None
+        except _Died as died:
+            raise ReplayError(died.reason) from None
+        finally:
+            self._deadline = None
+
     def call(self, request: tuple[Any, ...]) -> Any:
         """Send `request` to the worker and return its value; a backend failure raises
         `BackendFailure`; past the case's deadline `_Timeout`; a dead worker `_Died`."""
@@ -324,7 +349,7 @@ class Runner:
         self._backend = load_backend(self.spec)
         device = select_device(self._backend, self.device_id)
         return Ready(self._backend.name, device,
-                     tuple(getattr(self._backend, "limitations", ()) or ()),
+                     check_limitations(getattr(self._backend, "limitations", ())),
                      device_problems(self._backend))
 
     def _start(self) -> Ready:

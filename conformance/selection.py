@@ -38,8 +38,8 @@ from fusionspec.spec.rules import RULES
 
 from .cases import STRUCTURAL_RULES, Case, CaseKind
 
-__all__ = ["HEADLINE_DTYPES", "SelectionError", "Shard", "Selection", "known_rule_ids",
-           "split_case_id", "is_glob"]
+__all__ = ["HEADLINE_DTYPES", "SelectionError", "Shard", "Selection", "excludes_something",
+           "known_rule_ids", "split_case_id", "is_glob"]
 
 #: The headline dtypes a case can carry (`Case.dtype`, the report matrix's columns; the
 #: generators' ``headline_dtype`` picks one of these, and the suite's tests check that every
@@ -116,6 +116,18 @@ class Shard:
         return Shard.of(case_id, self.count) == self.index
 
 
+def excludes_something(glob: str) -> bool:
+    """Whether `glob` (an ``--exclude`` value) can match a case id: it matches a catalog
+    pattern id, or its ``<pattern>/<kind>`` head names a pattern and kind of the catalog."""
+    ids = [e.id for e in CATALOG]
+    if any(fnmatchcase(i, glob) for i in ids):
+        return True
+    pattern, _, rest = glob.partition("/")
+    kind = rest.partition("/")[0] or "*"
+    return any(fnmatchcase(i, pattern) for i in ids) and \
+        any(fnmatchcase(k.value, kind) for k in CaseKind)
+
+
 @dataclass(frozen=True)
 class Selection:
     """What a run judges (every field empty: everything). `patterns`, `cases` and `rules` are
@@ -127,6 +139,8 @@ class Selection:
     cases: tuple[str, ...] = ()
     rules: tuple[str, ...] = ()
     dtypes: tuple[str, ...] = ()
+    #: Case ids (or globs: a pattern glob such as ``fp.conv_*`` matches its cases) left out.
+    excludes: tuple[str, ...] = ()
     _case_parts: tuple[tuple[str, str, str | None], ...] = field(
         default=(), init=False, repr=False, compare=False)
 
@@ -162,6 +176,11 @@ class Selection:
                     not any(fnmatchcase(k, kind) for k in kinds):
                 raise SelectionError(f"case {case!r} names no pattern and kind of the catalog "
                                      "(a case id is <pattern>/<kind>[/<rule>]/<hash>)")
+        for glob in self.excludes:
+            if not excludes_something(glob):
+                raise SelectionError(f"--exclude {glob!r} names no case of the catalog (case "
+                                     "ids or globs, e.g. 'fp.conv_*' or "
+                                     "'int8.*/near-miss/*')")
         if not self.entries():
             raise SelectionError("the selected patterns, families and cases have no pattern "
                                  "in common")
@@ -199,6 +218,8 @@ class Selection:
             return False
         if self.cases and not any(fnmatchcase(case.id, c) for c in self.cases):
             return False
+        if any(fnmatchcase(case.id, g) for g in self.excludes):
+            return False
         if self.rules and (case.rule is None or
                            not any(fnmatchcase(case.rule, g) for g in self.rules)):
             return False
@@ -212,7 +233,8 @@ class Selection:
         """The selection as the results document records it (what was asked, as given)."""
         return {"patterns": list(self.patterns), "families": list(self.families),
                 "kinds": [k.value for k in self.kinds], "cases": list(self.cases),
-                "rules": list(self.rules), "dtypes": list(self.dtypes)}
+                "rules": list(self.rules), "dtypes": list(self.dtypes),
+                **({"excludes": list(self.excludes)} if self.excludes else {})}
 
     def arguments(self) -> list[str]:
         """The command-line flags that make this selection (for rerun commands)."""
@@ -224,7 +246,7 @@ class Selection:
         if tuple(self.kinds) != tuple(CaseKind):
             args += ["--kinds", ",".join(k.value for k in self.kinds)]
         for flag, values in (("--case", self.cases), ("--rule", self.rules),
-                             ("--dtype", self.dtypes)):
+                             ("--dtype", self.dtypes), ("--exclude", self.excludes)):
             if values:
                 args += [flag, ",".join(values)]
         return args

@@ -273,7 +273,9 @@ def plan_cases(selection: Selection, profile: Profile, *, run_seed: int = 0,
                              + (f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""))
     if not selected:
         raise SelectionError("the selection holds no case: no drawn case has the selected "
-                             "rules, dtypes and kinds")
+                             "rules, dtypes and kinds"
+                             + (", or --exclude left every one out" if selection.excludes
+                                else ""))
     seen: Counter[str] = Counter()
     judged: list[PlannedCase] = []
     skipped: list[PlannedCase] = []

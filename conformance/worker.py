@@ -42,6 +42,7 @@ from fusionspec.backend import (
 from fusionspec.spec.graph import Partition
 
 from .grade.verdicts import rejection_types
+from .limitations import check_limitations
 from .transport import Failure, Foreign, Ready, Reply, clip, dumps
 
 __all__ = ["serve", "MESSAGE_LIMIT", "SOURCE_LIMIT", "TRACEBACK_LINES"]
@@ -144,7 +145,7 @@ def serve(conn: Connection, spec: str, device_id: str | None, sys_path: Sequence
     try:
         backend = load_backend(spec)
         device = select_device(backend, device_id)
-        limitations = tuple(getattr(backend, "limitations", ()) or ())
+        limitations = check_limitations(getattr(backend, "limitations", ()))
     except Exception as exc:
         unavailable = isinstance(exc, BackendUnavailableError)
         failure = _failure("unavailable" if unavailable else "load", exc, None)

@@ -68,12 +68,22 @@ def atomic_open(path: str | Path) -> Iterator[BinaryIO]:
         # Name the file asked for, not the temporary one.
         raise OSError(exc.errno, exc.strerror, str(target)) from None
     try:
+        # mkstemp makes the file 0600; the finished file gets the mode any new file gets
+        # (0644 under umask 022), as a plain open() would give it.
+        os.chmod(tmp, 0o666 & ~_umask())
         with os.fdopen(handle, "wb") as out:
             yield out
         os.replace(tmp, target)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def _umask() -> int:
+    """The process's file mode creation mask (read by setting it, then setting it back)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
 
 
 def atomic_write_bytes(path: str | Path, data: bytes) -> None:

@@ -449,8 +449,12 @@ def replay_commands(folder: str | Path, backend: str, device_id: str, has_inputs
     lines = [shlex.join(["fusionspec", "conform", "--backend", backend, "--device", device_id,
                          "--replay", where])]
     if has_inputs:
-        lines.append(shlex.join(["fusionspec", "run", str(Path(where, "graph.json")),
-                                 "--inputs", str(Path(where, "inputs.npz"))]))
+        run = ["fusionspec", "run", str(Path(where, "graph.json")), "--inputs",
+               str(Path(where, "inputs.npz"))]
+        lines.append(shlex.join(run))
+        # The same graph and inputs on the backend, outside the suite: its outputs to compare.
+        lines.append(shlex.join([*run, "--backend", backend, "--device", device_id, "--out",
+                                 str(Path(where, "actual.npz"))]))
     return lines
 
 

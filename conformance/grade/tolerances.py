@@ -334,13 +334,16 @@ def compare(expected: np.ndarray[Any, Any], actual: object, bound: Bound) -> Com
             else f"{count} of {total} element(s) exceed their error bound")
     if count > nonfinite and nonfinite:
         what += f", {count - nonfinite} more exceed their error bound"
-    reason = (f"{what} (max abs error {max_abs:.3g}, max rel error {max_rel:.3g}; worst "
-              f"{_excess_text(max_excess)} its bound){label}")
+    reason = (f"{what} (max abs error {max_abs:.3g}, max rel error {max_rel:.3g}; "
+              f"{_excess_text(max_excess)}){label}")
     return Comparison(False, reason, bound, max_abs, max_rel, count, total, worst, max_excess)
 
 
 def _excess_text(excess: float) -> str:
-    return "with a zero bound" if math.isinf(excess) else f"{excess:.3g} x"
+    """How far past its bound the worst element is, as a phrase that reads."""
+    if math.isinf(excess):
+        return "the worst differs where the bound is zero (the result must be exact)"
+    return f"the worst is {excess:.3g} x its bound"
 
 
 def _worst(exp: np.ndarray[Any, Any], got: np.ndarray[Any, Any], bad: np.ndarray[Any, Any],

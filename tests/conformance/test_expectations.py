@@ -198,3 +198,23 @@ def test_a_bad_expectations_file_is_a_usage_error(tmp_path: Path) -> None:
     done = fusionspec(["conform", "--expectations", "exp.toml"], tmp_path)
     assert done.returncode == 2 and "expect[1].status" in done.stderr, done.stderr
     assert "Traceback" not in done.stderr, done.stderr
+
+
+def test_every_problem_of_a_bad_file_is_listed_at_once() -> None:
+    schema_bad = (HEAD + '[[expect]]\nstatus = "fial"\nreason = "x"\n'
+                  '[[expect]]\nstatus = "fail"\n'
+                  '[[expect]]\nstatus = "skip"\nreason = "y"\nkind = "sideways"\n')
+    with pytest.raises(ExpectationsError) as caught:
+        Expectations.parse(schema_bad, "ci/exp.toml")
+    message = str(caught.value)
+    assert all(where in message for where in ("expect[1].status", "expect[2]",
+                                              "expect[3].kind")), \
+        f"each schema problem is named, not the first only: {message}"
+    assert "more problem" not in message and "3 problems" in message, message
+    names_bad = (HEAD + '[[expect]]\nstatus = "fail"\nreason = "x"\npattern = "int9.*"\n'
+                 '[[expect]]\nstatus = "fail"\nreason = "x"\nrule = "no.such"\n')
+    with pytest.raises(ExpectationsError) as caught:
+        Expectations.parse(names_bad, "ci/exp.toml")
+    message = str(caught.value)
+    assert "expect[1].pattern: 'int9.*'" in message and "expect[2].rule: 'no.such'" in message, \
+        f"each name that matches nothing is named: {message}"

@@ -120,12 +120,12 @@ def test_cli_reports_failures_with_replay_commands(tmp_path: Path) -> None:
     assert fixed.returncode == 0, f"the reference passes the replayed case: {fixed.stdout}"
 
 
-def test_unknown_backend_is_a_clear_error() -> None:
+def test_unknown_backend_is_a_clear_error(tmp_path: Path) -> None:
     proc = subprocess.run(
         [sys.executable, "-m", "fusionspec.cli", "conform", "--backend", "nope"],
-        capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 1 and "no backend 'nope'" in proc.stderr, \
-        f"exit {proc.returncode}, stderr: {proc.stderr}"
+        capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert proc.returncode == 3 and "no backend 'nope'" in proc.stdout + proc.stderr, \
+        f"exit 3 (the backend cannot run), got {proc.returncode}: {proc.stdout} {proc.stderr}"
     assert "Traceback" not in proc.stderr, f"a user mistake must not print a traceback: " \
                                            f"{proc.stderr}"
 

@@ -95,7 +95,9 @@ def test_failures_are_listed_and_saved(tmp_path: Path) -> None:
     where = failure["replay"]["path"]
     assert failure["replay"]["commands"] == [
         f"fusionspec conform --backend wrong-math --device numpy --replay {where}",
-        f"fusionspec run {where}/graph.json --inputs {where}/inputs.npz"], \
+        f"fusionspec run {where}/graph.json --inputs {where}/inputs.npz",
+        f"fusionspec run {where}/graph.json --inputs {where}/inputs.npz --backend wrong-math "
+        f"--device numpy --out {where}/actual.npz"], \
         f"the document's commands run from its folder: {failure['replay']['commands']}"
     assert failure["replay"]["rerun"].endswith(f"--seed 5 --case {VALID.id}"), \
         f"a rerun draws the case afresh by its id: {failure['replay']['rerun']}"

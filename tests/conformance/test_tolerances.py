@@ -319,3 +319,11 @@ def test_an_unrounded_intermediate_adds_nothing_where_the_result_is_exact() -> N
     assert np.all(r > 0), f"an inexact product may be kept unrounded: radius > 0, got {r}"
     (_, r), = op_bounds(op, inexact, zero, unrounded=False)
     assert np.all(r == 0), f"a partition output is rounded as the spec says, got {r}"
+
+
+def test_a_miss_against_a_zero_bound_reads_as_a_sentence() -> None:
+    expected = np.arange(8, dtype=np.float32)
+    result = compare(expected, expected + np.float32(1), _flat(0.0))
+    assert not result.passed, "any error is too much against a zero bound"
+    assert "with a zero bound its bound" not in result.reason and \
+        "where the bound is zero" in result.reason, f"the reason reads: {result.reason}"

@@ -102,6 +102,15 @@ class WrongConv(_WrongOn):
     kinds = frozenset({"Convolution"})
 
 
+class WrongConvOwnDevice(WrongConv):
+    """`WrongConv` on a device of its own name, which no other backend has."""
+
+    name = "wrong-conv-own-device"
+
+    def devices(self) -> Sequence[Device]:
+        return (Device(id="my-cpu", kind="cpu", name="a backend's own CPU device"),)
+
+
 class WrongConvAndMatMul(_WrongOn):
     """The next version of `WrongConv`, under the same name: MatMul breaks too."""
 
@@ -308,6 +317,21 @@ class LimitedSleeps(Sleeps):
 
     name = "limited-sleeps"
     limitations = (Limitation("matmul hangs", pattern="fp.matmul_post_ops"),)
+
+
+class LimitedByGlob(WrongMath):
+    """Declares every convolution pattern unsupported with a glob, and gets them wrong."""
+
+    name = "limited-by-glob"
+    limitations = (Limitation("convolutions are not fused yet", pattern="fp.conv_*"),)
+
+
+class LimitedByNothing(_Toy):
+    """Declares a limitation whose pattern glob names no catalog pattern."""
+
+    name = "limited-by-nothing"
+    limitations = (Limitation("matmul is not implemented", pattern="fp.matmull_*"),
+                   Limitation("no f4", tensor_dtypes=("f4_*",)))
 
 
 class NoDevices(_Toy):

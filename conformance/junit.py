@@ -1,0 +1,132 @@
+"""JUnit XML from a results document, for CI dashboards that read test reports.
+
+`junit_xml` writes the common JUnit schema (the one Jenkins, GitLab, GitHub test-report actions
+and Azure read): one ``<testsuites>`` holding one ``<testsuite>`` (the backend on its device)
+with a ``<testcase>`` per judged or skipped case, named by the case id, its ``classname`` the
+case's pattern, its ``time`` the seconds it took. A case ends as:
+
+- passed (``passed``, ``extension``): an empty test case;
+- an unexpected failure: ``<failure>`` whose ``type`` is the verdict status and whose
+  ``message`` the reason; its text adds the worst elements and the command that replays it
+  (``<error>`` for ``error`` and ``timeout``, the backend's crash or hang);
+- ``unsupported`` (a declared limitation), an expected failure and a case the expectations
+  file skips: ``<skipped>`` with the reason (``type`` ``unsupported``, ``xfail`` or
+  ``skip``);
+- an expected failure that passes: a pass with a note in ``<system-out>``, or a
+  ``<failure>`` of type ``unexpected-pass`` under ``--strict-expectations``.
+
+A backend that cannot run is one ``<error>`` test case. The counts (``tests``, ``failures``,
+``errors``, ``skipped``, ``time``) are on both levels.
+"""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from collections.abc import Mapping
+from typing import Any
+
+from .replay import worst_lines
+
+__all__ = ["junit_xml", "ERROR_STATUSES"]
+
+#: Verdict statuses reported as ``<error>`` (the backend crashed or hung) rather than
+#: ``<failure>`` (it answered wrong).
+ERROR_STATUSES = frozenset({"error", "timeout"})
+
+
+def _cite(record: Mapping[str, Any]) -> str:
+    link = f" ({record['link']})" if record.get("link") else ""
+    return f"expectations entry {record.get('entry')}: {record.get('reason')}{link}"
+
+
+def _failure_text(failure: Mapping[str, Any]) -> str:
+    lines = [f"{failure.get('status')}: {failure.get('case_id')}"
+             + (f" ({failure['description']})" if failure.get("description") else ""),
+             f"  {failure.get('reason')}"]
+    worst = worst_lines(failure.get("details") or {})
+    if worst:
+        lines.append("  worst elements (index: reference vs backend):")
+        lines += [f"    {line}" for line in worst]
+    replay = failure.get("replay") or {}
+    for command in replay.get("commands") or []:
+        lines.append(f"  replay (from the results folder): {command}")
+    if replay.get("rerun"):
+        lines.append(f"  rerun: {replay['rerun']}")
+    return "\n".join(lines)
+
+
+def _outcome(case: ET.Element, verdict: Mapping[str, Any],
+             failure: Mapping[str, Any] | None, passed_anyway: Mapping[str, Any] | None,
+             strict: bool) -> str:
+    """Fill `case` for `verdict`; the counter it adds to (``""`` for a pass)."""
+    status, reason = str(verdict.get("status")), str(verdict.get("reason") or "")
+    if verdict.get("expected"):
+        ET.SubElement(case, "skipped", type="xfail",
+                      message=f"expected failure ({status}): {_cite(verdict['expected'])}")
+        return "skipped"
+    if status == "unsupported":
+        ET.SubElement(case, "skipped", type="unsupported", message=reason)
+        return "skipped"
+    if failure is not None:
+        tag = "error" if status in ERROR_STATUSES else "failure"
+        ET.SubElement(case, tag, type=status, message=f"{status}: {reason}").text = \
+            _failure_text(failure)
+        return "errors" if tag == "error" else "failures"
+    if passed_anyway is not None:
+        note = f"passes, but {_cite(passed_anyway)} expects it to fail"
+        if strict:
+            ET.SubElement(case, "failure", type="unexpected-pass", message=note).text = note
+            return "failures"
+        ET.SubElement(case, "system-out").text = note
+    return ""
+
+
+def junit_xml(document: Mapping[str, Any]) -> str:
+    """The JUnit XML of a results document (see the module docstring)."""
+    section: Mapping[str, Any] = document.get("expectations") or {}
+    strict = bool(section.get("strict"))
+    failures = {str(f.get("case_id")): f for f in document.get("failures") or []
+                if not f.get("minimal_of")}
+    passes = {str(p.get("case_id")): p for p in section.get("unexpected_passes") or []}
+    device: Mapping[str, Any] = document.get("device") or {}
+    counts = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
+    total = 0.0
+    suite = ET.Element("testsuite", name=f"fusionspec {document.get('backend')} on "
+                                         f"{device.get('id')}",
+                       timestamp=str(document.get("started") or ""))
+    rows = [(int(v.get("index", 0)), "verdict", v) for v in document.get("verdicts") or []]
+    rows += [(int(s.get("index", 0)), "skip", s) for s in section.get("skipped") or []]
+    for _, kind, record in sorted(rows, key=lambda row: row[0]):
+        case_id = str(record.get("id") or record.get("case_id"))
+        seconds = float(record.get("seconds") or 0.0)
+        total += seconds
+        case = ET.SubElement(suite, "testcase", name=case_id,
+                             classname=str(record.get("pattern", "")), time=f"{seconds:.3f}")
+        counts["tests"] += 1
+        if kind == "skip":
+            ET.SubElement(case, "skipped", type="skip",
+                          message=f"skipped by {_cite(record)}")
+            counts["skipped"] += 1
+            continue
+        counter = _outcome(case, record, failures.get(case_id), passes.get(case_id), strict)
+        if counter:
+            counts[counter] += 1
+    if document.get("unavailable"):
+        # A run that judged nothing still shows on a dashboard, as one error.
+        case = ET.SubElement(suite, "testcase", name="the backend", classname="fusionspec",
+                             time="0.000")
+        ET.SubElement(case, "error", type="unavailable",
+                      message=f"the backend cannot run: {document['unavailable']}")
+        counts["tests"] += 1
+        counts["errors"] += 1
+    elif document.get("incomplete"):
+        ET.SubElement(suite, "system-err").text = \
+            f"the run is incomplete: {document['incomplete']}"
+    attributes = {name: str(value) for name, value in counts.items()}
+    attributes["time"] = f"{total:.3f}"
+    suite.attrib.update(attributes)
+    root = ET.Element("testsuites", {"name": "fusionspec conformance", **attributes})
+    root.append(suite)
+    ET.indent(root)
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") \
+        + "\n"
