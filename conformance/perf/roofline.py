@@ -69,7 +69,8 @@ def op_flops(op: Op) -> int:
         return 2 * _conv_macs(op)
     if op.kind in ("AvgPool", "MaxPool"):
         kernel = op.attrs.get("kernel", ())
-        return out * math.prod(int(k) for k in kernel)  # type: ignore[union-attr]
+        window = [int(k) for k in kernel] if isinstance(kernel, list | tuple) else []
+        return out * math.prod(window)
     if op.kind == "SoftMax":
         return 5 * out
     if op.kind == "BatchNormInference":
