@@ -4,8 +4,9 @@
 
 `fusionspec.cli.diff` hands over here when it is given performance documents
 (`fusionspec bench` writes them). The comparison is `fusionspec.conformance.perf.gate.compare`:
-a side of a workload is a regression when its new median interval lies wholly above the
-baseline's by more than the threshold. Exit codes: 0 without a regression, 1 with one (or a
+a workload regresses when its fused side slowed against its op-by-op side by more than
+``--threshold``, or a side slowed beyond the run-wide drift by more than 50%, in the most
+favourable reading of the confidence intervals. Exit codes: 0 without a regression, 1 with one (or a
 workload measured in the baseline that no longer runs), 2 for a usage error.
 """
 
@@ -21,7 +22,11 @@ SHOWN = 30
 
 def run_perf(args: argparse.Namespace) -> int:
     from fusionspec.conformance.perf.document import load_perf
-    from fusionspec.conformance.perf.gate import DEFAULT_THRESHOLD, compare
+    from fusionspec.conformance.perf.gate import (
+        DEFAULT_ABSOLUTE_THRESHOLD,
+        DEFAULT_THRESHOLD,
+        compare,
+    )
 
     threshold = DEFAULT_THRESHOLD if args.threshold is None else args.threshold
     if not 0 <= threshold < 10:
@@ -29,8 +34,9 @@ def run_perf(args: argparse.Namespace) -> int:
     old, new = load_perf(args.old), load_perf(args.new)
     d = compare(old, new, threshold)
     lines = [f"{new['backend']} on {new['device']['id']} against {args.old}: "
-             f"{len(d.regressions)} slower, {len(d.speedups)} faster beyond "
-             f"{threshold:.0%} of {d.compared} workload(s) compared"]
+             f"{len(d.regressions)} slower, {len(d.speedups)} faster of {d.compared} "
+             f"workload(s) compared (fused against op by op beyond {threshold:.0%}, a side "
+             f"beyond the run-wide drift x{d.drift:.2f} by {DEFAULT_ABSOLUTE_THRESHOLD:.0%})"]
     if d.note:
         lines.append(f"  note: {d.note}")
     lines += [f"  slower: {c.describe()}" for c in d.regressions[:SHOWN]]
@@ -46,7 +52,7 @@ def run_perf(args: argparse.Namespace) -> int:
         return dict(vars(c))
 
     emit(args, "\n".join(lines), {
-        "ok": not d.failed, "threshold": threshold, "compared": d.compared,
+        "ok": not d.failed, "threshold": threshold, "compared": d.compared, "drift": d.drift,
         "regressions": [change(c) for c in d.regressions], "broken": d.broken,
         "speedups": [change(c) for c in d.speedups], "patterns": d.patterns,
         "verdict_changes": [{"workload": i, "before": a, "after": b} for i, a, b in d.verdicts],

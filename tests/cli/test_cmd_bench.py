@@ -27,12 +27,16 @@ def test_bench_writes_a_document_and_diff_gates_it(tmp_path: Path,
         "a document compared with itself passes the gate"
     gate = json.loads(capsys.readouterr().out)
     assert gate["ok"] and gate["compared"] == 1, f"the gate's JSON: {gate}"
-    slow = json.loads(json.dumps(doc))
+    # Tight made-up intervals: this tests the command's wiring, not this machine's noise.
+    for side, median in (("fused", 1.0), ("opbyop", 2.0)):
+        record["timings"][side].update(min=median * 0.95, median=median,
+                                       ci_low=median * 0.97, ci_high=median * 1.03)
+    (tmp_path / "base.json").write_text(json.dumps(doc))
     for key in ("min", "median", "ci_low", "ci_high"):
-        slow["workloads"][0]["timings"]["fused"][key] *= 3
-    (tmp_path / "slow.json").write_text(json.dumps(slow))
-    assert main(["diff", str(tmp_path / "a" / "perf.json"), str(tmp_path / "slow.json")]) == 1, \
-        "three times slower fails the gate"
+        record["timings"]["fused"][key] *= 3
+    (tmp_path / "slow.json").write_text(json.dumps(doc))
+    assert main(["diff", str(tmp_path / "base.json"), str(tmp_path / "slow.json")]) == 1, \
+        "a fused side three times slower fails the gate"
     assert "REGRESSION in fp.binary_post_ops" in capsys.readouterr().out, \
         "the gate names the pattern"
 
