@@ -19,8 +19,10 @@ for the queue measures the launch and the wait, not the kernel. So:
   nothing of the shape of the timing noise.
 
 `Measurement` is the incremental form, for a benchmark that interleaves several sides (each
-side's samples alternate with the others', so that drifting load affects all alike); `measure`
-times one side in a block. Both take the clock as an argument, so tests run on a fake clock.
+side's samples alternate with the others', so that drifting load affects all alike);
+`interleave` runs such a rotation (forwards, then backwards, with an optional idle pause before
+each sample, for runtimes whose worker threads keep spinning after a call); `measure` times one
+side in a block. Both take the clock as an argument, so tests run on a fake clock.
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ from typing import Protocol, runtime_checkable
 from fusionspec.spec.types import Array
 
 __all__ = ["TimingPolicy", "Timing", "Measurement", "DeviceTimed", "measure", "wall_clock",
-           "median_interval", "time_partition", "TimingError"]
+           "median_interval", "time_partition", "TimingError", "interleave"]
 
 Clock = Callable[[], float]
 
@@ -189,6 +191,37 @@ def measure(sample: Callable[[], float], policy: TimingPolicy | None = None, *,
         why = found.stop_reason(clock())
         if why:
             return found.timing(why)
+
+
+def interleave(sides: Mapping[str, Callable[[], float]], policy: TimingPolicy | None = None, *,
+               methods: Mapping[str, str] | None = None, settle_s: float = 0.0,
+               clock: Clock = time.perf_counter,
+               sleep: Callable[[float], None] = time.sleep) -> dict[str, Timing]:
+    """Time several sides in alternation: one sample of each in turn (forwards, then
+    backwards), each after `settle_s` of idle time, until each side's own figure is good
+    enough under `policy`; a side that is done leaves the rotation. `methods` names each
+    side's method ("wall" where not given)."""
+    policy = policy or TimingPolicy()
+    if not sides:
+        raise TimingError("no side to time")
+    names = list(sides)
+    started = clock()
+    found = {name: Measurement(policy, started, (methods or {}).get(name, "wall"))
+             for name in names}
+    done: dict[str, str] = {}
+    turn = 0
+    while len(done) < len(names):
+        for name in names if turn % 2 == 0 else names[::-1]:
+            if name in done:
+                continue
+            if settle_s > 0:
+                sleep(settle_s)
+            found[name].add(sides[name]())
+            why = found[name].stop_reason(clock())
+            if why:
+                done[name] = why
+        turn += 1
+    return {name: found[name].timing(done[name]) for name in names}
 
 
 @runtime_checkable

@@ -11,6 +11,9 @@ file does not expect to fail, and that did not fail in OLD (or did not exist the
 Exit codes: 0 when NEW has no new failure, 1 when it has (or NEW is incomplete or could not run,
 so it cannot vouch for its cases), 2 for a usage error. ``--markdown FILE`` appends the
 comparison as Markdown (GitHub Actions shows ``$GITHUB_STEP_SUMMARY`` on the run's page).
+
+Given two performance documents (``fusionspec bench``), it is the perf gate instead
+(`fusionspec.cli.perf_diff`).
 """
 
 from __future__ import annotations
@@ -34,12 +37,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--markdown", type=Path, metavar="FILE",
                         help="append the comparison as Markdown to FILE (e.g. "
                              "$GITHUB_STEP_SUMMARY)")
+    parser.add_argument("--threshold", type=float, metavar="FRACTION",
+                        help="performance documents only: the slowdown beyond the confidence "
+                             "intervals that counts as a regression (default 0.1)")
     parser.add_argument("--json", action="store_true", help="machine-readable output")
 
 
 def run(args: argparse.Namespace) -> int:
+    from fusionspec.conformance.perf.document import is_perf_document
     from fusionspec.reports.diff import diff_runs, markdown, pair_baselines
     from fusionspec.reports.document import Doc
+
+    if is_perf_document(args.old) or is_perf_document(args.new):
+        from .perf_diff import run_perf
+
+        check_paths({"OLD": args.old, "NEW": args.new}, {})
+        return run_perf(args)
 
     check_paths({"OLD": args.old, "NEW": args.new}, {"--markdown": args.markdown})
     old = Doc(load_results(args.old), str(args.old))

@@ -20,6 +20,7 @@ from types import ModuleType
 from fusionspec.spec.errors import FusionspecError
 
 from . import (
+    bench,
     conform,
     diff,
     explain,
@@ -44,6 +45,7 @@ COMMANDS: dict[str, ModuleType] = {
     "explain": explain,
     "run": run,
     "conform": conform,
+    "bench": bench,
     "merge": merge,
     "diff": diff,
     "report": report,

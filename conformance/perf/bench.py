@@ -1,0 +1,193 @@
+"""A bench run: every selected workload's sides timed on one backend and device.
+
+`measure_workload` prepares the sides (`fusionspec.conformance.perf.sides`), checks that the
+fused and op-by-op outputs agree, times the sides in alternation (`interleave` of
+`fusionspec.backend.timing`, an idle pause before each sample) and turns the figures into the
+workload's record: timings, the op-by-op over fused ratio, the verdict
+(`fusionspec.conformance.perf.verdicts`) and the roofline figures
+(`fusionspec.conformance.perf.roofline`). `run_bench` does that for a selection of workloads,
+one at a time or spread over worker processes (``jobs``), and returns the performance
+document (`fusionspec.conformance.perf.document`).
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import functools
+import multiprocessing
+import os
+import platform
+import shlex
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from fusionspec.backend import Backend, Device, load_backend
+from fusionspec.backend.registry import select_device
+from fusionspec.backend.timing import TimingPolicy, interleave, measure, wall_clock
+
+from .document import PERF_FORMAT, PERF_VERSION, check_perf
+from .roofline import opbyop_bytes, partition_bytes, partition_flops, rate
+from .sides import PerfError, Prepared, outputs_agree, prepare, reference_sampler
+from .verdicts import verdict
+from .workloads import Workload, workload
+
+__all__ = ["SMALL_POLICY", "FULL_POLICY", "SETTLE_S", "measure_workload", "run_bench",
+           "yardsticks", "rerun_command"]
+
+#: Timing of a ``small`` run: quick enough for the whole catalog in minutes on two cores; at
+#: least 9 runs, so that the median interval leaves out the slowest and the fastest run.
+SMALL_POLICY = TimingPolicy(warmup=1, min_repeats=9, max_repeats=40, budget_s=0.3,
+                            target_spread=0.03)
+#: Timing of a ``full`` run.
+FULL_POLICY = TimingPolicy(warmup=2, min_repeats=7, max_repeats=100, budget_s=2.0,
+                           target_spread=0.02)
+#: Idle seconds before each sample: NumPy's BLAS and OpenCL runtimes keep worker threads
+#: spinning for a while after a call, and a side sampled while they spin shares the cores.
+SETTLE_S = 0.01
+#: Ops whose rate is compared with the GEMM yardstick.
+_GEMM_KINDS = frozenset({"MatMul", "Convolution", "ConvTranspose", "ConvolutionBackwardWeights"})
+
+
+def rerun_command(backend_spec: str, device_id: str, size: str, workload_id: str) -> str:
+    return shlex.join(["fusionspec", "bench", "--backend", backend_spec, "--device", device_id,
+                       "--size", size, "--workload", workload_id])
+
+
+def _header(w: Workload, size: str) -> dict[str, Any]:
+    return {"id": w.id, "pattern": w.pattern, "name": w.name, "source": w.source,
+            "dtype": w.dtype, "ops": [op.kind for op in w.graph(size).ops]}
+
+
+def measure_workload(prepared: Prepared, policy: TimingPolicy, *, reference: bool = False,
+                     settle_s: float = SETTLE_S, yardstick: dict[str, Any] | None = None
+                     ) -> dict[str, Any]:
+    """The record of one prepared workload (see the module docstring)."""
+    w, size = prepared.workload, prepared.size
+    record = _header(w, size)
+    record["partitions"] = [[op.kind for op in p.ops] for p in prepared.formed]
+    record["fused_whole"] = prepared.fused_whole
+    fused_out, opbyop_out = prepared.outputs()
+    agree, worst = outputs_agree(fused_out, opbyop_out, prepared.graph.output_tensors)
+    record["check"] = {"agree": agree, "max_difference": worst if worst < float("inf")
+                       else "inf"}
+    if not agree:
+        record["error"] = (f"the fused and op-by-op outputs differ (largest difference "
+                           f"{worst:.3g}); no timing counts")
+        return record
+    device_time = prepared.device_time
+    sides = {"fused": prepared.fused.sampler(prepared.inputs, device_time),
+             "opbyop": prepared.opbyop.sampler(prepared.inputs, device_time)}
+    methods = {name: "events" if device_time else "wall" for name in sides}
+    if reference:
+        sides["reference"] = reference_sampler(prepared)
+    times = interleave(sides, policy, methods=methods, settle_s=settle_s)
+    fused_s, opbyop_s = times["fused"].median, times["opbyop"].median
+    flops = partition_flops(prepared.graph.ops)
+    moved = partition_bytes(prepared.reference)
+    record.update(
+        flops=flops, bytes_fused=moved, bytes_opbyop=opbyop_bytes(prepared.graph.ops),
+        timings={name: t.as_dict() for name, t in times.items()},
+        ratio=opbyop_s / fused_s if fused_s > 0 else 0.0,
+        verdict=verdict(times["fused"].as_dict(), times["opbyop"].as_dict(),
+                        formed_whole=prepared.fused_whole))
+    roof = {"gflop_s": rate(flops, fused_s), "gb_s": rate(moved, fused_s)}
+    if yardstick:
+        if yardstick.get("copy_gb_s"):
+            roof["copy_share"] = roof["gb_s"] / float(yardstick["copy_gb_s"])
+        if yardstick.get("gemm_gflop_s") and _GEMM_KINDS & set(record["ops"]):
+            roof["gemm_share"] = roof["gflop_s"] / float(yardstick["gemm_gflop_s"])
+    record["roofline"] = roof
+    return record
+
+
+def yardsticks(policy: TimingPolicy, elements: int = 1 << 24, gemm: int = 512
+               ) -> dict[str, Any]:
+    """NumPy's copy bandwidth (read and write `elements` f32) and sgemm rate (`gemm` cubed)
+    on this machine: the ceilings a CPU device's figures are shares of."""
+    rng = np.random.default_rng(0)
+    src = rng.standard_normal(elements).astype(np.float32)
+    dst = np.empty_like(src)
+    a = rng.standard_normal((gemm, gemm)).astype(np.float32)
+    out = np.empty_like(a)
+    copy = measure(wall_clock(lambda: np.copyto(dst, src)), policy)
+    sgemm = measure(wall_clock(lambda: np.matmul(a, a, out=out)), policy)
+    return {"copy_gb_s": rate(2 * src.nbytes, copy.median),
+            "gemm_gflop_s": rate(2 * gemm ** 3, sgemm.median), "gemm_shape": [gemm] * 3}
+
+
+def _one(backend: Backend, device: Device, spec: str, w: Workload, size: str, seed: int,
+         policy: TimingPolicy, reference: bool, settle_s: float,
+         yardstick: dict[str, Any] | None) -> dict[str, Any]:
+    try:
+        prepared = prepare(w, size, backend, device, seed)
+        record = measure_workload(prepared, policy, reference=reference, settle_s=settle_s,
+                                  yardstick=yardstick)
+    except PerfError as exc:
+        record = {**_header(w, size), "error": str(exc)}
+    except Exception as exc:  # a backend is trusted code, but one workload must not end a run
+        record = {**_header(w, size), "error": f"{type(exc).__name__}: {exc}"}
+    record["rerun"] = rerun_command(spec, device.id, size, w.id)
+    return record
+
+
+@functools.cache
+def _worker_backend(spec: str, device_id: str | None) -> tuple[Backend, Device]:
+    backend = load_backend(spec)
+    return backend, select_device(backend, device_id)
+
+
+def _in_worker(spec: str, device_id: str | None, ident: str, size: str, seed: int,
+               policy: TimingPolicy, reference: bool, settle_s: float,
+               yardstick: dict[str, Any] | None) -> dict[str, Any]:
+    backend, device = _worker_backend(spec, device_id)
+    return _one(backend, device, spec, workload(ident), size, seed, policy, reference,
+                settle_s, yardstick)
+
+
+def run_bench(spec: str, workloads: Sequence[Workload], *, device_id: str | None = None,
+              size: str = "small", policy: TimingPolicy | None = None, seed: int = 0,
+              reference: bool = False, settle_s: float = SETTLE_S, jobs: int = 1,
+              shard: str | None = None, measure_yardsticks: bool = True,
+              command: str = "",
+              progress: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
+    """Measure `workloads` on backend `spec` (a registered name or ``module:attr``) and return
+    the performance document; `BackendUnavailableError` when it has no usable device."""
+    policy = policy or (SMALL_POLICY if size == "small" else FULL_POLICY)
+    backend = load_backend(spec)
+    device = select_device(backend, device_id)
+    yardstick = yardsticks(policy) if measure_yardsticks and device.kind == "cpu" else None
+    records: list[dict[str, Any]] = []
+    if jobs <= 1:
+        for w in workloads:
+            records.append(_one(backend, device, spec, w, size, seed, policy, reference,
+                                settle_s, yardstick))
+            if progress is not None:
+                progress(records[-1])
+    else:
+        context = multiprocessing.get_context("spawn")
+        with concurrent.futures.ProcessPoolExecutor(jobs, mp_context=context) as pool:
+            futures = [pool.submit(_in_worker, spec, device.id, w.id, size, seed, policy,
+                                   reference, settle_s, yardstick) for w in workloads]
+            for future in futures:
+                records.append(future.result())
+                if progress is not None:
+                    progress(records[-1])
+    document: dict[str, Any] = {
+        "format": PERF_FORMAT, "version": PERF_VERSION, "backend": backend.name,
+        "backend_spec": spec,
+        "device": {"id": device.id, "kind": device.kind, "name": device.name,
+                   "driver": device.driver, "runtime": device.runtime},
+        "size": size, "seed": seed, "shard": shard, "command": command,
+        "policy": {"warmup": policy.warmup, "min_repeats": policy.min_repeats,
+                   "max_repeats": policy.max_repeats, "budget_s": policy.budget_s,
+                   "target_spread": policy.target_spread, "confidence": policy.confidence,
+                   "settle_s": settle_s, "jobs": jobs},
+        "environment": {"python": platform.python_version(), "numpy": np.__version__,
+                        "machine": platform.machine(), "cpus": os.cpu_count(),
+                        "load_average": list(os.getloadavg())},
+        "workloads": records}
+    if yardstick is not None:
+        document["yardsticks"] = yardstick
+    return check_perf(document)

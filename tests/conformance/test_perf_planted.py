@@ -1,0 +1,75 @@
+"""The bench on backends with planted speeds (`testkit.perf_backends`): a backend whose fused
+partition runs its ops one by one does not pay, one that splits the pattern is not fused, and
+the gate catches one pattern's fused kernel made 30% slower, naming that pattern, while two
+runs of the same backend do not trip it."""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+from testkit.perf_backends import SLOW_PATTERN
+
+from fusionspec.backend.timing import TimingPolicy
+from fusionspec.conformance.perf.bench import run_bench
+from fusionspec.conformance.perf.gate import compare
+from fusionspec.conformance.perf.verdicts import DOES_NOT_PAY, FUSION_PAYS, NOT_FUSED
+from fusionspec.conformance.perf.workloads import WORKLOADS
+
+#: Cheap workloads (the reference computes them in well under a kernel's sleep).
+CHEAP = [w for w in WORKLOADS if w.pattern in ("fp.unary_binary", SLOW_PATTERN, "fp.bn_relu")]
+#: At least 12 kept runs: the median interval then leaves out the two slowest runs, which a
+#: shared machine may stall.
+POLICY = TimingPolicy(warmup=1, min_repeats=12, max_repeats=30, budget_s=0.3,
+                      target_spread=0.02)
+
+
+@functools.cache
+def bench(backend: str, run: int = 0) -> dict[str, Any]:
+    del run  # only makes separate runs separate cache entries
+    return run_bench(f"testkit.perf_backends:{backend}", CHEAP, policy=POLICY,
+                     measure_yardsticks=False)
+
+
+def verdicts(doc: dict[str, Any]) -> dict[str, str]:
+    return {r["id"]: r.get("verdict", r.get("error", "")) for r in doc["workloads"]}
+
+
+def test_fused_kernels_that_save_launches_pay() -> None:
+    found = verdicts(bench("PacedBackend"))
+    assert set(found.values()) == {FUSION_PAYS}, f"one kernel instead of several pays: {found}"
+
+
+def test_a_fused_partition_running_its_ops_one_by_one_does_not_pay() -> None:
+    found = verdicts(bench("OneByOneBackend"))
+    assert set(found.values()) == {DOES_NOT_PAY}, \
+        f"a 'fused' partition that runs op by op cannot pay: {found}"
+
+
+def test_a_backend_that_splits_the_pattern_is_not_fused() -> None:
+    doc = bench("SplittingBackend")
+    assert set(verdicts(doc).values()) == {NOT_FUSED}, f"split patterns: {verdicts(doc)}"
+    assert all(len(r["partitions"]) == len(r["ops"]) for r in doc["workloads"]), \
+        "the document records the partitions the backend formed"
+
+
+def test_the_gate_names_the_pattern_made_slower() -> None:
+    found = compare(bench("PacedBackend"), bench("SlowPatternBackend"))
+    assert found.failed and found.patterns == [SLOW_PATTERN], \
+        f"a 30% slower fused kernel of {SLOW_PATTERN} is caught, and only it: " \
+        f"{[c.describe() for c in found.regressions]}"
+
+
+def test_two_runs_of_the_same_backend_pass_the_gate() -> None:
+    found = compare(bench("PacedBackend"), bench("PacedBackend", 1))
+    assert not found.failed, f"noise tripped the gate: {[c.describe() for c in found.regressions]}"
+
+
+def test_records_carry_rates_and_a_rerun_command() -> None:
+    for r in bench("PacedBackend")["workloads"]:
+        assert r["check"]["agree"], f"{r['id']}: the sides' outputs agree"
+        assert r["flops"] > 0 and r["bytes_opbyop"] > r["bytes_fused"] > 0, \
+            f"{r['id']}: op by op moves the intermediates too"
+        assert r["roofline"]["gb_s"] > 0, f"{r['id']}: an achieved bandwidth"
+        assert r["rerun"].startswith("fusionspec bench --backend testkit.perf_backends:") \
+            and r["id"] in r["rerun"], f"{r['id']}: the rerun command selects it: {r['rerun']}"

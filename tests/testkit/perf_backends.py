@@ -1,0 +1,92 @@
+"""Backends with planted speeds for the performance tests, built on the reference.
+
+Each compiled partition computes the reference's outputs once per set of input arrays (later
+runs on the same arrays return them again) and then sleeps, so that its time is the sleep:
+deterministic enough for the verdicts and the gate to be tested on a shared machine. `UNIT`
+is the time of one kernel. Loaded by ``testkit.perf_backends:<Class>``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+
+from fusionspec.backend import Device
+from fusionspec.reference import execute, single_op_partitions
+from fusionspec.reference.backend import ReferenceBackend
+from fusionspec.spec.graph import Partition
+from fusionspec.spec.types import Array
+
+#: Seconds one kernel of a paced backend takes.
+UNIT = 0.005
+#: The pattern whose fused kernel `SlowPatternBackend` makes 30% slower.
+SLOW_PATTERN = "fp.binary_post_ops"
+
+
+class _Paced:
+    """The reference's outputs (remembered per set of input arrays) after `seconds` of sleep."""
+
+    def __init__(self, partition: Partition, seconds: float) -> None:
+        self.partition = partition
+        self.seconds = seconds
+        self.memo: dict[tuple[tuple[int, int], ...], dict[int, Array]] = {}
+
+    def execute(self, inputs: Mapping[int, Array]) -> dict[int, Array]:
+        key = tuple(sorted((k, id(v)) for k, v in inputs.items()))
+        if key not in self.memo:
+            self.memo[key] = execute(self.partition, inputs)
+        time.sleep(self.seconds)
+        return self.memo[key]
+
+
+class _OneByOne:
+    """A "fused" partition that runs its ops one by one, each a paced kernel."""
+
+    def __init__(self, partition: Partition) -> None:
+        self.parts = [_Paced(p, UNIT) for p in single_op_partitions(partition.as_graph())]
+
+    def execute(self, inputs: Mapping[int, Array]) -> dict[int, Array]:
+        values = dict(inputs)
+        for part in self.parts:
+            values.update(part.execute({t.id: values[t.id] for t in part.partition.inputs}))
+        return values
+
+
+class PacedBackend(ReferenceBackend):
+    """Every partition is one kernel of `UNIT`: fusing n ops saves n - 1 kernels."""
+
+    name = "paced"
+
+    def compile(self, partition: Partition, device: Device) -> _Paced | _OneByOne:
+        return _Paced(partition, UNIT)
+
+
+class OneByOneBackend(PacedBackend):
+    """Forms the spec's partitions but runs each one op by op: fusion cannot pay."""
+
+    name = "one-by-one"
+
+    def compile(self, partition: Partition, device: Device) -> _Paced | _OneByOne:
+        return _OneByOne(partition) if len(partition.ops) > 1 else _Paced(partition, UNIT)
+
+
+class SlowPatternBackend(PacedBackend):
+    """`PacedBackend` with the fused kernel of `SLOW_PATTERN` 30% slower."""
+
+    name = "paced"
+
+    def compile(self, partition: Partition, device: Device) -> _Paced | _OneByOne:
+        slow = partition.pattern == SLOW_PATTERN and len(partition.ops) > 1
+        return _Paced(partition, UNIT * (1.3 if slow else 1.0))
+
+
+class SplittingBackend(PacedBackend):
+    """Never fuses: every op its own partition (the spec's partitions are not formed)."""
+
+    name = "splitting"
+
+    def partition(self, graph: object) -> list[Partition]:
+        from fusionspec.spec.graph import Graph
+
+        assert isinstance(graph, Graph)
+        return single_op_partitions(graph.finalize() if not graph.finalized else graph)
