@@ -4,7 +4,10 @@
     fusionspec report new/results.json --baseline old/results.json
 
 Each results document (``fusionspec conform --out DIR`` writes ``DIR/results.json``) becomes a
-column of the report: several backends and devices side by side. ``--baseline`` adds what
+column of the report: several backends and devices side by side. Performance documents
+(``fusionspec bench`` writes ``perf.json``; recognised by their ``format``) may be given among
+them, or alone: they make the report's performance section, fused against op by op per pattern
+and a roofline chart per backend and device. ``--baseline`` adds what
 changed since an earlier run (new failures, fixed cases: the comparison ``fusionspec diff``
 makes). The report is one self-contained HTML file; failure drill-downs read the failure folders
 next to each results file.
@@ -30,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from fusionspec.conformance.grade.results import load_results
+from fusionspec.conformance.perf.document import is_perf_document, load_perf
 from fusionspec.spec.catalog import CATALOG
 
 from .output import UsageError, check_paths, emit
@@ -41,7 +45,8 @@ DEFAULT_OUT = Path("reports/out/index.html")
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("results", nargs="+", type=Path, metavar="RESULTS.json",
-                        help="results documents, one column each")
+                        help="results documents, one column each, and performance documents "
+                        "(perf.json of fusionspec bench)")
     parser.add_argument("-o", "--out", type=Path, default=DEFAULT_OUT,
                         help=f"the HTML file to write (default: {DEFAULT_OUT})")
     parser.add_argument("--baseline", type=Path, action="append", default=[],
@@ -62,6 +67,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from fusionspec.reports.model import DEFAULT_DRILLDOWNS, build_report
     from fusionspec.reports.mutation import mutation_view
+    from fusionspec.reports.perf import perf_section
     from fusionspec.reports.render import write
     from fusionspec.reports.runs import RunInput
 
@@ -69,7 +75,12 @@ def run(args: argparse.Namespace) -> int:
                  **{f"--baseline[{i}]": p for i, p in enumerate(args.baseline)},
                  "--mutation": args.mutation},
                 {"--out": args.out})
-    runs = [RunInput(load_results(path), path) for path in args.results]
+    perf_paths = [p for p in args.results if is_perf_document(p)]
+    runs = [RunInput(load_results(path), path) for path in args.results
+            if path not in perf_paths]
+    perf = None
+    if perf_paths:
+        perf = perf_section([load_perf(p) for p in perf_paths], [str(p) for p in perf_paths])
     baselines = [RunInput(load_results(path), path) for path in args.baseline]
     required = _required()
     mutation = None
@@ -77,7 +88,7 @@ def run(args: argparse.Namespace) -> int:
         mutation = mutation_view(_read_json(args.mutation), str(args.mutation))
     report = build_report(runs, baselines=baselines, required=required, mutation=mutation,
                           max_drilldowns=DEFAULT_DRILLDOWNS if args.drilldowns is None
-                          else args.drilldowns)
+                          else args.drilldowns, perf=perf)
     written = write(report, args.out)
     if required is None:
         print("fusionspec report: hypothesis is not installed, so the coverage charts show what "
@@ -90,15 +101,22 @@ def run(args: argparse.Namespace) -> int:
         if d.regressions:
             lines.append(f"REGRESSION: {d.run_label}: {d.regressions} new failure(s) against "
                          f"{d.baseline_source}")
+    if perf is not None:
+        lines += [f"performance: {r.label}: " + (", ".join(f"{n} {v}" for v, _, n in r.counts)
+                                                  or "no workload") for r in perf.runs]
     lines.append(f"report: {written} ({len(report.runs)} run(s), {report.failing} failing "
                  f"case(s), {shown} drilled down)")
-    passed = report.verdict == "PASS"
+    # A report of performance documents alone has no run to fail.
+    passed = report.verdict == "PASS" or (not report.runs and perf is not None)
     emit(args, "\n".join(lines), {
         "ok": passed and not regressions, "written": True, "report": str(written),
         "verdict": report.verdict, "regressions": regressions,
         "runs": [{"backend": r.backend, "device": r.device_id, "verdict": r.verdict,
                   "summary": r.summary} for r in report.runs],
-        "failing": report.failing, "drilled_down": shown})
+        "failing": report.failing, "drilled_down": shown,
+        "performance": [{"run": r.label, "source": r.source,
+                         "verdicts": {v: n for v, _, n in r.counts}}
+                        for r in (perf.runs if perf is not None else ())]})
     if args.fail_on_failures and not passed:
         return 1
     if args.fail_on_regressions and regressions:

@@ -28,6 +28,7 @@ from .document import Doc, ReportError
 from .legend import METRICS, STATUSES, StatusInfo, family_title, status_info
 from .mutation import MutationView
 from .patterns import Anchors, PatternView, pattern_view
+from .perf import PerfSection
 from .runs import RunInput, RunView, run_view
 
 __all__ = ["FamilyGroup", "LimitationGroup", "Report", "build_report", "DEFAULT_DRILLDOWNS"]
@@ -75,6 +76,8 @@ class Report:
     metrics: tuple[tuple[str, str], ...]
     #: The mutation score, when the report was given one (``--mutation``).
     mutation: MutationView | None = None
+    #: What ``fusionspec bench`` measured, when the report was given performance documents.
+    perf: PerfSection | None = None
 
     @property
     def patterns(self) -> tuple[PatternView, ...]:
@@ -146,10 +149,12 @@ def build_report(runs: Sequence[RunInput], *, baselines: Sequence[RunInput] = ()
                  required: Mapping[str, Required] | None = None,
                  max_drilldowns: int = DEFAULT_DRILLDOWNS,
                  generated: datetime | None = None,
-                 mutation: MutationView | None = None) -> Report:
-    """The view model of the report on `runs` (see the module docstring)."""
-    if not runs:
-        raise ReportError("a report needs at least one results document")
+                 mutation: MutationView | None = None,
+                 perf: PerfSection | None = None) -> Report:
+    """The view model of the report on `runs` (see the module docstring); `perf`, the
+    performance section, may stand without any run."""
+    if not runs and (perf is None or not perf.runs):
+        raise ReportError("a report needs at least one results or performance document")
     if max_drilldowns < 0:
         raise ReportError(f"the number of drill-downs per pattern must be >= 0, got "
                           f"{max_drilldowns}")
@@ -186,4 +191,4 @@ def build_report(runs: Sequence[RunInput], *, baselines: Sequence[RunInput] = ()
         limitations=_limitations(views, docs, {p.id: p.anchor for p in patterns}),
         diffs=tuple(diff_runs(run, base, note) for run, base, note in pairs),
         diff_notes=tuple(notes), has_baseline=bool(base_docs), statuses=statuses,
-        metrics=METRICS, mutation=mutation)
+        metrics=METRICS, mutation=mutation, perf=perf)

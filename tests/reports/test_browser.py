@@ -1,5 +1,6 @@
 """The report in a real browser: headless Chromium loads it from disk, the matrix and a failure
-drill-down are in the rendered DOM (with and without JavaScript), and a screenshot is saved.
+drill-down are in the rendered DOM (with and without JavaScript), so is the performance section
+with its roofline chart, and a screenshot is saved.
 
 Skipped, with the reason, where no Chromium is installed (Debian: ``apt-get install chromium``;
 .ci/run installs it and requires it, see `testkit.material`).
@@ -15,7 +16,8 @@ from pathlib import Path
 import pytest
 from testkit.html import Node, parse
 from testkit.material import missing
-from testkit.report import PATTERNS, render
+from testkit.perf_docs import mixed_document
+from testkit.report import PATTERNS, render, save
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
@@ -57,13 +59,19 @@ def _check_content(dom: Node, where: str) -> list[Node]:
         f"{where}: two runs, two cells per row"
     views = dom.find_all("details", class_="failure")
     assert views, f"{where}: the failure drill-downs are in the rendered DOM"
+    perf = dom.find_all("tr", class_="perf-row")
+    assert len(perf) == 4, f"{where}: a performance row per workload, got {len(perf)}"
+    charts = dom.find_all("svg", class_="roofline")
+    assert len(charts) == 1 and len(charts[0].find_all("circle")) >= 4, \
+        f"{where}: the roofline chart with its points is in the rendered DOM"
     return views
 
 
 def test_report_renders_in_headless_chromium(tmp_path: Path, reference_results: Path,
                                              never_fuses_results: Path) -> None:
     out = tmp_path / "index.html"
-    _, static = render(out, [reference_results, never_fuses_results])
+    perf = save(tmp_path / "perf" / "perf.json", mixed_document())
+    _, static = render(out, [reference_results, never_fuses_results, perf])
     anchor = static.find_all("details", class_="failure")[0].attrs["id"]
     url = f"{out.as_uri()}#{anchor}"
 

@@ -1,0 +1,228 @@
+"""The report's performance section: what ``fusionspec bench`` measured, per backend and device.
+
+`perf_section(documents, sources)` turns performance documents (``format`` ``fusionspec-perf``;
+the command line checks their schema before handing them over) into a `PerfSection`: one
+`PerfRunView` per document, with a row per workload (pattern, the partitions the backend formed,
+the fused and op-by-op medians with their intervals, the op-by-op over fused ratio with the
+interval the two sides' intervals give it, the verdict) and a roofline chart
+(`fusionspec.reports.roofline_svg`).
+
+Like every document the report reads, a performance document is untrusted input: each field is
+read through `fusionspec.reports.document.Doc`, and a number of the wrong type ends in a
+`ReportError` naming the file and the field. The report never imports the bench's running code;
+it reads the documents only.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from .document import Doc, ReportError
+from .roofline_svg import RooflinePoint, roofline_chart
+
+__all__ = ["PerfRow", "PerfRunView", "PerfSection", "perf_section", "side_figure", "number",
+           "ratio_interval", "VERDICT_CLASSES"]
+
+#: The verdicts a bench gives, in the order the report counts them, with their CSS class.
+VERDICT_CLASSES = {"fusion pays": "pays", "fusion does not pay": "nopay",
+                   "not fused": "notfused"}
+
+
+def number(doc: Doc, key: str) -> float | None:
+    """The number under `key` (None when absent or null; `ReportError` for another type)."""
+    value = doc.raw(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) \
+            or not math.isfinite(value):
+        raise doc.fail(key, f"is {value!r}, not a finite number")
+    return float(value)
+
+
+@dataclass(frozen=True)
+class SideFigure:
+    """One side's timing in milliseconds: median and its confidence interval."""
+
+    median: float
+    low: float
+    high: float
+    method: str
+    repeats: int
+
+    def describe(self) -> str:
+        return f"{self.median:.3g} ms [{self.low:.3g}, {self.high:.3g}]"
+
+
+def side_figure(timings: Doc, side: str) -> SideFigure | None:
+    """The figure of `side` (``fused``, ``opbyop``, ``reference``) or None when not timed."""
+    if side not in timings.data:
+        return None
+    t = timings.obj(side)
+    median, low, high = number(t, "median"), number(t, "ci_low"), number(t, "ci_high")
+    if median is None or low is None or high is None:
+        raise t.fail("median", "is missing, or its interval is")
+    repeats = number(t, "repeats")
+    return SideFigure(median, low, high, t.text("method"), int(repeats or 0))
+
+
+def ratio_interval(fused: SideFigure, opbyop: SideFigure) -> tuple[float, float]:
+    """The op-by-op over fused ratio's range that both sides' intervals allow."""
+    low = opbyop.low / fused.high if fused.high > 0 else 0.0
+    high = opbyop.high / fused.low if fused.low > 0 else math.inf
+    return low, high
+
+
+@dataclass(frozen=True)
+class PerfRow:
+    """One workload of one run, as the table shows it."""
+
+    id: str
+    pattern: str
+    name: str
+    source: str
+    partitions: str
+    fused: SideFigure | None
+    opbyop: SideFigure | None
+    reference: SideFigure | None
+    ratio: float | None
+    ratio_low: float | None
+    ratio_high: float | None
+    verdict: str
+    verdict_class: str
+    gflop_s: float | None
+    gb_s: float | None
+    intensity: float | None
+    error: str
+    rerun: str
+
+    @property
+    def ratio_text(self) -> str:
+        if self.ratio is None or self.ratio_low is None or self.ratio_high is None:
+            return "—"
+        high = "∞" if math.isinf(self.ratio_high) else f"{self.ratio_high:.2f}"
+        return f"{self.ratio:.2f}× [{self.ratio_low:.2f}, {high}]"
+
+
+@dataclass(frozen=True)
+class PerfRunView:
+    """One performance document: its header, rows and roofline chart."""
+
+    key: str
+    label: str
+    backend: str
+    device_id: str
+    device_name: str
+    driver: str
+    size: str
+    source: str
+    command: str
+    copy_gb_s: float | None
+    gemm_gflop_s: float | None
+    rows: tuple[PerfRow, ...]
+    counts: tuple[tuple[str, str, int], ...]
+    chart: str
+
+    @property
+    def failed(self) -> int:
+        return sum(1 for r in self.rows if r.error)
+
+
+@dataclass(frozen=True)
+class PerfSection:
+    runs: tuple[PerfRunView, ...]
+
+
+def _partitions(record: Doc) -> str:
+    value = record.raw("partitions")
+    if value is None:
+        return ""
+    if not isinstance(value, list) or not all(
+            isinstance(p, list) and all(isinstance(k, str) for k in p) for p in value):
+        raise record.fail("partitions", "is not a list of lists of op kinds")
+    return " | ".join("+".join(p) for p in value)
+
+
+def _row(record: Doc) -> PerfRow:
+    timings = record.obj("timings")
+    fused, opbyop = side_figure(timings, "fused"), side_figure(timings, "opbyop")
+    low = high = None
+    if fused is not None and opbyop is not None:
+        low, high = ratio_interval(fused, opbyop)
+    roof = record.obj("roofline")
+    flops, moved = number(record, "flops"), number(record, "bytes_fused")
+    verdict = record.text("verdict")
+    if verdict and verdict not in VERDICT_CLASSES:
+        raise record.fail("verdict", f"is {verdict!r}, not one of {sorted(VERDICT_CLASSES)}")
+    error = record.text("error")
+    return PerfRow(
+        id=record.text("id"), pattern=record.text("pattern"), name=record.text("name"),
+        source=record.text("source"), partitions=_partitions(record), fused=fused,
+        opbyop=opbyop, reference=side_figure(timings, "reference"),
+        ratio=number(record, "ratio"), ratio_low=low, ratio_high=high,
+        verdict=verdict or ("not measured" if error else ""),
+        verdict_class=VERDICT_CLASSES.get(verdict, "error"),
+        gflop_s=number(roof, "gflop_s"), gb_s=number(roof, "gb_s"),
+        intensity=flops / moved if flops is not None and moved else None,
+        error=error, rerun=record.text("rerun"))
+
+
+def _points(rows: Sequence[PerfRow], record_docs: Sequence[Doc]) -> list[RooflinePoint]:
+    """The fused side of every measured workload, and its op-by-op side where both have a
+    positive intensity (op by op moves the intermediates too, so it sits further left)."""
+    points = []
+    for row, record in zip(rows, record_docs):
+        if row.error or row.fused is None or row.gflop_s is None or not row.intensity:
+            continue
+        points.append(RooflinePoint(row.id, row.intensity, row.gflop_s, row.verdict_class))
+        flops, moved = number(record, "flops"), number(record, "bytes_opbyop")
+        if row.opbyop is not None and flops and moved and row.opbyop.median > 0:
+            points.append(RooflinePoint(row.id + " (op by op)", flops / moved,
+                                        flops / (row.opbyop.median * 1e-3) / 1e9, "opbyop"))
+    return points
+
+
+def _labels(docs: Sequence[Doc]) -> list[str]:
+    """Backend on device, with the driver (or a number) where two documents share both."""
+    keys = [(d.text("backend"), d.obj("device").text("id")) for d in docs]
+    total = Counter(keys)
+    seen: Counter[tuple[str, str]] = Counter()
+    labels = []
+    for doc, key in zip(docs, keys):
+        seen[key] += 1
+        label = f"{key[0]} on {key[1]}"
+        if total[key] > 1:
+            driver = doc.obj("device").text("driver")
+            label += f" ({driver})" if driver else f" ({seen[key]})"
+        labels.append(label)
+    return labels
+
+
+def perf_section(documents: Sequence[Mapping[str, Any]], sources: Sequence[str]
+                 ) -> PerfSection:
+    """The performance section of `documents` (see the module docstring)."""
+    if len(documents) != len(sources):
+        raise ReportError("one source name per performance document")
+    docs = [Doc(d, s) for d, s in zip(documents, sources)]
+    runs = []
+    for index, (doc, label) in enumerate(zip(docs, _labels(docs))):
+        records = doc.objects("workloads")
+        rows = tuple(_row(r) for r in records)
+        device, yard = doc.obj("device"), doc.obj("yardsticks")
+        copy_bw, gemm = number(yard, "copy_gb_s"), number(yard, "gemm_gflop_s")
+        counted = Counter(r.verdict for r in rows)
+        counts = tuple((v, c, counted[v]) for v, c in VERDICT_CLASSES.items() if counted[v])
+        if counted["not measured"]:
+            counts += (("not measured", "error", counted["not measured"]),)
+        runs.append(PerfRunView(
+            key=f"perf-{index + 1}", label=label, backend=doc.text("backend"),
+            device_id=device.text("id"), device_name=device.text("name"),
+            driver=device.text("driver"), size=doc.text("size"), source=doc.source,
+            command=doc.text("command"), copy_gb_s=copy_bw, gemm_gflop_s=gemm, rows=rows,
+            counts=counts,
+            chart=roofline_chart(_points(rows, records), copy_gb_s=copy_bw,
+                                 gemm_gflop_s=gemm, title=f"roofline of {label}")))
+    return PerfSection(tuple(runs))
