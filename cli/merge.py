@@ -9,6 +9,9 @@ folders of the shards are copied next to it, so its replay commands and the repo
 there. A missing shard, or one that was interrupted or could not run, makes the merged document
 incomplete. Exit codes: 0 when the merged run passes, 1 when it fails or is incomplete (or the
 documents cannot be merged: they come from different commands), 2 for a usage error.
+
+Performance documents (``perf.json`` of ``fusionspec bench --shard``) are merged by
+`fusionspec.cli.perf_merge`.
 """
 
 from __future__ import annotations
@@ -35,7 +38,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from fusionspec.conformance.grade.merge import gather_artifacts, merge_documents
+    from fusionspec.conformance.perf.document import is_perf_document
 
+    perf_paths = [p for p in args.results if is_perf_document(p)]
+    if perf_paths:
+        from .perf_merge import run_perf_merge
+
+        return run_perf_merge(args, perf_paths)
     documents = [load_results(path) for path in args.results]
     merged = merge_documents(documents, [str(p) for p in args.results])
     args.out.parent.mkdir(parents=True, exist_ok=True)

@@ -96,6 +96,8 @@ class PerfRow:
     gflop_s: float | None
     gb_s: float | None
     intensity: float | None
+    #: Bytes op by op moves beyond the fused side: the intermediates written and read back.
+    bytes_saved: float | None
     error: str
     rerun: str
 
@@ -154,6 +156,7 @@ def _row(record: Doc) -> PerfRow:
         low, high = ratio_interval(fused, opbyop)
     roof = record.obj("roofline")
     flops, moved = number(record, "flops"), number(record, "bytes_fused")
+    opbyop_moved = number(record, "bytes_opbyop")
     verdict = record.text("verdict")
     if verdict and verdict not in VERDICT_CLASSES:
         raise record.fail("verdict", f"is {verdict!r}, not one of {sorted(VERDICT_CLASSES)}")
@@ -167,6 +170,8 @@ def _row(record: Doc) -> PerfRow:
         verdict_class=VERDICT_CLASSES.get(verdict, "error"),
         gflop_s=number(roof, "gflop_s"), gb_s=number(roof, "gb_s"),
         intensity=flops / moved if flops is not None and moved else None,
+        bytes_saved=opbyop_moved - moved if opbyop_moved is not None and moved is not None
+        else None,
         error=error, rerun=record.text("rerun"))
 
 
