@@ -22,6 +22,9 @@
                           the HTML report and docs/onednn-findings.md
     nox -s bench-onednn     the OpenCL backend against oneDNN on the same partitions
     nox -s bench-runtimes   the OpenCL runtimes side by side (probe, cold and warm compile cost)
+    nox -s bench-perf     fusionspec bench (does each fusion pay?) on the reference and accel,
+                          perf documents under results/perf/, their report and findings
+    nox -s bench-perf-onednn  the same on oneDNN 3.2 and 3.13 (installed from PyPI)
     nox -s gpu-check      on a GPU machine without network, from a wheel directory
                           (-- --wheels DIR or FUSIONSPEC_WHEELS): the accel tests, the ci run on
                           the GPU and the GPU bench next to PyTorch (results/gpu_check/)
@@ -293,6 +296,48 @@ def bench_onednn(session: nox.Session) -> None:
     _maybe_intel_opencl(session)
     session.run("python", "bench/bench_onednn.py", "--out",
                 str(ROOT / "results" / "bench_onednn.json"), *session.posargs)
+
+
+def _bench_perf(session: nox.Session, backend: str, label: str, *device: str) -> None:
+    """`fusionspec bench` of `backend` into results/perf/`label`/perf.json (size from
+    FUSIONSPEC_BENCH_SIZE, default small), then the report and findings of every perf document
+    there. A workload that cannot run is recorded in the document, so exit 1 does not stop the
+    session."""
+    size = os.environ.get("FUSIONSPEC_BENCH_SIZE", "small")
+    out = ROOT / "results" / "perf" / label
+    session.run("fusionspec", "bench", "--backend", backend, *device, "--size", size,
+                "--out", str(out), *session.posargs, success_codes=[0, 1])
+    documents = sorted(str(p) for p in (ROOT / "results" / "perf").glob("*/perf.json"))
+    session.run("fusionspec", "report", *documents, "-o", str(ROOT / "reports" / "out" /
+                                                             "perf.html"))
+    session.run("fusionspec", "findings", *documents, "-o",
+                str(ROOT / "results" / "perf" / "findings.md"),
+                "--title", "Performance findings")
+
+
+@nox.session(name="bench-perf", python=PYTHON)
+@nox.parametrize("backend", ["reference", "accel"], ids=["reference", "accel"])
+def bench_perf(session: nox.Session, backend: str) -> None:
+    """Does each fusion pay on `backend`? Perf document under results/perf/<backend>/, the
+    report at reports/out/perf.html and results/perf/findings.md over every perf document.
+    With FUSIONSPEC_BENCH_INTEL_OCL=1 the Intel CPU OpenCL runtime is visible too (select it
+    with `-- --device intel-cpu`)."""
+    if backend == "accel":
+        _install(session, "accel", "conformance", "report")
+        _maybe_intel_opencl(session)
+    else:
+        _install(session, "conformance", "report")
+    _bench_perf(session, backend, backend)
+
+
+@nox.session(name="bench-perf-onednn", python=PYTHON)
+@nox.parametrize("version", list(ONEDNN), ids=list(ONEDNN))
+def bench_perf_onednn(session: nox.Session, version: str) -> None:
+    """Does each fusion pay on oneDNN `version`? Perf document under
+    results/perf/onednn-<version>-cpu/, then the report and findings as bench-perf."""
+    _install(session, "conformance", "report")
+    session.install(*ONEDNN[version])
+    _bench_perf(session, "onednn", f"onednn-{version}-cpu", "--device", "cpu")
 
 
 @nox.session(name="bench-runtimes", python=PYTHON)
