@@ -31,6 +31,8 @@ from functools import cache
 from importlib import metadata
 from pathlib import Path
 
+from fusionspec.spec.release import VERSION, source_commit
+
 from .build import FAULT_ENV
 from .devices import DeviceInfo
 from .runtime import GENERATOR_VERSION
@@ -67,9 +69,14 @@ def _version(dist: str) -> str:
         return "-"
 
 
+def _suite() -> str:
+    """The suite's version and commit: a verdict probed by other code is probed again."""
+    return f"{VERSION} {source_commit() or ''}"
+
+
 def _key(info: DeviceInfo) -> str:
     parts = (PROBE_VERSION, GENERATOR_VERSION, info.platform, info.vendor, info.name,
-             info.opencl_version, info.driver, _version("fusionspec"), _version("pyopencl"),
+             info.opencl_version, info.driver, _suite(), _version("pyopencl"),
              sys.executable, os.environ.get(FAULT_ENV, ""))
     return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:32]
 

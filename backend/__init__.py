@@ -4,11 +4,14 @@ It sits on the bottom floor beside `fusionspec.spec`, so backends (the reference
 backend, the oneDNN adapter, a user's own) implement it without importing the suite:
 
 - `Backend`, `CompiledPartition`, `Device`, `Limitation` and the optional-method readers
-  (`fusionspec.backend.protocol`);
+  (`fusionspec.backend.protocol`), and `Array` (from `fusionspec.spec.types`), the type of the
+  arrays `CompiledPartition.execute` takes and returns;
 - `BackendError`, `BackendUnavailableError` (`fusionspec.backend.errors`);
 - `load_backend`, `available_backends`, `select_device` and the entry-point group
   (`fusionspec.backend.registry`).
 """
+
+from fusionspec.spec.types import Array
 
 from .errors import BackendError, BackendUnavailableError
 from .protocol import (
@@ -23,6 +26,7 @@ from .protocol import (
 from .registry import ENTRY_POINT_GROUP, available_backends, load_backend, select_device
 
 __all__ = [
+    "Array",
     "Backend",
     "CompiledPartition",
     "Device",

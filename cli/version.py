@@ -1,6 +1,7 @@
 """``fusionspec --version``: what a run's results depend on, in a few lines.
 
-The suite's version (from git tags when it was built: setuptools-scm), the spec pages it encodes
+The suite's version (`fusionspec.spec.release.VERSION`, with the git commit when it runs from a
+checkout), the spec pages it encodes
 (title, file, SHA-256, and the oneDNN documentation release, which the pages do not state), the
 Python that runs it, and the backends registered in this environment (listed, not loaded:
 ``fusionspec conform --list`` loads each one and lists its devices).
@@ -12,20 +13,18 @@ import argparse
 import platform
 import sys
 from collections.abc import Sequence
-from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
 from fusionspec.backend import available_backends
 from fusionspec.spec.pages import DOCS_RELEASE, PAGES, SPEC_VERSION
+from fusionspec.spec.release import VERSION, source_commit
 
 __all__ = ["version_text", "VersionAction"]
 
 
 def _suite() -> str:
-    try:
-        return version("fusionspec")
-    except PackageNotFoundError:
-        return "unknown (not installed)"
+    commit = source_commit()
+    return f"{VERSION} (commit {commit})" if commit else VERSION
 
 
 def version_text() -> str:

@@ -111,6 +111,7 @@ class RunView:
     extras: tuple[tuple[str, str], ...]
     environment: tuple[tuple[str, str], ...]
     suite_version: str
+    suite_commit: str
     spec_version: str
     seed: str
     started: str
@@ -179,7 +180,8 @@ def run_view(run: Doc, index: int, label_suffix: str = "") -> RunView:
         device_name=device.text("name"), driver=device.text("driver"),
         runtime=device.text("runtime"), extras=_pairs(device.obj("extras")),
         environment=_pairs(run.obj("environment")), suite_version=run.text("suite_version"),
-        spec_version=run.text("spec_version"), seed=run.text("seed"),
+        suite_commit=run.text("suite_commit"), spec_version=run.text("spec_version"),
+        seed=run.text("seed"),
         started=run.text("started"), finished=run.text("finished"), source=run.source,
         totals=totals, verdict=verdict, summary=summary,
         problems=_pairs(run.obj("device_problems")), counters=_pairs(run.obj("backend_counters")))

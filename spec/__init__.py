@@ -1,9 +1,9 @@
 """fusionspec.spec: the oneDNN Graph fusion-pattern spec as executable data.
 
-The data model (`DataType`, `LogicalTensor`, `Op`, `Graph`, `Partition`), the op schemas of the
-47 ops the pages name, graph validation (`Graph.finalize()`), and the typed errors. The pattern
-notation, the catalog and oneDNN's graph JSON format live in the sibling modules `notation`,
-`catalog` and `onednn_json`.
+The data model (`DataType`, `LogicalTensor`, `Op`, `Graph`, `Partition`, and `Array`, the type
+of the NumPy arrays tensors travel as), the op schemas of the 47 ops the pages name, graph
+validation (`Graph.finalize()`), and the typed errors. The pattern notation, the catalog and
+oneDNN's graph JSON format live in the sibling modules `notation`, `catalog` and `onednn_json`.
 """
 
 from .dtypes import DataType
@@ -31,10 +31,12 @@ from .graph import (
 )
 from .opschemas import OPAQUE_KINDS, SCHEMAS, schema_for
 from .schema import AttrKind, AttrSpec, OpSchema, PortSpec
+from .types import Array
 from .validate import OutsideSpecWarning
 
 __all__ = [
-    "ArityError", "AttrKind", "AttrSpec", "AttrValue", "AttributeRuleError", "DTypeRuleError",
+    "Array", "ArityError", "AttrKind", "AttrSpec", "AttrValue", "AttributeRuleError",
+    "DTypeRuleError",
     "DataType", "FusionspecError", "Graph", "GraphError", "JsonFormatError", "LayoutType",
     "LogicalTensor", "NotationError", "OPAQUE_KINDS", "Op", "OpSchema", "OutsideSpecWarning",
     "Partition", "PortSpec", "PropertyType", "SCHEMAS", "ShapeRuleError", "TopologyError",

@@ -166,8 +166,15 @@ class Graph:
 class Partition:
     """A set of ops a backend compiles and runs as one unit.
 
-    `pattern` is the catalog id of the pattern the partition instantiates, or None for a single-op
-    partition; `inputs`/`outputs` are its external tensors in a deterministic order.
+    `id` numbers the partition within its graph; `ops` are its ops; `inputs`/`outputs` are its
+    external tensors in a deterministic order (an input is produced outside the partition or is
+    a graph input; an output is read outside it or is a graph output). `pattern` is the catalog
+    id of the pattern the partition instantiates, or None for a single-op partition.
+
+    `supported` is oneDNN's ``is_supported()``: False marks a partition its backend will not
+    compile (the reference marks an op it cannot execute so). A backend author leaves it True
+    for every partition the backend runs; the suite grades a partition marked False in a case
+    that should run as ``rejected-valid``, and never compiles it.
     """
 
     id: int

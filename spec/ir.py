@@ -37,6 +37,9 @@ UNKNOWN_DIM = -1
 
 
 class LayoutType(StrEnum):
+    """A logical tensor's layout, as oneDNN's ``layout_type`` (``strided`` for the suite's
+    graphs; ``any`` lets a backend choose)."""
+
     undef = "undef"
     any = "any"
     strided = "strided"
@@ -44,6 +47,9 @@ class LayoutType(StrEnum):
 
 
 class PropertyType(StrEnum):
+    """A logical tensor's property, as oneDNN's ``property_type`` (``constant`` marks a tensor
+    whose value does not change between executions, such as weights)."""
+
     undef = "undef"
     variable = "variable"
     constant = "constant"

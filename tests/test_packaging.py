@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from fusionspec.spec.release import VERSION
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -66,7 +68,7 @@ def test_the_license_is_the_one_pyproject_names() -> None:
 def test_sdist_and_wheel_build_check_install_and_run(tmp_path: Path) -> None:
     """`python -m build` gives an sdist and a wheel that `twine check` accepts; the wheel
     installs into a fresh virtual environment, where `fusionspec conform` grades the
-    reference (the version comes from git, or from PKG-INFO in the sdist)."""
+    reference; the wheel's version is fusionspec.spec.release.VERSION."""
     dist = tmp_path / "dist"
     built = subprocess.run([sys.executable, "-m", "build", "--outdir", str(dist), str(ROOT)],
                            capture_output=True, text=True, timeout=1200, check=False)
@@ -94,3 +96,4 @@ def test_sdist_and_wheel_build_check_install_and_run(tmp_path: Path) -> None:
     shown = subprocess.run([str(venv / "bin" / "fusionspec"), "--version"], cwd=work,
                            capture_output=True, text=True, timeout=300, check=False)
     assert shown.returncode == 0 and wheel.name.split("-")[1] in shown.stdout, shown.stdout
+    assert wheel.name.split("-")[1] == VERSION, f"the wheel is version {VERSION}: {wheel.name}"

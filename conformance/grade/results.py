@@ -4,7 +4,9 @@
 document the HTML report is rendered from (`to_dict`, `write`; `load_results` reads one back
 and checks its schema version). Its top-level keys:
 
-- ``schema`` (`SCHEMA_VERSION`), ``suite_version`` (fusionspec's package version),
+- ``schema`` (`SCHEMA_VERSION`), ``suite_version`` (fusionspec's version,
+  `fusionspec.spec.release.VERSION`), ``suite_commit`` (the git commit the suite ran from, with
+  ``+dirty`` for local changes, or null for an installed copy; absent from older documents),
   ``spec_version`` (`SPEC_VERSION`: the oneDNN documentation pages and their digests) and
   ``spec_pages``;
 - ``backend`` (the backend's own name), ``backend_spec`` (the backend as the run was given it:
@@ -78,6 +80,7 @@ from fusionspec.spec.files import atomic_write_text, safe_component
 from fusionspec.spec.graph import Graph
 from fusionspec.spec.onednn_json import dump, load
 from fusionspec.spec.pages import PAGES, SPEC_VERSION
+from fusionspec.spec.release import VERSION, source_commit
 
 from ..cases import FAILING, Case, CaseKind, Status, Verdict
 from .culprit import CULPRIT_FILE
@@ -102,10 +105,9 @@ class ResultsFormatError(FusionspecError):
 
 
 def suite_version() -> str:
-    try:
-        return version("fusionspec")
-    except PackageNotFoundError:
-        return "unknown"
+    """The suite's version: `fusionspec.spec.release.VERSION`, the one place it is written (an
+    editable install's metadata keeps the version of the day it was installed)."""
+    return VERSION
 
 
 def environment() -> dict[str, str]:
@@ -359,6 +361,7 @@ class ResultsCollector:
                  for rid, r in sorted(self._rules.items())}
         document = {
             "schema": SCHEMA_VERSION, "suite_version": suite_version(),
+            "suite_commit": source_commit(),
             "spec_version": SPEC_VERSION,
             "spec_pages": [{"file": p.file, "title": p.title, "sha256": p.sha256}
                            for p in PAGES],

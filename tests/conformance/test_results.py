@@ -4,7 +4,6 @@ replay a case."""
 from __future__ import annotations
 
 import json
-from importlib.metadata import version
 from pathlib import Path
 
 import numpy as np
@@ -29,6 +28,7 @@ from fusionspec.reference.arrays import read_npz
 from fusionspec.reference.backend import NUMPY_DEVICE, ReferenceBackend
 from fusionspec.spec.dtypes import DataType
 from fusionspec.spec.graph import Graph, LogicalTensor, Op
+from fusionspec.spec.release import VERSION, source_commit
 
 VALID = toy.valid_case("fp.matmul_post_ops", 3)
 NEAR_MISS = toy.near_miss_case()
@@ -49,8 +49,10 @@ def test_document_header() -> None:
         f"the spec version names the three pages: {SPEC_VERSION}"
     assert all(len(p["sha256"]) == 64 for p in doc["spec_pages"]), \
         f"each page is recorded with its digest: {doc['spec_pages']}"
-    assert doc["suite_version"] == version("fusionspec"), \
-        f"suite version is the package's: {doc['suite_version']}"
+    assert doc["suite_version"] == VERSION, \
+        f"suite version is the one written in fusionspec.spec.release: {doc['suite_version']}"
+    assert doc["suite_commit"] == source_commit(), \
+        f"the document records the commit the suite runs from: {doc['suite_commit']}"
     assert doc["device"]["id"] == "numpy" and "driver" in doc["device"], f"device: {doc['device']}"
     for key in ("python", "numpy", "ml_dtypes", "platform", "hypothesis", "pytest"):
         assert key in doc["environment"], f"environment records {key}: {doc['environment']}"
@@ -150,6 +152,31 @@ def test_write_and_load(tmp_path: Path) -> None:
     doc = load_results(path)
     assert doc["totals"].get("fusion-mismatch") == 2, f"totals survive: {doc['totals']}"
     assert "NaN" not in path.read_text(), "the file is strict JSON"
+
+
+def test_a_checkout_records_its_commit() -> None:
+    """The tests run from a git checkout (this repository), so the commit is known."""
+    root = Path(__file__).resolve().parents[2]
+    if not (root / ".git").exists():
+        pytest.skip("not run from a git checkout")
+    doc = collect(ReferenceBackend()).to_dict()
+    commit = str(doc["suite_commit"])
+    assert len(commit.removesuffix("+dirty")) == 40, \
+        f"a checkout records the full hash of HEAD: {doc['suite_commit']}"
+
+
+def test_a_document_without_the_commit_still_loads(tmp_path: Path) -> None:
+    """Documents written before the commit was recorded lack it, and stay readable."""
+    doc = collect(ReferenceBackend()).to_dict()
+    del doc["suite_commit"]
+    path = tmp_path / "results.json"
+    path.write_text(json.dumps(doc))
+    loaded = load_results(path)
+    assert "suite_commit" not in loaded and loaded["suite_version"] == VERSION, \
+        "an older document loads as it was written"
+    doc["suite_commit"] = None
+    path.write_text(json.dumps(doc))
+    assert load_results(path)["suite_commit"] is None, "an installed copy records null"
 
 
 def test_load_rejects_other_schemas(tmp_path: Path) -> None:

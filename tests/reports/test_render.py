@@ -234,3 +234,17 @@ def test_document_from_a_newer_suite(tmp_path: Path, reference_results: Path) ->
     assert "flaky" in root.by_id()["legend"].text(), "the unknown status is in the legend"
     assert entry("softmax.post_ops").notation in root.by_id()["p-softmax-post_ops"].text(), \
         "known patterns keep their notation"
+
+
+def test_the_run_names_its_suite_commit(tmp_path: Path, reference_results: Path) -> None:
+    doc = load(reference_results)
+    doc["suite_version"], doc["suite_commit"] = "0.1.0", "0123abcd" * 5 + "+dirty"
+    with_commit = save(tmp_path / "with" / "results.json", doc)
+    html, _ = render(tmp_path / "with.html", [with_commit])
+    assert "fusionspec 0.1.0 (commit <code>" + "0123abcd" * 5 + "+dirty</code>)" in html, \
+        "the run's details name the version and the commit it ran from"
+    del doc["suite_commit"]
+    older = save(tmp_path / "older" / "results.json", doc)
+    html, _ = render(tmp_path / "older.html", [older])
+    assert "fusionspec 0.1.0</dd>" in html and "(commit" not in html, \
+        "a document without the commit shows the version alone"
