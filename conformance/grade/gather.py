@@ -69,7 +69,7 @@ def _source(folders: Sequence[Path], relative: PurePosixPath, where: str) -> Pat
         candidate = folder / relative
         if not (candidate.is_dir() or candidate.is_symlink()):
             continue
-        if not _no_link_on_the_way(folder, relative) or inside(relative, folder) is None:
+        if not _no_link_on_the_way(folder, relative) or inside(str(relative), folder) is None:
             raise ResultsFormatError(f"{where}: failure folder {candidate} is a link or leads "
                                      "out of its results document's folder; it is not copied")
         return candidate
@@ -93,7 +93,7 @@ def _plan(document: Mapping[str, Any], sources: Sequence[Path], target: Path,
         if found is None:
             continue  # the part had no output folder, or it was not kept
         destination = base / relative
-        if inside(relative, base) is None or not _no_link_on_the_way(base, relative):
+        if inside(str(relative), base) is None or not _no_link_on_the_way(base, relative):
             raise ResultsFormatError(f"{where}: {destination} leads out of the output folder")
         dirs[n] = destination
         if found.resolve() == destination.resolve() or destination in copies:
