@@ -242,14 +242,19 @@ def _list(args: argparse.Namespace) -> int:
 def _replay(args: argparse.Namespace) -> int:
     from fusionspec.conformance.grade.results import failure_origin, load_failure
     from fusionspec.conformance.runner import Runner
+    from fusionspec.reference.memory import budget, check_budget
 
     case, seed = load_failure(args.replay)
     recorded_backend, recorded_device = failure_origin(args.replay)
     backend = args.backend or recorded_backend
     if backend is None:
         return _usage(args, f"{args.replay} does not record its backend: pass --backend")
+    if args.backend is None and backend not in available_backends():
+        return _usage(args, _unregistered(args.replay, backend))
     device = args.device or recorded_device
-    with Runner(backend, device, 120.0, isolate=not args.no_isolate, seed=seed) as runner:
+    check_budget(case.graph, budget())  # as `run` does: before any input is filled
+    with Runner(backend, device, 120.0, isolate=not args.no_isolate, seed=seed,
+                memory_limit=args.memory_limit) as runner:
         verdict = runner.run(case)
         device_id = runner.device.id
     where = f"{backend} on {device_id}"
@@ -259,3 +264,17 @@ def _replay(args: argparse.Namespace) -> int:
     emit(args, text, {"case_id": case.id, "status": verdict.status.value,
                       "reason": verdict.reason, "backend": backend, "device": device_id})
     return 1 if verdict.failed else 0
+
+
+def _unregistered(folder: Path, backend: str) -> str:
+    """Why a failure folder's backend is not loaded on the folder's word, and the command
+    that loads it when the user trusts it (the folder is data; a backend is code)."""
+    import shlex
+
+    from fusionspec.spec.text import clean_text
+
+    named = clean_text(backend, 200)
+    return (f"{folder} was recorded with backend {named!r}, which is not a registered backend; "
+            "a failure folder does not choose the code that runs. If you trust that backend, "
+            f"name it: fusionspec conform --backend {shlex.quote(named)} --replay "
+            f"{shlex.quote(str(folder))}")

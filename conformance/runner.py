@@ -17,6 +17,8 @@ own process, so a backend only ever returns partitions and arrays and cannot cha
 - The worker's address space is capped at `memory_limit` bytes (default: half the machine's
   memory, at least 2 GiB; 0 turns the cap off).
 - Reasons are cut to `REASON_LIMIT` characters, with a note.
+- A reply is read only up to the memory budget in bytes (`fusionspec.reference.memory.budget`)
+  and only names the transport's allowlist (`fusionspec.conformance.transport`).
 
 With ``isolate=False`` the backend runs in this process (fast to debug; no timeout, no
 protection against crashes, and the backend could tamper with the grading).
@@ -55,6 +57,7 @@ from fusionspec.backend import (
     load_backend,
     select_device,
 )
+from fusionspec.reference.memory import budget
 from fusionspec.spec.graph import Graph, Partition
 
 from .cases import Case, Status, Verdict
@@ -68,7 +71,7 @@ from .transport import (
     UnsafeReplyError,
     clip,
     dumps,
-    loads_reply,
+    receive_reply,
 )
 from .worker import serve
 
@@ -272,7 +275,7 @@ class Runner:
             conn.send_bytes(dumps(request))
             if not conn.poll(left):
                 raise _Timeout
-            reply = loads_reply(conn.recv_bytes())
+            reply = receive_reply(conn, budget())
         except (EOFError, OSError):
             process.join(5)
             said = self._last_words()
@@ -342,7 +345,7 @@ class Runner:
                 self._stop()
                 raise BackendError(f"backend {self.spec!r} did not start within "
                                    f"{STARTUP_TIMEOUT_S:g} s")
-            reply = loads_reply(parent.recv_bytes())
+            reply = receive_reply(parent, budget())
         except (EOFError, OSError, UnsafeReplyError):
             process.join(5)
             code = process.exitcode

@@ -1,0 +1,62 @@
+"""Backends that attack the runner through what they send back, not through what they compute.
+
+Each is the reference with one hostile habit: a reply written straight onto the worker's pipe
+(naming a module the runner must never import), a structure that a few hundred pickled bytes
+make billions of elements long, or counters of that kind.
+"""
+
+from __future__ import annotations
+
+import gc
+import pickle
+from multiprocessing.connection import Connection
+from typing import Any
+
+from fusionspec.spec.graph import Graph, Partition
+
+from .toy_backends import _Toy
+
+#: A pickle that imports ``numpy.f2py.__main__`` and calls its ``main`` (what a hostile reply
+#: to ``release`` sent to make the runner exit 0).
+FORGED = b"cnumpy.f2py.__main__\nmain\n)R."
+
+
+def bomb(levels: int = 8, width: int = 16) -> list[Any]:
+    """A list whose repr has `width` ** `levels` elements, pickled in a few hundred bytes."""
+    value: list[Any] = []
+    for _ in range(levels):
+        value = [value] * width
+    return value
+
+
+def _pipes() -> list[Connection]:
+    return [o for o in gc.get_objects() if isinstance(o, Connection) and not o.closed]
+
+
+class ForgesReply(_Toy):
+    """Writes `FORGED` onto its worker's pipe before its partitions go back."""
+
+    name = "forges-reply"
+
+    def partition(self, graph: Graph) -> list[Partition]:
+        for conn in _pipes():
+            conn.send_bytes(FORGED)
+        return super().partition(graph)
+
+
+class RepliesWithBomb(_Toy):
+    """Answers ``partition`` with `bomb()` in place of partitions."""
+
+    name = "replies-with-bomb"
+
+    def partition(self, graph: Graph) -> Any:
+        return pickle.loads(pickle.dumps([bomb()]))[0]
+
+
+class BombCounters(_Toy):
+    """Reports `bomb()` as its counters."""
+
+    name = "bomb-counters"
+
+    def counters(self) -> Any:
+        return {"calls": bomb()}
