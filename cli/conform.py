@@ -40,8 +40,9 @@ from fusionspec.conformance.grade.results import (
     replay_commands,
 )
 from fusionspec.conformance.selection import SelectionError
+from fusionspec.spec.files import atomic_write_text
 
-from .output import emit
+from .output import check_paths, emit
 
 HELP = "run the conformance suite against a backend and write the results"
 #: The exit code of a run whose backend has no usable device.
@@ -141,6 +142,9 @@ def run(args: argparse.Namespace) -> int:
     written = collector.write(collector.out_dir / "results.json") \
         if collector.out_dir is not None else None
     if args.write_expectations is not None:
+        check_paths({"results": written, "--expectations": getattr(
+            options.expectations, "source", None)}, {"--write-expectations":
+                                                     args.write_expectations})
         _write_expectations(args.write_expectations, collector, options.expectations)
     return _summary(args, collector, written, empty_shard)
 
@@ -206,8 +210,7 @@ def _write_expectations(path: Path, collector: ResultsCollector, used: Any) -> N
     keep = [e for e in used.entries if e.status == "skip"] if used is not None else []
     title = (f"Started from a run of {collector.backend_spec} on {collector.device.id} "
              f"(profile {collector.profile}, seed {collector.seed}).")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(expectations_toml(collector.failures, keep, title=title), encoding="utf-8")
+    atomic_write_text(path, expectations_toml(collector.failures, keep, title=title))
     print(f"expectations: {path} ({len(collector.failures)} failure(s) expected)",
           file=sys.stderr)
 

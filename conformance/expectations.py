@@ -56,6 +56,7 @@ from typing import Any
 from fusionspec.backend import Device
 from fusionspec.spec.catalog import CATALOG
 from fusionspec.spec.errors import FusionspecError
+from fusionspec.spec.text import clean_text
 
 from .cases import Case
 from .selection import known_rule_ids
@@ -65,6 +66,8 @@ __all__ = ["EXPECTATIONS_SCHEMA", "ExpectationsError", "Expectation", "Expectati
 
 #: The format this module reads and writes (the file's ``schema`` key).
 EXPECTATIONS_SCHEMA = "fusionspec-expectations/1"
+#: The largest expectations file read (a real one is a few kilobytes).
+MAX_FILE_BYTES = 4 * 2**20
 
 _MATCHERS = ("pattern", "kind", "rule", "dtype", "case", "device")
 
@@ -163,10 +166,14 @@ class Expectations:
     def load(path: str | Path) -> Expectations:
         """Read and validate the file at `path` (ExpectationsError naming what is wrong)."""
         try:
-            raw = Path(path).read_bytes()
+            with Path(path).open("rb") as handle:  # bounded: the path may be /dev/zero
+                raw = handle.read(MAX_FILE_BYTES + 1)
         except OSError as exc:
             raise ExpectationsError(f"{path}: cannot read the expectations file: "
                                     f"{exc.strerror or exc}") from None
+        if len(raw) > MAX_FILE_BYTES:
+            raise ExpectationsError(f"{path}: the expectations file is larger than "
+                                    f"{MAX_FILE_BYTES // 2**20} MiB")
         return Expectations.parse(raw.decode("utf-8", errors="replace"), str(path))
 
     @staticmethod
@@ -176,6 +183,8 @@ class Expectations:
             data = tomllib.loads(text)
         except tomllib.TOMLDecodeError as exc:
             raise ExpectationsError(f"{source}: not valid TOML: {exc}") from None
+        except RecursionError:
+            raise ExpectationsError(f"{source}: not valid TOML: nested too deeply") from None
         _check_schema(data, source)
         entries = tuple(_entry(number, table) for number, table in
                         enumerate(data.get("expect", []), start=1))
@@ -272,7 +281,8 @@ def expectations_toml(failures: Iterable[Mapping[str, Any]],
               "dtype, case, device (globs where\n# it makes sense), verdicts, reason, link. "
               "See docs/ci.md.\n")
     if title:
-        header += f"# {title}\n"
+        # One comment line, whatever the title holds (a device id may carry a newline).
+        header += f"# {' '.join(clean_text(title, 400).split())}\n"
     body: str = tomli_w.dumps({"schema": EXPECTATIONS_SCHEMA, "expect": tables},
                               multiline_strings=False)
     return header + "\n" + body
