@@ -34,6 +34,7 @@ from typing import Any
 
 from fusionspec.backend import BackendUnavailableError, Device, available_backends
 from fusionspec.backend.describe import describe_isolated
+from fusionspec.conformance.grade.emptiness import shows_nothing
 from fusionspec.conformance.grade.results import (
     ResultsCollector,
     artifact_name,
@@ -137,8 +138,8 @@ def run(args: argparse.Namespace) -> int:
         return _usage(args, str(exc))
     empty_shard = not collector.cases and not collector.skipped and options.shard is not None \
         and collector.incomplete is None
-    if not collector.cases and collector.incomplete is None and not empty_shard:
-        collector.incomplete = "no case was judged"
+    if collector.incomplete is None and not empty_shard:
+        collector.incomplete = shows_nothing(collector.verdicts, collector.skipped)
     written = collector.write(collector.out_dir / "results.json") \
         if collector.out_dir is not None else None
     if args.write_expectations is not None:

@@ -17,6 +17,8 @@ own process, so a backend only ever returns partitions and arrays and cannot cha
 - The worker's address space is capped at `memory_limit` bytes (default: half the machine's
   memory, at least 2 GiB; 0 turns the cap off).
 - Reasons are cut to `REASON_LIMIT` characters, with a note.
+- What the backend says about itself (name, device, limitations, device problems) is checked
+  when it loads (`fusionspec.backend.checks`): a bad field is a `BackendError` naming it.
 - A reply is read only up to the memory budget in bytes (`fusionspec.reference.memory.budget`)
   and only names the transport's allowlist (`fusionspec.conformance.transport`).
 
@@ -57,6 +59,7 @@ from fusionspec.backend import (
     load_backend,
     select_device,
 )
+from fusionspec.backend.checks import checked_identity
 from fusionspec.reference.memory import budget
 from fusionspec.spec.graph import Graph, Partition
 
@@ -218,10 +221,17 @@ class Runner:
         except BaseException:
             self._discard_log()
             raise
-        self.backend_name = ready.backend_name
-        self.device: Device = ready.device
-        self.limitations: tuple[Limitation, ...] = tuple(ready.limitations)
-        self.device_problems = dict(ready.problems)
+        try:
+            said = checked_identity(backend, ready.backend_name, ready.device,
+                                    ready.limitations, ready.problems)
+        except BaseException:
+            self._stop()
+            self._discard_log()
+            raise
+        self.backend_name = said.name
+        self.device: Device = said.device
+        self.limitations: tuple[Limitation, ...] = said.limitations
+        self.device_problems = said.problems
         self._remote = _Remote(self)
 
     def __enter__(self) -> Runner:

@@ -24,6 +24,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from .emptiness import shows_nothing
 from .gather import gather_artifacts
 from .results import ResultsFormatError, canonical_counts
 
@@ -169,7 +170,7 @@ def merge_documents(documents: Sequence[Mapping[str, Any]], sources: Sequence[st
 
 
 def _mark_empty(merged: dict[str, Any], skipped: list[Any]) -> None:
-    """A merged run that judged no case is incomplete: it showed nothing (never a PASS)."""
-    if not merged.get("unavailable") and not merged["verdicts"] and not skipped:
-        merged["incomplete"] = "; ".join(filter(None, [merged.get("incomplete"),
-                                                       "no case was judged"]))
+    """A merged run that shows nothing (`shows_nothing`) is incomplete, never a PASS."""
+    why = shows_nothing(merged["verdicts"], skipped)
+    if why is not None and not merged.get("unavailable"):
+        merged["incomplete"] = "; ".join(filter(None, [merged.get("incomplete"), why]))

@@ -12,6 +12,7 @@ import pickle
 from multiprocessing.connection import Connection
 from typing import Any
 
+from fusionspec.backend import Device, Limitation
 from fusionspec.spec.graph import Graph, Partition
 
 from .toy_backends import _Toy
@@ -60,3 +61,41 @@ class BombCounters(_Toy):
 
     def counters(self) -> Any:
         return {"calls": bomb()}
+
+
+class DeviceIdNotText(_Toy):
+    """A device whose id is a number."""
+
+    name = "device-id-not-text"
+
+    def devices(self) -> Any:
+        return (Device(id=7),)  # type: ignore[arg-type]
+
+
+class LimitationNotALimitation(_Toy):
+    """Declares a string as its limitation."""
+
+    name = "limitation-not-a-limitation"
+    limitations = ("everything is hard",)
+
+
+class CatchAllLimitation(_Toy):
+    """Declares one limitation that covers every case."""
+
+    name = "catch-all"
+    limitations = (Limitation("nothing is supported"),)
+
+
+class NameNotText(_Toy):
+    """A name that is not a string."""
+
+    name = ("not", "a", "name")  # type: ignore[assignment]
+
+
+class AnsiName(_Toy):
+    """A name and device carrying terminal escape sequences and megabytes of text."""
+
+    name = "ansi\x1b[2K\x1b[1A\r"
+
+    def devices(self) -> Any:
+        return (Device(id="cpu\x1b]0;owned\x07", name="x" * 3_000_000),)
