@@ -62,6 +62,7 @@ from fusionspec.backend import (
 from fusionspec.backend.checks import checked_identity
 from fusionspec.reference.memory import budget
 from fusionspec.spec.graph import Graph, Partition
+from fusionspec.spec.text import clean_text
 
 from .cases import Case, Status, Verdict
 from .grade.verdicts import apply_limitation, judge, matching_limitation
@@ -434,6 +435,7 @@ def _unlink(path: str) -> None:
 
 
 def _bounded(verdict: Verdict) -> Verdict:
-    """`verdict` with its reason cut to `REASON_LIMIT` characters."""
-    reason = clip(verdict.reason, REASON_LIMIT)
+    """`verdict` with its reason stripped of control sequences (a backend's message may carry
+    some) and cut to `REASON_LIMIT` characters."""
+    reason = clean_text(verdict.reason, REASON_LIMIT)
     return verdict if reason == verdict.reason else replace(verdict, reason=reason)

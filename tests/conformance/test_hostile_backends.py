@@ -56,3 +56,18 @@ def test_a_run_where_every_case_is_unsupported_is_not_a_pass(tmp_path: Path) -> 
     assert done.returncode == 1 and said["verdict"] == "INCOMPLETE", \
         f"all unsupported shows nothing: {done.returncode} {said}"
     assert "unsupported" in said["incomplete"], said
+
+
+@pytest.mark.parametrize("isolate", [True, False])
+def test_a_backend_message_is_cleaned_and_clipped(isolate: bool) -> None:
+    from testkit import toy_backends as toy
+
+    with Runner("testkit.hostile_backends:RaisesAnsi", None, 30.0, sys_path=[TESTS],
+                isolate=isolate) as run:
+        verdict = run.run(toy.valid_case("fp.matmul_post_ops", 3))
+    assert verdict.failed and "\x1b" not in verdict.reason and "\r" not in verdict.reason, \
+        f"no escape sequence in the reason: {verdict.reason[:200]!r}"
+    assert len(verdict.reason) < 3000, f"clipped: {len(verdict.reason)}"
+    kept = json.dumps(verdict.details)
+    assert "\\u001b" not in kept and len(kept) < 20_000, \
+        f"the details carry neither escapes nor megabytes: {len(kept)}"

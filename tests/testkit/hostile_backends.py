@@ -99,3 +99,12 @@ class AnsiName(_Toy):
 
     def devices(self) -> Any:
         return (Device(id="cpu\x1b]0;owned\x07", name="x" * 3_000_000),)
+
+
+class RaisesAnsi(_Toy):
+    """Raises with a message that would erase the FAIL line, megabytes long."""
+
+    name = "raises-ansi"
+
+    def partition(self, graph: Graph) -> list[Partition]:
+        raise RuntimeError("\x1b[2K\x1b[1A\rPASS" + "x" * 3_000_000)
