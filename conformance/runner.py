@@ -66,6 +66,7 @@ from fusionspec.spec.text import clean_text
 
 from .cases import Case, Status, Verdict
 from .grade.verdicts import apply_limitation, judge, matching_limitation
+from .signals import track, untrack
 from .transport import (
     Abandoned,
     BackendFailure,
@@ -351,6 +352,8 @@ class Runner:
         process.start()
         child.close()
         self._process, self._conn = process, parent
+        if process.pid is not None:
+            track(process.pid)  # its group: the worker calls setsid first thing
         try:
             if not parent.poll(STARTUP_TIMEOUT_S):
                 self._stop()
@@ -381,6 +384,7 @@ class Runner:
             if pid is not None:
                 with contextlib.suppress(ProcessLookupError, PermissionError):
                     os.killpg(pid, signal.SIGKILL)
+                untrack(pid)
             if self._process.is_alive():
                 self._process.kill()
             self._process.join(5)
