@@ -108,6 +108,9 @@ def _usage(args: argparse.Namespace, message: str) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
+    from fusionspec.conformance.scratch import use_cache_home
+
+    use_cache_home()  # hypothesis' caches, not in the current folder
     if args.list:
         return _list(args)
     if args.replay is not None:

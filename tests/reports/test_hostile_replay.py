@@ -89,3 +89,16 @@ def test_memory_limit_out_of_range_is_a_usage_error(value: str, gelu_results: Pa
     err = capsys.readouterr().err
     assert stopped.value.code == 2 and "--memory-limit" in err, f"{value}: usage error: {err}"
     assert "Traceback" not in err, f"{value}: one line, no traceback: {err}"
+
+
+def test_conform_leaves_no_hypothesis_folder_in_the_current_folder(tmp_path: Path) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    done = subprocess.run(
+        [sys.executable, "-m", "fusionspec.cli", "conform", "--patterns", "fp.bn_relu",
+         "--kinds", "valid,near-miss", "--out", str(tmp_path / "out")], cwd=work,
+        env=env({"XDG_CACHE_HOME": str(tmp_path / "cache")}), capture_output=True, text=True,
+        timeout=300, check=False, stdin=subprocess.DEVNULL)
+    assert done.returncode == 0, f"the run passes: {done.stdout[-400:]} {done.stderr[-400:]}"
+    assert not list(work.iterdir()), f"nothing written in the current folder: " \
+        f"{[p.name for p in work.iterdir()]}"
