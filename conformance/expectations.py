@@ -68,6 +68,8 @@ __all__ = ["EXPECTATIONS_SCHEMA", "ExpectationsError", "Expectation", "Expectati
 EXPECTATIONS_SCHEMA = "fusionspec-expectations/1"
 #: The largest expectations file read (a real one is a few kilobytes).
 MAX_FILE_BYTES = 4 * 2**20
+#: The most entries an expectations file may hold (every case is matched against each).
+MAX_ENTRIES = 2000
 
 _MATCHERS = ("pattern", "kind", "rule", "dtype", "case", "device")
 
@@ -185,6 +187,7 @@ class Expectations:
             raise ExpectationsError(f"{source}: not valid TOML: {exc}") from None
         except RecursionError:
             raise ExpectationsError(f"{source}: not valid TOML: nested too deeply") from None
+        _check_size(data, source)
         _check_schema(data, source)
         entries = tuple(_entry(number, table) for number, table in
                         enumerate(data.get("expect", []), start=1))
@@ -192,6 +195,14 @@ class Expectations:
             _check_names(e, source)
         digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
         return Expectations(source, digest, entries)
+
+
+def _check_size(data: Mapping[str, Any], source: str) -> None:
+    """Refuse more entries than `MAX_ENTRIES` before each is checked and matched."""
+    entries = data.get("expect")
+    if isinstance(entries, list) and len(entries) > MAX_ENTRIES:
+        raise ExpectationsError(f"{source}: {len(entries)} entries, more than {MAX_ENTRIES}; "
+                                "group cases with globs and lists")
 
 
 def _entry(number: int, table: Mapping[str, Any]) -> Expectation:

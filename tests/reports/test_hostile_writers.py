@@ -16,6 +16,7 @@ from testkit.report import copy_results, load, save
 
 from fusionspec.cli.main import main
 from fusionspec.conformance.expectations import (
+    MAX_ENTRIES,
     MAX_FILE_BYTES,
     Expectations,
     ExpectationsError,
@@ -87,6 +88,14 @@ def test_a_pathological_expectations_file_is_one_error(text: str, what: str) -> 
     with pytest.raises(ExpectationsError) as raised:
         Expectations.parse(text, "exp.toml")
     assert "exp.toml" in str(raised.value), f"the error names the file: {raised.value}"
+
+
+def test_too_many_expectations_entries_are_one_error() -> None:
+    entry = '[[expect]]\nstatus = "skip"\ncase = "x/{n}"\nreason = "r"\n'
+    text = 'schema = "fusionspec-expectations/1"\n' + "".join(
+        entry.format(n=n) for n in range(MAX_ENTRIES + 1))
+    with pytest.raises(ExpectationsError, match="more than"):
+        Expectations.parse(text, "exp.toml")
 
 
 def test_an_endless_expectations_file_is_refused(tmp_path: Path) -> None:
