@@ -42,6 +42,7 @@ from fusionspec.conformance.grade.results import (
 )
 from fusionspec.conformance.selection import SelectionError
 from fusionspec.spec.files import atomic_write_text
+from fusionspec.spec.text import clean_text
 
 from .output import check_paths, emit
 
@@ -268,7 +269,7 @@ def _replay(args: argparse.Namespace) -> int:
     text = (f"{verdict.status.value}: {case.id} ({case.description}) on {where}\n  "
             f"{verdict.reason}" if verdict.reason else f"{verdict.status.value}: {case.id} "
             f"on {where}")
-    emit(args, text, {"case_id": case.id, "status": verdict.status.value,
+    emit(args, clean_text(text, 8000), {"case_id": case.id, "status": verdict.status.value,
                       "reason": verdict.reason, "backend": backend, "device": device_id})
     return 1 if verdict.failed else 0
 
@@ -277,8 +278,6 @@ def _unregistered(folder: Path, backend: str) -> str:
     """Why a failure folder's backend is not loaded on the folder's word, and the command
     that loads it when the user trusts it (the folder is data; a backend is code)."""
     import shlex
-
-    from fusionspec.spec.text import clean_text
 
     named = clean_text(backend, 200)
     return (f"{folder} was recorded with backend {named!r}, which is not a registered backend; "

@@ -102,3 +102,15 @@ def test_conform_leaves_no_hypothesis_folder_in_the_current_folder(tmp_path: Pat
     assert done.returncode == 0, f"the run passes: {done.stdout[-400:]} {done.stderr[-400:]}"
     assert not list(work.iterdir()), f"nothing written in the current folder: " \
         f"{[p.name for p in work.iterdir()]}"
+
+
+def test_a_folder_s_text_reaches_the_terminal_without_escapes(
+        gelu_results: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    folder = _folder(gelu_results, tmp_path, "reference")
+    record = json.loads((folder / "case.json").read_text())
+    record["description"] = "\x1b[2K\x1b[1A\rall good" + "y" * 100_000
+    (folder / "case.json").write_text(json.dumps(record))
+    code = main(["conform", "--replay", str(folder), "--no-isolate"])
+    out = capsys.readouterr().out
+    assert code == 0 and "\x1b" not in out and "\r" not in out, f"cleaned: {out[:200]!r}"
+    assert len(out) < 10_000, f"clipped: {len(out)} characters"
