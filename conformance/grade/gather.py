@@ -27,6 +27,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from fusionspec.spec.files import inside
+from fusionspec.spec.text import clip
 
 from .results import ResultsFormatError
 
@@ -48,8 +49,9 @@ def checked_relative(relative: object, where: str) -> PurePosixPath:
     path = PurePosixPath(relative.replace("\\", "/"))
     if path.is_absolute() or any(part in ("..", "") for part in path.parts) \
             or path == PurePosixPath("."):
-        raise ResultsFormatError(f"{where}: replay.path {relative!r} leaves its folder; a "
-                                 "failure folder lies inside the results document's folder")
+        raise ResultsFormatError(f"{where}: replay.path {clip(relative, 200)!r} leaves its "
+                                 "folder; a failure folder lies inside the results document's "
+                                 "folder")
     return path
 
 
@@ -87,7 +89,7 @@ def _plan(document: Mapping[str, Any], sources: Sequence[Path], target: Path,
         replay = record.get("replay") if isinstance(record, Mapping) else None
         if not isinstance(replay, Mapping) or not replay.get("path"):
             continue
-        where = f"case {record.get('case_id', n)!r}"
+        where = f"case {clip(str(record.get('case_id', n)), 200)!r}"
         relative = checked_relative(replay.get("path"), where)
         found = _source(folders, relative, where)
         if found is None:
