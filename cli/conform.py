@@ -40,14 +40,17 @@ from fusionspec.backend import (
     available_backends,
 )
 from fusionspec.backend.describe import describe_isolated
+from fusionspec.conformance.grade.emptiness import shows_nothing
 from fusionspec.conformance.grade.results import (
     ResultsCollector,
     artifact_name,
     replay_commands,
 )
 from fusionspec.conformance.selection import SelectionError
+from fusionspec.spec.files import atomic_write_text
+from fusionspec.spec.text import clean_text
 
-from .output import emit
+from .output import check_paths, emit
 
 HELP = "run the conformance suite against a backend and write the results"
 #: The exit code of a run whose backend has no usable device.
@@ -113,6 +116,9 @@ def _usage(args: argparse.Namespace, message: str) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
+    from fusionspec.conformance.scratch import use_cache_home
+
+    use_cache_home()  # hypothesis' caches, not in the current folder
     if args.list:
         return _list(args)
     if args.replay is not None:
@@ -143,11 +149,14 @@ def run(args: argparse.Namespace) -> int:
         return _usage(args, str(exc))
     empty_shard = not collector.cases and not collector.skipped and options.shard is not None \
         and collector.incomplete is None
-    if not collector.cases and collector.incomplete is None and not empty_shard:
-        collector.incomplete = "no case was judged"
+    if collector.incomplete is None and not empty_shard:
+        collector.incomplete = shows_nothing(collector.verdicts, collector.skipped)
     written = collector.write(collector.out_dir / "results.json") \
         if collector.out_dir is not None else None
     if args.write_expectations is not None:
+        check_paths({"results": written, "--expectations": getattr(
+            options.expectations, "source", None)}, {"--write-expectations":
+                                                     args.write_expectations})
         _write_expectations(args.write_expectations, collector, options.expectations)
     _write_junit(args, collector)
     return _summary(args, collector, written, empty_shard)
@@ -215,8 +224,7 @@ def _write_expectations(path: Path, collector: ResultsCollector, used: Any) -> N
     keep = [e for e in used.entries if e.status == "skip"] if used is not None else []
     title = (f"Started from a run of {collector.backend_spec} on {collector.device.id} "
              f"(profile {collector.profile}, seed {collector.seed}).")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(expectations_toml(collector.failures, keep, title=title), encoding="utf-8")
+    atomic_write_text(path, expectations_toml(collector.failures, keep, title=title))
     print(f"expectations: {path} ({len(collector.failures)} failure(s) expected)",
           file=sys.stderr)
 
@@ -265,6 +273,7 @@ def _list(args: argparse.Namespace) -> int:
 def _replay(args: argparse.Namespace) -> int:
     from fusionspec.conformance.grade.results import failure_origin, load_failure
     from fusionspec.conformance.runner import Runner
+    from fusionspec.reference.memory import budget, check_budget
 
     from .replayed import save_outputs, verdict_lines
 
@@ -273,19 +282,24 @@ def _replay(args: argparse.Namespace) -> int:
     backend = args.backend or recorded_backend
     if backend is None:
         return _usage(args, f"{args.replay} does not record its backend: pass --backend")
+    if args.backend is None and backend not in available_backends():
+        return _usage(args, _unregistered(args.replay, backend))
     device = args.device or _recorded_device(args.backend, recorded_backend, recorded_device)
+    check_budget(case.graph, budget())  # as `run` does: before any input is filled
     try:
-        with Runner(backend, device, 120.0, isolate=not args.no_isolate, seed=seed) as runner:
+        with Runner(backend, device, 120.0, isolate=not args.no_isolate, seed=seed,
+                    memory_limit=args.memory_limit) as runner:
             verdict = runner.run(case)
             device_id = runner.device.id
             saved = save_outputs(runner, case, seed, args.replay) if verdict.failed else []
     except BackendError as exc:
-        print(f"fusionspec conform: UNAVAILABLE: {exc}", file=sys.stderr)
+        print(f"fusionspec conform: UNAVAILABLE: {clean_text(str(exc), 2000)}", file=sys.stderr)
         return UNAVAILABLE_EXIT
     text = "\n".join([*verdict_lines(case, verdict, f"{backend} on {device_id}"), *saved])
-    emit(args, text, {"case_id": case.id, "status": verdict.status.value,
-                      "reason": verdict.reason, "backend": backend, "device": device_id,
-                      "worst": verdict.details.get("worst") or []})
+    emit(args, clean_text(text, 8000), {"case_id": case.id, "status": verdict.status.value,
+                                        "reason": verdict.reason, "backend": backend,
+                                        "device": device_id,
+                                        "worst": verdict.details.get("worst") or []})
     return 1 if verdict.failed else 0
 
 
@@ -294,3 +308,15 @@ def _recorded_device(asked: str | None, recorded_backend: str | None,
     """The device a replay uses without ``--device``: the recorded one on the recorded
     backend; another backend's default device otherwise (the recorded id is not its own)."""
     return recorded_device if asked is None or asked == recorded_backend else None
+
+
+def _unregistered(folder: Path, backend: str) -> str:
+    """Why a failure folder's backend is not loaded on the folder's word, and the command
+    that loads it when the user trusts it (the folder is data; a backend is code)."""
+    import shlex
+
+    named = clean_text(backend, 200)
+    return (f"{folder} was recorded with backend {named!r}, which is not a registered backend; "
+            "a failure folder does not choose the code that runs. If you trust that backend, "
+            f"name it: fusionspec conform --backend {shlex.quote(named)} --replay "
+            f"{shlex.quote(str(folder))}")

@@ -22,6 +22,7 @@ import argparse
 from pathlib import Path
 
 from fusionspec.conformance.grade.results import load_results
+from fusionspec.spec.text import clean_text
 
 from .output import check_paths, emit
 
@@ -85,7 +86,7 @@ def run(args: argparse.Namespace) -> int:
         args.markdown.parent.mkdir(parents=True, exist_ok=True)
         with args.markdown.open("a", encoding="utf-8") as out:
             out.write(markdown([d], notes))
-    emit(args, "\n".join(lines), {
+    emit(args, "\n".join(clean_text(line) for line in lines), {
         "ok": not failed, "regressions": d.regressions, "incomplete": d.incomplete,
         "new_failures": [c.case_id for c in d.new_failures], "fixed": [c.case_id for c in d.fixed],
         "changed": [{"case_id": c.case_id, "before": c.before.name if c.before else None,

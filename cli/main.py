@@ -17,6 +17,7 @@ import zipfile
 from collections.abc import Sequence
 from types import ModuleType
 
+from fusionspec.conformance.signals import terminate_cleanly
 from fusionspec.spec.errors import FusionspecError
 
 from . import (
@@ -73,7 +74,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     module: ModuleType = args._module
     try:
-        code: int = module.run(args)
+        # SIGTERM stops a command as Ctrl-C does, so no backend worker outlives it.
+        with terminate_cleanly():
+            code: int = module.run(args)
     except UsageError as exc:
         return _fail(args, "error", exc, 2)
     except FusionspecError as exc:

@@ -7,8 +7,13 @@ The merged document is the one an unsharded run writes (the same verdicts in the
 totals, patterns, rules, coverage; `fusionspec.conformance.grade.merge`), and the failure
 folders of the shards are copied next to it, so its replay commands and the report work from
 there. A missing shard, or one that was interrupted or could not run, makes the merged document
-incomplete. Exit codes: 0 when the merged run passes, 1 when it fails or is incomplete (or the
-documents cannot be merged: they come from different commands), 2 for a usage error.
+incomplete, and so does a merged run that judged no case.
+
+Every folder a document names is checked before anything is copied (inside its document's
+folder, no links, nothing replaced: `fusionspec.conformance.grade.gather`); the output is never
+one of the inputs and is written atomically. Exit codes: 0 when the merged run passes, 1 when
+it fails or is incomplete (or the documents cannot be merged: they come from different commands,
+or name a folder outside their own), 2 for a usage error.
 
 Performance documents (``perf.json`` of ``fusionspec bench --shard``) are merged by
 `fusionspec.cli.perf_merge`.
@@ -21,8 +26,9 @@ import json
 from pathlib import Path
 
 from fusionspec.conformance.grade.results import load_results
+from fusionspec.spec.files import atomic_write_text
 
-from .output import emit
+from .output import check_paths, emit
 
 HELP = "join the results documents of shards (or other parts of one run) into one"
 
@@ -37,9 +43,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from fusionspec.conformance.grade.merge import gather_artifacts, merge_documents
+    from fusionspec.conformance.grade.gather import gathering
+    from fusionspec.conformance.grade.merge import merge_documents
     from fusionspec.conformance.perf.document import is_perf_document
 
+    check_paths({f"RESULTS[{i}]": p for i, p in enumerate(args.results)}, {"--out": args.out})
     perf_paths = [p for p in args.results if is_perf_document(p)]
     if perf_paths:
         from .perf_merge import run_perf_merge
@@ -47,9 +55,8 @@ def run(args: argparse.Namespace) -> int:
         return run_perf_merge(args, perf_paths)
     documents = [load_results(path) for path in args.results]
     merged = merge_documents(documents, [str(p) for p in args.results])
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    copied = gather_artifacts(merged, list(args.results), args.out.parent)
-    args.out.write_text(json.dumps(merged, indent=1, allow_nan=False) + "\n", encoding="utf-8")
+    with gathering(merged, list(args.results), args.out.parent) as copied:
+        atomic_write_text(args.out, json.dumps(merged, indent=1, allow_nan=False) + "\n")
     failing = [f for f in merged.get("failures", [])
                if not f.get("expected") and not f.get("minimal_of")]
     section = merged.get("expectations") or {}

@@ -56,6 +56,7 @@ from typing import Any
 from fusionspec.backend import Device
 from fusionspec.spec.catalog import CATALOG
 from fusionspec.spec.errors import FusionspecError
+from fusionspec.spec.text import clean_text
 
 from .cases import Case
 from .selection import known_rule_ids
@@ -65,6 +66,10 @@ __all__ = ["EXPECTATIONS_SCHEMA", "ExpectationsError", "Expectation", "Expectati
 
 #: The format this module reads and writes (the file's ``schema`` key).
 EXPECTATIONS_SCHEMA = "fusionspec-expectations/1"
+#: The largest expectations file read (a real one is a few kilobytes).
+MAX_FILE_BYTES = 4 * 2**20
+#: The most entries an expectations file may hold (every case is matched against each).
+MAX_ENTRIES = 2000
 
 _MATCHERS = ("pattern", "kind", "rule", "dtype", "case", "device")
 
@@ -163,10 +168,14 @@ class Expectations:
     def load(path: str | Path) -> Expectations:
         """Read and validate the file at `path` (ExpectationsError naming what is wrong)."""
         try:
-            raw = Path(path).read_bytes()
+            with Path(path).open("rb") as handle:  # bounded: the path may be /dev/zero
+                raw = handle.read(MAX_FILE_BYTES + 1)
         except OSError as exc:
             raise ExpectationsError(f"{path}: cannot read the expectations file: "
                                     f"{exc.strerror or exc}") from None
+        if len(raw) > MAX_FILE_BYTES:
+            raise ExpectationsError(f"{path}: the expectations file is larger than "
+                                    f"{MAX_FILE_BYTES // 2**20} MiB")
         return Expectations.parse(raw.decode("utf-8", errors="replace"), str(path))
 
     @staticmethod
@@ -176,12 +185,23 @@ class Expectations:
             data = tomllib.loads(text)
         except tomllib.TOMLDecodeError as exc:
             raise ExpectationsError(f"{source}: not valid TOML: {exc}") from None
+        except RecursionError:
+            raise ExpectationsError(f"{source}: not valid TOML: nested too deeply") from None
+        _check_size(data, source)
         _check_schema(data, source)
         entries = tuple(_entry(number, table) for number, table in
                         enumerate(data.get("expect", []), start=1))
         _raise_all(source, [problem for e in entries for problem in _name_problems(e)])
         digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
         return Expectations(source, digest, entries)
+
+
+def _check_size(data: Mapping[str, Any], source: str) -> None:
+    """Refuse more entries than `MAX_ENTRIES` before each is checked and matched."""
+    entries = data.get("expect")
+    if isinstance(entries, list) and len(entries) > MAX_ENTRIES:
+        raise ExpectationsError(f"{source}: {len(entries)} entries, more than {MAX_ENTRIES}; "
+                                "group cases with globs and lists")
 
 
 def _entry(number: int, table: Mapping[str, Any]) -> Expectation:
@@ -280,7 +300,8 @@ def expectations_toml(failures: Iterable[Mapping[str, Any]],
               "dtype, case, device (globs where\n# it makes sense), verdicts, reason, link. "
               "See docs/ci.md.\n")
     if title:
-        header += f"# {title}\n"
+        # One comment line, whatever the title holds (a device id may carry a newline).
+        header += f"# {' '.join(clean_text(title, 400).split())}\n"
     body: str = tomli_w.dumps({"schema": EXPECTATIONS_SCHEMA, "expect": tables},
                               multiline_strings=False)
     return header + "\n" + body

@@ -186,7 +186,19 @@ def gigabytes(text: str) -> int:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number of gigabytes") from None
     if not value >= 0 or value == float("inf"):
         raise argparse.ArgumentTypeError(f"--memory-limit must be 0 or more, got {text}")
-    return int(value * 2**30)
+    size = int(min(value, 2.0**60) * 2**30)
+    # A cap below what a Python process needs to start, or past what the kernel takes, is a
+    # typo; neither may silently become "no cap".
+    if value and not _MIN_CAP <= size <= _MAX_CAP:
+        raise argparse.ArgumentTypeError(
+            f"--memory-limit must be 0 (no cap) or between {_MIN_CAP / 2**30:g} and "
+            f"{_MAX_CAP // 2**30} GB, got {text}")
+    return size
+
+
+#: The smallest and largest address-space caps ``--memory-limit`` takes (bytes).
+_MIN_CAP = 2**26
+_MAX_CAP = 2**50
 
 
 _KINDS = ", ".join(k.value for k in CaseKind)

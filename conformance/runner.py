@@ -17,6 +17,10 @@ own process, so a backend only ever returns partitions and arrays and cannot cha
 - The worker's address space is capped at `memory_limit` bytes (default: half the machine's
   memory, at least 2 GiB; 0 turns the cap off).
 - Reasons are cut to `REASON_LIMIT` characters, with a note.
+- What the backend says about itself (name, device, limitations, device problems) is checked
+  when it loads (`fusionspec.backend.checks`): a bad field is a `BackendError` naming it.
+- A reply is read only up to the memory budget in bytes (`fusionspec.reference.memory.budget`)
+  and only names the transport's allowlist (`fusionspec.conformance.transport`).
 
 With ``isolate=False`` the backend runs in this process (fast to debug; no timeout, no
 protection against crashes, and the backend could tamper with the grading).
@@ -55,13 +59,17 @@ from fusionspec.backend import (
     load_backend,
     select_device,
 )
+from fusionspec.backend.checks import checked_identity
+from fusionspec.reference.memory import budget
 from fusionspec.spec.graph import Graph, Partition
+from fusionspec.spec.text import clean_text
 from fusionspec.spec.types import Array
 
 from .cases import Case, Status, Verdict
 from .grade.verdicts import apply_limitation, judge, matching_limitation
 from .limitations import check_limitations
 from .replay import ReplayError, backend_outputs
+from .signals import track, untrack
 from .transport import (
     Abandoned,
     BackendFailure,
@@ -71,7 +79,7 @@ from .transport import (
     UnsafeReplyError,
     clip,
     dumps,
-    loads_reply,
+    receive_reply,
 )
 from .worker import serve
 
@@ -218,10 +226,17 @@ class Runner:
         except BaseException:
             self._discard_log()
             raise
-        self.backend_name = ready.backend_name
-        self.device: Device = ready.device
-        self.limitations: tuple[Limitation, ...] = tuple(ready.limitations)
-        self.device_problems = dict(ready.problems)
+        try:
+            said = checked_identity(backend, ready.backend_name, ready.device,
+                                    ready.limitations, ready.problems)
+        except BaseException:
+            self._stop()
+            self._discard_log()
+            raise
+        self.backend_name = said.name
+        self.device: Device = said.device
+        self.limitations: tuple[Limitation, ...] = said.limitations
+        self.device_problems = said.problems
         self._remote = _Remote(self)
 
     def __enter__(self) -> Runner:
@@ -297,7 +312,7 @@ class Runner:
             conn.send_bytes(dumps(request))
             if not conn.poll(left):
                 raise _Timeout
-            reply = loads_reply(conn.recv_bytes())
+            reply = receive_reply(conn, budget())
         except (EOFError, OSError):
             process.join(5)
             said = self._last_words()
@@ -362,12 +377,14 @@ class Runner:
         process.start()
         child.close()
         self._process, self._conn = process, parent
+        if process.pid is not None:
+            track(process.pid)  # its group: the worker calls setsid first thing
         try:
             if not parent.poll(STARTUP_TIMEOUT_S):
                 self._stop()
                 raise BackendError(f"backend {self.spec!r} did not start within "
                                    f"{STARTUP_TIMEOUT_S:g} s")
-            reply = loads_reply(parent.recv_bytes())
+            reply = receive_reply(parent, budget())
         except (EOFError, OSError, UnsafeReplyError):
             process.join(5)
             code = process.exitcode
@@ -392,6 +409,7 @@ class Runner:
             if pid is not None:
                 with contextlib.suppress(ProcessLookupError, PermissionError):
                     os.killpg(pid, signal.SIGKILL)
+                untrack(pid)
             if self._process.is_alive():
                 self._process.kill()
             self._process.join(5)
@@ -446,6 +464,7 @@ def _unlink(path: str) -> None:
 
 
 def _bounded(verdict: Verdict) -> Verdict:
-    """`verdict` with its reason cut to `REASON_LIMIT` characters."""
-    reason = clip(verdict.reason, REASON_LIMIT)
+    """`verdict` with its reason stripped of control sequences (a backend's message may carry
+    some) and cut to `REASON_LIMIT` characters."""
+    reason = clean_text(verdict.reason, REASON_LIMIT)
     return verdict if reason == verdict.reason else replace(verdict, reason=reason)

@@ -64,6 +64,7 @@ from .generate.strategies import ill_formed_cases, near_miss_cases, valid_cases
 from .grade.results import ResultsCollector
 from .pool import RunnerPool
 from .runner import Runner
+from .scratch import use_cache_home
 from .selection import Selection, SelectionError, Shard
 from .transport import dumps
 
@@ -226,6 +227,7 @@ def _draw_in_child(draw: _Draw, profile: Profile, run_seed: int,
     # Graphs hold read-only mappings that the standard pickler refuses; the transport's
     # pickler rebuilds them (these bytes come from the suite's own process, so plain pickle
     # reads them back).
+    use_cache_home()  # a fresh process: hypothesis' caches go where the parent's go
     return dumps(_run_draw(draw, profile, run_seed, database_dir))
 
 

@@ -10,21 +10,28 @@ Direction matters. Requests come from the suite and are pickled as usual (graphs
 mappings, which the standard pickler refuses; `dumps` knows how to rebuild them). Replies come
 from a process that runs someone else's code: `loads_reply` unpickles them with an allowlist
 (plain containers and numbers, NumPy arrays and dtypes, fusionspec's graph records and the
-records below), so a backend cannot run code in the runner or hand it an object that grades
-itself.
+records below; each name checked exactly before anything is imported), so a backend cannot run
+code in the runner or hand it an object that grades itself. Replies are bounded in bytes
+(`receive_reply`) and in the values they hold (`check_size`), so a small reply cannot stand
+for a huge structure.
 """
 
 from __future__ import annotations
 
 import copyreg
+import dataclasses
 import io
 import pickle
+import reprlib
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+from multiprocessing.connection import Connection
 from types import MappingProxyType
 from typing import Any
 
 __all__ = ["Failure", "Foreign", "Reply", "Ready", "BackendFailure", "dumps", "loads_reply",
-           "rebuild_proxy", "UnsafeReplyError", "clip", "Abandoned"]
+           "rebuild_proxy", "UnsafeReplyError", "clip", "Abandoned", "check_size",
+           "receive_reply", "MAX_REPLY_VALUES"]
 
 
 @dataclass(frozen=True)
@@ -51,7 +58,9 @@ class Foreign:
 
     @staticmethod
     def of(obj: object) -> Foreign:
-        return Foreign(type(obj).__name__, clip(repr(obj), 200))
+        # reprlib bounds the depth and width it shows, so a structure shared a billion times
+        # over costs a few hundred characters, not a hang.
+        return Foreign(type(obj).__name__, clip(reprlib.repr(obj), 200))
 
 
 @dataclass(frozen=True)
@@ -114,7 +123,9 @@ def dumps(obj: object) -> bytes:
     return buffer.getvalue()
 
 
-#: (module, name) pairs a reply may name; modules whose every name is a plain data type.
+#: (module, name) pairs a reply may name, exactly: the plain containers and numbers, NumPy's
+#: array and dtype rebuilders, ml_dtypes' scalar types of the spec's dtypes, and the records
+#: the protocol sends. A name is checked here before anything is imported.
 _ALLOWED: frozenset[tuple[str, str]] = frozenset({
     ("builtins", name) for name in ("dict", "list", "tuple", "set", "frozenset", "int", "float",
                                     "complex", "str", "bytes", "bool", "NoneType", "slice")
@@ -133,29 +144,77 @@ _ALLOWED: frozenset[tuple[str, str]] = frozenset({
     ("fusionspec.spec.ir", "LogicalTensor"), ("fusionspec.spec.ir", "Op"),
     ("fusionspec.spec.ir", "LayoutType"), ("fusionspec.spec.ir", "PropertyType"),
     ("fusionspec.spec.graph", "Partition"), ("fusionspec.spec.dtypes", "DataType"),
+} | {
+    ("ml_dtypes", name) for name in ("bfloat16", "float8_e4m3fn", "float8_e5m2", "int4",
+                                     "uint4")
 })
-#: NumPy's scalar types (np.float32 ...) and ml_dtypes' (bfloat16, float8 ...) name dtypes.
-_DTYPE_MODULES = ("numpy", "ml_dtypes")
+
+#: The most values (containers, numbers, records; an array counts once) one reply may hold,
+#: counting a value each time it is reached: sharing in a pickle makes a few hundred bytes
+#: stand for billions of elements, which any later walk (a repr, a comparison) would visit.
+MAX_REPLY_VALUES = 1_000_000
 
 
 class _ReplyUnpickler(pickle.Unpickler):
     def find_class(self, module: str, name: str) -> Any:
         if (module, name) in _ALLOWED:
             return super().find_class(module, name)
-        if module.split(".")[0] in _DTYPE_MODULES:
-            found = super().find_class(module, name)
-            if isinstance(found, type) and _is_scalar_type(found):
-                return found
-        raise UnsafeReplyError(f"a reply from the backend's process names {module}.{name}, "
-                               "which the runner does not accept")
+        raise UnsafeReplyError(f"a reply from the backend's process names "
+                               f"{clip(module, 80)}.{clip(name, 80)}, which the runner does "
+                               "not accept")
 
 
-def _is_scalar_type(kind: type) -> bool:
+def _children(value: object) -> Iterable[object]:
+    if isinstance(value, (str, bytes, int, float, complex, bool)) or value is None:
+        return ()
+    if isinstance(value, (dict, MappingProxyType)):
+        return [*value.keys(), *value.values()]
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return value
     import numpy as np
 
-    return issubclass(kind, np.generic) or kind.__module__.startswith("ml_dtypes")
+    if isinstance(value, np.ndarray):
+        return value.flat if value.dtype == object else ()
+    if dataclasses.is_dataclass(value):
+        return [getattr(value, f.name, None) for f in dataclasses.fields(value)]
+    return getattr(value, "__dict__", {}).values()
+
+
+def check_size(value: object, limit: int = MAX_REPLY_VALUES) -> None:
+    """`UnsafeReplyError` when `value` holds more than `limit` values (each counted as often
+    as it is reached, so a self-referencing or widely shared structure is refused too)."""
+    pending: list[object] = [value]
+    seen = 0
+    while pending:
+        seen += 1
+        if seen > limit:
+            raise UnsafeReplyError(f"a reply from the backend's process holds more than "
+                                   f"{limit} values; the runner does not accept it")
+        pending.extend(_children(pending.pop()))
 
 
 def loads_reply(data: bytes) -> object:
-    """A reply of a worker, unpickled with the allowlist (`UnsafeReplyError` otherwise)."""
-    return _ReplyUnpickler(io.BytesIO(data)).load()
+    """A reply of a worker, unpickled with the allowlist and checked for size
+    (`UnsafeReplyError` otherwise)."""
+    try:
+        value = _ReplyUnpickler(io.BytesIO(data)).load()
+    except UnsafeReplyError:
+        raise
+    except (pickle.UnpicklingError, EOFError, AttributeError, ImportError, IndexError,
+            KeyError, TypeError, ValueError, RecursionError, MemoryError, OverflowError) as exc:
+        raise UnsafeReplyError(f"a reply from the backend's process cannot be read: "
+                               f"{type(exc).__name__}: {clip(str(exc), 200)}") from None
+    check_size(value)
+    return value
+
+
+def receive_reply(conn: Connection, limit: int) -> object:
+    """The next reply on `conn`, at most `limit` bytes long (`UnsafeReplyError` past it)."""
+    try:
+        data = conn.recv_bytes(limit)
+    except OSError as exc:
+        if "bad message length" in str(exc):  # multiprocessing's word for "too long"
+            raise UnsafeReplyError(f"a reply from the backend's process is longer than "
+                                   f"{limit} bytes") from None
+        raise
+    return loads_reply(data)

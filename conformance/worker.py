@@ -66,7 +66,10 @@ def _isolate(log_path: str | None, memory_limit: int | None) -> None:
     if memory_limit:
         import resource
 
-        resource.setrlimit(resource.RLIMIT_AS, (memory_limit, memory_limit))
+        # Never above a hard limit set by the shell (raising it would fail): the lower wins.
+        hard = resource.getrlimit(resource.RLIMIT_AS)[1]
+        cap = memory_limit if hard == resource.RLIM_INFINITY else min(memory_limit, hard)
+        resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
 
 
 def _failure(stage: str, exc: BaseException, backend: object | None) -> Failure:

@@ -185,6 +185,8 @@ def diff_runs(run: Doc, baseline: Doc, note: str = "") -> RunDiff:
         incomplete = f"the run could not start: {run.text('unavailable')}"
     elif run.text("incomplete"):
         incomplete = f"the run is incomplete: {run.text('incomplete')}"
+    elif not new:
+        incomplete = "the run judged no case, so it shows nothing"
     return RunDiff(_label(run), _label(baseline), baseline.source, note,
                    _count_changes(baseline, run), tuple(new_failures[:MAX_LISTED]),
                    len(new_failures), tuple(fixed[:MAX_LISTED]), len(fixed),
@@ -199,7 +201,8 @@ def _md(text: str) -> str:
 
 
 def _status(info: StatusInfo | None) -> str:
-    return info.name if info is not None else "—"
+    # A document may name a status fusionspec does not know: it is text like any other.
+    return _md(info.name) if info is not None else "—"
 
 
 def markdown(diffs: Sequence[RunDiff], notes: Sequence[str] = ()) -> str:

@@ -28,6 +28,7 @@ from fusionspec.spec.files import inside, safe_component
 
 from .document import Doc
 from .legend import StatusInfo, status_info
+from .replay import rebuilt
 from .svg import MAX_DIAGRAM_OPS, DiagramOp, TensorRef, chain_diagram
 
 __all__ = ["PartitionRow", "OutputRow", "WorstRow", "BoundView", "CulpritView", "ErrorView",
@@ -444,11 +445,11 @@ def failure_view(failure: Doc, *, anchor: str, run_label: str, results_path: Pat
         bound=_bound(details), culprit=_culprit(details), error=_error(details),
         kernel_source=kernel if isinstance(kernel, str) else (
             None if kernel is None else _json(kernel)),
-        replay=tuple(replay.texts("commands")), seed=replay.text("seed"), more=more)
+        replay=rebuilt(replay.texts("commands")), seed=replay.text("seed"), more=more)
 
 
 def failure_line(failure: Doc) -> FailureLine:
-    commands = failure.obj("replay").texts("commands")
+    commands = rebuilt(failure.obj("replay").texts("commands"))
     return FailureLine(failure.text("case_id"), status_info(failure.text("status")),
                        failure.text("rule"), failure.text("reason"),
                        commands[0] if commands else "")

@@ -30,7 +30,7 @@ from fusionspec.spec.categories import BINARY, UNARY
 from fusionspec.spec.files import inside, safe_component
 
 from . import markdown as md
-from .document import Doc
+from .document import Doc, ReportError
 from .failures import find_folder
 
 __all__ = ["Finding", "KNOWN", "cause", "checked", "group_findings", "merge_findings",
@@ -342,6 +342,10 @@ def copy_examples(findings: Sequence[Finding], root: Path, label: str,
     if target.is_symlink():
         target.unlink()
     elif target.exists():
+        if not _holds_only_examples(target):
+            raise ReportError(f"--examples {root}: {target} holds files findings did not "
+                              "write, and it would be emptied; give the examples another "
+                              "folder")
         shutil.rmtree(target)
     copied: dict[str, str] = {}
     for finding in findings:
@@ -359,6 +363,18 @@ def copy_examples(findings: Sequence[Finding], root: Path, label: str,
             shutil.copyfile(path, dest / path.name)
         copied[str(finding.example.get("case_id"))] = str(dest)
     return copied
+
+
+def _holds_only_examples(folder: Path) -> bool:
+    """Whether `folder` holds what `copy_examples` writes and nothing else: folders of
+    `EXAMPLE_FILES` (an earlier run's examples, safe to replace)."""
+    for case in folder.iterdir():
+        if case.is_symlink() or not case.is_dir():
+            return False
+        if any(p.name not in EXAMPLE_FILES or p.is_symlink() or not p.is_file()
+               for p in case.iterdir()):
+            return False
+    return True
 
 
 def _replay(backend: str, device: str, folder: str | None) -> str:

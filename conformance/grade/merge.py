@@ -14,17 +14,18 @@ that was interrupted or could not run, leaves the merged document ``incomplete``
 reason (it is never a PASS). Parts without a shard (pytest-xdist workers) may hold any cases,
 but no case twice.
 
-`gather_artifacts` copies the parts' failure folders next to the merged document, so its
-replay commands and the report's drill-downs work from there.
+`gather_artifacts` (`fusionspec.conformance.grade.gather`) copies the parts' failure folders
+next to the merged document, so its replay commands and the report's drill-downs work from
+there; it checks every path the documents name before it copies anything.
 """
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
+from .emptiness import shows_nothing
+from .gather import gather_artifacts
 from .results import ResultsFormatError, canonical_counts
 
 __all__ = ["merge_documents", "gather_artifacts", "SAME_FIELDS"]
@@ -164,29 +165,12 @@ def merge_documents(documents: Sequence[Mapping[str, Any]], sources: Sequence[st
         merged["unavailable"] = first["unavailable"]
     elif notes:
         merged["incomplete"] = "; ".join(notes)
+    _mark_empty(merged, skipped)
     return merged
 
 
-def gather_artifacts(document: dict[str, Any], sources: Sequence[Path], target: Path) -> int:
-    """Copy the failure and extension folders of the parts read from `sources` (the results
-    files) under `target` (the merged document's folder), pointing the records' ``dir`` there;
-    returns how many folders were copied. A folder already in place is left alone."""
-    copied = 0
-    folders = [source.parent for source in sources]
-    for record in [*document.get("failures", []), *document.get("extensions", [])]:
-        replay = record.get("replay") or {}
-        relative = replay.get("path")
-        if not relative:
-            continue
-        destination = target / relative
-        found = next((folder / relative for folder in folders
-                      if (folder / relative).is_dir()), None)
-        if found is None:
-            continue  # the part had no output folder, or it was not kept
-        if found.resolve() != destination.resolve():
-            if destination.exists():
-                shutil.rmtree(destination)
-            shutil.copytree(found, destination)
-            copied += 1
-        replay["dir"] = str(destination)
-    return copied
+def _mark_empty(merged: dict[str, Any], skipped: list[Any]) -> None:
+    """A merged run that shows nothing (`shows_nothing`) is incomplete, never a PASS."""
+    why = shows_nothing(merged["verdicts"], skipped)
+    if why is not None and not merged.get("unavailable"):
+        merged["incomplete"] = "; ".join(filter(None, [merged.get("incomplete"), why]))

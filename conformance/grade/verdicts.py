@@ -38,6 +38,7 @@ from fusionspec.reference.partitioner import external_tensors, partition
 from fusionspec.spec.errors import GraphError
 from fusionspec.spec.graph import Graph, Op, Partition
 from fusionspec.spec.rules import UnknownRuleError, rule
+from fusionspec.spec.text import MESSAGE_LIMIT, clean_text
 
 from ..cases import STRUCTURAL_RULES, Case, CaseKind, Status, Verdict
 from ..transport import BackendFailure, Failure, Foreign, clip
@@ -138,14 +139,28 @@ def _described(exc: BaseException, backend: object) -> Failure:
     """What grading needs to know of an exception a backend raised: here, or in its worker
     process (`BackendFailure` carries the worker's description)."""
     if isinstance(exc, BackendFailure):
-        return exc.failure
+        return _cleaned(exc.failure)
     rule = getattr(exc, "rule", None)
     message = f"the backend called sys.exit({exc.code!r})" if isinstance(exc, SystemExit) \
         else str(exc)
-    return Failure(stage="", type_name=type(exc).__name__, message=message,
-                   rule=rule if isinstance(rule, str) else None,
-                   is_rejection=isinstance(exc, rejection_types(backend)),
-                   traceback=_short_traceback(exc))
+    return _cleaned(Failure(stage="", type_name=type(exc).__name__, message=message,
+                            rule=rule if isinstance(rule, str) else None,
+                            is_rejection=isinstance(exc, rejection_types(backend)),
+                            traceback=_short_traceback(exc)))
+
+
+def _cleaned(said: Failure) -> Failure:
+    """A worker's description of an exception, every field of its type, stripped of control
+    sequences and clipped: a worker may send anything in these fields."""
+    def text(value: object, limit: int) -> str:
+        return clean_text(value if isinstance(value, str) else "", limit)
+
+    return Failure(stage=text(said.stage, 40), type_name=text(said.type_name, 200) or "?",
+                   message=text(said.message, MESSAGE_LIMIT),
+                   rule=text(said.rule, 200) if isinstance(said.rule, str) else None,
+                   is_rejection=said.is_rejection is True,
+                   traceback=text(said.traceback, 4 * MESSAGE_LIMIT),
+                   reason=text(said.reason, MESSAGE_LIMIT))
 
 
 def _call_backend(stage: str, backend: object, fn: Callable[[], T], *,

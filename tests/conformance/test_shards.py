@@ -54,9 +54,9 @@ def test_merged_failures_are_replayable_from_the_merged_folder(runs: Path) -> No
     failure = document["failures"][0]
     folder = runs / "copy" / failure["replay"]["path"]
     assert (folder / "graph.json").is_file(), f"the failure folder is copied: {folder}"
-    replay = fusionspec(["conform", "--replay", str(folder)], runs)
+    replay = fusionspec(["conform", "--backend", RUN[1], "--replay", str(folder)], runs)
     assert replay.returncode == 1 and failure["status"] in replay.stdout, \
-        f"it replays on the recorded backend: {replay.stdout} {replay.stderr}"
+        f"it replays on the named backend: {replay.stdout} {replay.stderr}"
 
 
 def test_a_missing_shard_leaves_the_merge_incomplete(runs: Path) -> None:

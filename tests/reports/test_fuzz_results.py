@@ -157,3 +157,37 @@ def test_replay_survives_mutated_failure_folders(seed_run: Path, data: st.DataOb
         outcome = run_cli(box, ["conform", "--replay", folder, "--backend", "reference",
                                 "--out", box / "out", "--json"])
     _checked(outcome, f"conform --replay with a mutated {name}")
+
+
+#: Path components a hostile ``replay.path`` is built from.
+_PARTS = ("..", ".", "failures", "x", "", "...", "~", "$HOME", "failures/..")
+
+
+@FUZZ
+@given(parts=st.lists(st.sampled_from(_PARTS), min_size=1, max_size=5),
+       absolute=st.booleans(), linked=st.sampled_from(("none", "folder", "file")),
+       which=st.integers(0, KEEP - 1))
+def test_merge_never_reaches_outside_its_output(seed_run: Path, parts: list[str],
+                                                absolute: bool, linked: str,
+                                                which: int) -> None:
+    doc = load(seed_run)
+    failure = doc["failures"][which % len(doc["failures"])]
+    own = failure["replay"]["path"]
+    failure["replay"]["path"] = ("/" if absolute else "") + "/".join(parts)
+    with sandbox() as box:
+        results = _place(seed_run, box, json.dumps(doc))
+        outside = box.parent / "outside"
+        outside.mkdir()
+        (outside / "case.json").write_text('{"secret": "OUTSIDE"}')
+        folder = results.parent / own
+        if linked == "folder":
+            shutil.rmtree(folder)
+            folder.symlink_to(outside, target_is_directory=True)
+        elif linked == "file":
+            (folder / "case.json").unlink()
+            (folder / "case.json").symlink_to(outside / "case.json")
+        outcome = run_cli(box, ["merge", results, "-o", box / "out" / "merged.json", "--json"])
+        copied = [p for p in (box / "out").rglob("*") if p.is_file() and
+                  "OUTSIDE" in p.read_text(errors="replace")]
+    _checked(outcome, f"merge with replay.path {failure['replay']['path']!r}, link {linked}")
+    assert not copied, f"a linked file was copied into the output: {copied}"

@@ -247,3 +247,22 @@ def test_diff_markdown_escapes_everything(never_fuses_results: Path, reference_r
     assert HOSTILE in root.text(), "the hostile backend name reads back as text"
     code = main(["diff", str(old), str(new), "--markdown", str(new)])
     assert code == 2 and load(new) == doc, "diff --markdown NEW is refused, NEW untouched"
+
+
+def test_examples_never_empty_a_folder_findings_did_not_write(
+        never_fuses_results: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    results = copy_results(never_fuses_results, tmp_path / "run")
+    doc = load(results)
+    doc["backend"], doc["device"]["id"], doc["device"]["driver"] = "images", "", ""
+    save(results, doc)
+    docs = tmp_path / "docs"
+    (docs / "images").mkdir(parents=True)
+    (docs / "images" / "logo.png").write_bytes(b"png")
+    code, err = _findings(capsys, results, "-o", tmp_path / "f.md", "--examples", docs)
+    assert code == 1 and "did not write" in err, f"refused, saying why: {code} {err}"
+    assert (docs / "images" / "logo.png").read_bytes() == b"png", \
+        "a folder of the user's, named like the run, is never emptied"
+    again = _findings(capsys, results, "-o", tmp_path / "f.md", "--examples", tmp_path / "ex")
+    assert again[0] == 0, f"into a fresh folder it works: {again[1]}"
+    rerun = _findings(capsys, results, "-o", tmp_path / "f.md", "--examples", tmp_path / "ex")
+    assert rerun[0] == 0, f"and again over its own examples: {rerun[1]}"

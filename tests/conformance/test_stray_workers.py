@@ -1,0 +1,58 @@
+"""No worker outlives the runner: ``conform`` stopped with SIGTERM (``timeout``, a CI job
+cancelled) or Ctrl-C kills its workers' process groups, helpers included, and says what it
+judged."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+from testkit.cli import BIN, env
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:  # a zombie waiting for its parent counts as gone
+        return Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+@pytest.mark.parametrize("sent", [signal.SIGTERM, signal.SIGINT])
+def test_a_stopped_runner_leaves_no_worker(sent: signal.Signals, tmp_path: Path) -> None:
+    # Files, not pipes: a helper that outlived the runner would keep a pipe open.
+    said = tmp_path / "said.txt"
+    with said.open("wb") as out:
+        runner = subprocess.Popen(
+            [str(BIN / "fusionspec"), "conform", "--backend",
+             "testkit.toy_backends:SpawnsAndHangs", "--patterns", "fp.bn_relu", "--kinds",
+             "valid", "--out", "out"],
+            cwd=tmp_path, env=env(), stdout=out, stderr=out, stdin=subprocess.DEVNULL)
+    marker = tmp_path / "child.pid"
+    deadline = time.monotonic() + 120
+    while not marker.exists() and time.monotonic() < deadline and runner.poll() is None:
+        time.sleep(0.2)
+    time.sleep(0.5)  # the pid is written
+    assert marker.exists(), f"the backend started its helper: {runner.poll()}"
+    helper = int(marker.read_text())
+    runner.send_signal(sent)
+    try:
+        code = runner.wait(60)
+    finally:
+        runner.kill()
+    err = said.read_text(errors="replace")
+    assert code != 0 and "Traceback" not in err, f"{sent.name}: a clean stop: {code} {err}"
+    deadline = time.monotonic() + 10
+    while _alive(helper) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    alive = _alive(helper)
+    if alive:
+        os.kill(helper, signal.SIGKILL)
+    assert not alive, f"{sent.name}: the backend's helper {helper} died with the runner"
