@@ -229,13 +229,17 @@ class Runner:
         try:
             said = checked_identity(backend, ready.backend_name, ready.device,
                                     ready.limitations, ready.problems)
+            try:
+                limitations = check_limitations(said.limitations)
+            except BackendError as exc:
+                raise BackendError(f"backend {backend!r}: {exc}") from None
         except BaseException:
             self._stop()
             self._discard_log()
             raise
         self.backend_name = said.name
         self.device: Device = said.device
-        self.limitations: tuple[Limitation, ...] = said.limitations
+        self.limitations: tuple[Limitation, ...] = limitations
         self.device_problems = said.problems
         self._remote = _Remote(self)
 
@@ -363,8 +367,7 @@ class Runner:
         sys.path[:0] = [p for p in self.sys_path if p not in sys.path]
         self._backend = load_backend(self.spec)
         device = select_device(self._backend, self.device_id)
-        return Ready(self._backend.name, device,
-                     check_limitations(getattr(self._backend, "limitations", ())),
+        return Ready(self._backend.name, device, getattr(self._backend, "limitations", ()),
                      device_problems(self._backend))
 
     def _start(self) -> Ready:

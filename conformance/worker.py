@@ -42,7 +42,6 @@ from fusionspec.backend import (
 from fusionspec.spec.graph import Partition
 
 from .grade.verdicts import rejection_types
-from .limitations import check_limitations
 from .transport import Failure, Foreign, Ready, Reply, clip, dumps
 
 __all__ = ["serve", "MESSAGE_LIMIT", "SOURCE_LIMIT", "TRACEBACK_LINES"]
@@ -148,7 +147,10 @@ def serve(conn: Connection, spec: str, device_id: str | None, sys_path: Sequence
     try:
         backend = load_backend(spec)
         device = select_device(backend, device_id)
-        limitations = check_limitations(getattr(backend, "limitations", ()))
+        # Checked in the runner (`checked_identity`, then against the catalog), which names
+        # the backend and the field.
+        declared = getattr(backend, "limitations", ())
+        limitations = tuple(declared) if isinstance(declared, (list, tuple)) else declared
     except Exception as exc:
         unavailable = isinstance(exc, BackendUnavailableError)
         failure = _failure("unavailable" if unavailable else "load", exc, None)
