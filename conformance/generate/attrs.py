@@ -9,7 +9,8 @@ meaningful (benchdnn's filling is the model):
 - convolution and pooling pads never exceed the dilated kernel, so no window lies wholly in
   padding (an average over nothing, a max over -inf);
 - scales are powers of two and zero points small integers, so quantization is exact;
-- Clamp has min <= max, Pow a small integer exponent, Elu/LeakyReLU/SoftPlus powers of two.
+- Clamp has min <= max, Pow a small integer exponent, Elu/LeakyReLU/SoftPlus powers of two
+  (SoftPlus's beta of either sign).
 
 Attributes equal to a schema default are sometimes left out, so defaults are exercised too.
 """
@@ -255,41 +256,56 @@ def draw_pool(draw: st.DrawFn, kind: str) -> PoolSpec:
     return PoolSpec(Layout(_data_shape(fmt, batch, c, spatial), fmt), attrs, words, features)
 
 
-def draw_matmul(draw: st.DrawFn, bias: bool | None = None) -> MatMulSpec:
-    """A MatMul with transposes and broadcast batch dims; with a bias input when `bias`
-    (drawn when None)."""
-    rank = draw(st.sampled_from((2, 3, 4)), label="src rank")
-    w_rank = draw(st.sampled_from((2, rank)), label="weights rank")
+def draw_matmul(draw: st.DrawFn, bias: bool | None = None, vector_dst: bool = True,
+                ) -> MatMulSpec:
+    """A MatMul with transposes, broadcast batch dims and 1-D operands; with a bias input
+    when `bias` (drawn when None); with a 1-D dst only when `vector_dst` (a BiasAdd after it
+    needs rank 2)."""
+    # A 1-D operand (vector times matrix, matrix times vector) is drawn as often as a batched
+    # one: the matrix side may still carry batch dims, which the vector broadcasts against.
+    rank = draw(st.sampled_from((2, 3, 4, 1)), label="src rank")
+    if rank == 1:
+        w_rank = draw(st.sampled_from((2, 3) if vector_dst else (3,)), label="weights rank")
+    elif bias or (rank == 2 and not vector_dst):
+        w_rank = draw(st.sampled_from((2, rank)), label="weights rank")
+    else:
+        w_rank = draw(st.sampled_from((2, rank, 1)), label="weights rank")
     m, k, n = (draw(st.integers(1, 8), label=d) for d in "MKN")
     batch_a: list[int] = []
     batch_w: list[int] = []
-    for _ in range(rank - 2):
+    for _ in range(max(rank, w_rank) - 2):
         b = draw(st.integers(1, 3), label="batch dim")
         pair = draw(st.sampled_from(((b, b), (b, 1), (1, b))), label="batch broadcast")
         batch_a.append(pair[0])
         batch_w.append(pair[1])
-    if w_rank == 2:
+    if w_rank <= 2:
         batch_w = []
+    if rank <= 2:
+        batch_a = []
     ta = draw(st.booleans(), label="transpose_a")
     tb = draw(st.booleans(), label="transpose_b")
-    src = (*batch_a, *((k, m) if ta else (m, k)))
-    weights = (*batch_w, *((n, k) if tb else (k, n)))
+    # A transpose of a 1-D operand is ignored (the spec's shape rule): drawn all the same.
+    src = (k,) if rank == 1 else (*batch_a, *((k, m) if ta else (m, k)))
+    weights = (k,) if w_rank == 1 else (*batch_w, *((n, k) if tb else (k, n)))
     attrs: dict[str, AttrValue] = {}
     maybe_default(draw, attrs, "transpose_a", ta, False)
     maybe_default(draw, attrs, "transpose_b", tb, False)
     bias_shape: tuple[int, ...] | None = None
-    if _bias_input(draw, bias):
-        bias_shape = draw(st.sampled_from(((n,), (1, n))), label="bias shape")
+    if w_rank != 1 and _bias_input(draw, bias):
+        shapes = ((n,),) if rank == 1 else ((n,), (1, n))
+        bias_shape = draw(st.sampled_from(shapes), label="bias shape")
     fmt = draw(st.sampled_from(FORMATS), label="channel axis format")
     words = (f"MatMul {'x'.join(map(str, src))} @ {'x'.join(map(str, weights))}"
              + (" tA" if ta else "") + (" tB" if tb else "")
              + (" +bias" if bias_shape else ""))
     features: dict[str, str | int] = {
         "transpose_a": "yes" if ta else "no", "transpose_b": "yes" if tb else "no",
-        "src_rank": rank, "batch_broadcast": "yes" if batch_a != batch_w and batch_w else "no",
+        "src_rank": rank, "weights_rank": w_rank,
+        "batch_broadcast": "yes" if batch_a != batch_w and batch_w else "no",
         "bias_input": "yes" if bias_shape else "no"}
-    return MatMulSpec(Layout(src, fmt), attrs, words, features, weights,
-                      len(weights) - (2 if tb else 1), bias_shape, fmt)
+    oc_axis = 0 if w_rank == 1 else len(weights) - (2 if tb else 1)
+    return MatMulSpec(Layout(src, fmt), attrs, words, features, weights, oc_axis, bias_shape,
+                      fmt)
 
 
 def draw_interpolate(draw: st.DrawFn) -> InterpolateSpec:
@@ -373,7 +389,9 @@ def draw_unary_attrs(draw: st.DrawFn, kind: str) -> dict[str, AttrValue]:
         return {"beta": draw(st.sampled_from((2.0, 1.0, 3.0)), label="beta")}
     if kind == "SoftPlus":
         attrs: dict[str, AttrValue] = {}
-        maybe_default(draw, attrs, "beta", draw(st.sampled_from((1.0, 2.0, 0.5)),
+        # Negative betas too: the function mirrors (-softplus(-x) scaled), and the switch to
+        # x past the exp bound must follow beta's sign.
+        maybe_default(draw, attrs, "beta", draw(st.sampled_from((1.0, 2.0, -1.0, 0.5, -0.5)),
                                                 label="beta"), 1.0)
         return attrs
     if kind == "GELU":
@@ -387,8 +405,9 @@ def draw_unary_attrs(draw: st.DrawFn, kind: str) -> dict[str, AttrValue]:
 def draw_qparams(draw: st.DrawFn, qdtype: str, *, channels: int | None = None,
                  axis: int = 1, rank: int | None = None,
                  zero_zps: bool = False) -> dict[str, AttrValue]:
-    """Quantize/Dequantize attributes: power-of-two scales, small zero points (none for f8,
-    all zero per channel, as oneDNN requires), per-tensor unless `channels` is given. A
+    """Quantize/Dequantize attributes: power-of-two scales, small zero points (none for f8;
+    per channel, all zero or non-zero and differing between channels; all zero when
+    `zero_zps`), per-tensor unless `channels` is given. A
     per-channel `axis` of a rank-`rank` tensor is written negative (counted from the end) as
     often as not."""
     count = channels or 1
@@ -399,11 +418,21 @@ def draw_qparams(draw: st.DrawFn, qdtype: str, *, channels: int | None = None,
         attrs.update(qtype="per_channel", axis=axis - rank if negative and rank else axis)
     if qdtype.startswith("f8"):
         return attrs
+    low, high = (0, 8) if qdtype == "u8" else (-4, 4)
+    if channels is not None and not zero_zps and draw(st.booleans(), label="channel zps"):
+        # Non-zero and differing per channel (the spec allows it; oneDNN's CPU kernels keep
+        # them 0): a kernel reading one zero point for all channels shows.
+        zps = [draw(st.integers(low, high), label="zero point") for _ in range(count)]
+        if count > 1 and len(set(zps)) == 1:
+            zps[-1] = zps[0] + 1 if zps[0] < high else zps[0] - 1
+        if not any(zps):
+            zps[0] = high
+        attrs["zps"] = tuple(zps)
+        return attrs
     if channels is not None or zero_zps:
         if draw(st.booleans(), label="write zps"):
             attrs["zps"] = (0,) * count
         return attrs
-    low, high = (0, 8) if qdtype == "u8" else (-4, 4)
     zp = draw(st.integers(low, high), label="zero point")
     if zp != 0 or draw(st.booleans(), label="write zps"):
         attrs["zps"] = (zp,)

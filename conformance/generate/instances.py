@@ -40,6 +40,7 @@ from fusionspec.spec.pattern_tree import (
     OpRef,
     Repeat,
     Subgraphs,
+    first_kinds,
     mark_sites,
     node_at,
 )
@@ -47,14 +48,15 @@ from fusionspec.spec.pattern_tree import (
 from ..cases import Case, CaseKind
 from .values import clean_plan, targeted_corners, with_values
 
-__all__ = ["Plan", "instance_plans", "build_instance", "instance_cases", "UNARY_ATTRS"]
+__all__ = ["Plan", "instance_plans", "build_instance", "instance_cases", "UNARY_ATTRS",
+           "narrow_product_cases", "NARROW_PRODUCT_TERMS"]
 
-F32, BF16, U8, S8 = DataType.f32, DataType.bf16, DataType.u8, DataType.s8
+F32, BF16, F16, U8, S8 = DataType.f32, DataType.bf16, DataType.f16, DataType.u8, DataType.s8
 
 #: Attributes that make each unary op of the pages valid.
 UNARY_ATTRS: dict[str, dict[str, AttrValue]] = {
     "Clamp": {"min": -1.0, "max": 1.0}, "Elu": {"alpha": 0.5}, "LeakyReLU": {"alpha": 1.5},
-    "Pow": {"beta": 2.0},
+    "Pow": {"beta": 2.0}, "SoftPlus": {"beta": -1.0},
 }
 
 _ACT = (1, 4, 6, 6)  # NCX activations
@@ -315,7 +317,7 @@ def instance_cases(entry: PatternEntry, engine_kind: str = "cpu") -> list[Case]:
     clean values; then, for each op kind reading a graph input and each corner specific to it
     (`fusionspec.conformance.generate.values.TARGETED`), the shortest instance showing that
     pair once more with that corner (the fewer ops after it, the less can hide it: a Minimum
-    after an Exp clips its overflow away)."""
+    after an Exp clips its overflow away); last, `narrow_product_cases`."""
     cases: list[Case] = []
     corners: dict[tuple[str, int, str], tuple[int, int, Case]] = {}
     for plan in instance_plans(entry):
@@ -334,7 +336,38 @@ def instance_cases(entry: PatternEntry, engine_kind: str = "cpu") -> list[Case]:
             rank = (len(graph.ops), len(cases))
             if key not in corners or rank < corners[key][:2]:
                 corners[key] = (*rank, with_values(case, corner))
-    return cases + [c for _, _, c in sorted(corners.values(), key=lambda v: v[:2])]
+    cases += [c for _, _, c in sorted(corners.values(), key=lambda v: v[:2])]
+    return cases + narrow_product_cases(entry)
+
+
+#: Elements each output of a narrow ReduceProd instance multiplies: enough for an accumulator
+#: of the narrow type to drift past the output's rounding.
+NARROW_PRODUCT_TERMS = 16
+
+
+def narrow_product_cases(entry: PatternEntry) -> list[Case]:
+    """For a pattern whose head may be a ReduceProd: a lone bf16 and a lone f16 ReduceProd over
+    `NARROW_PRODUCT_TERMS` elements, filled with values whose products are not exact in that
+    type (the ``dense`` domain), so that nothing after it hides how it accumulates."""
+    main = entry.tree.parts[-1] if isinstance(entry.tree, Subgraphs) else entry.tree
+    items = main.items if isinstance(main, Chain) else (main,)
+    if "ReduceProd" not in first_kinds(items[0]):
+        return []
+    cases = []
+    for dtype in (BF16, F16):
+        b = _Builder("cpu")
+        src = b.tensor((4, NARROW_PRODUCT_TERMS), dtype)
+        b.op("ReduceProd", [src], [b.tensor((4,), dtype)], {"axes": (-1,)})
+        graph = Graph(b.ops)
+        digest = hashlib.sha256(dumps(graph, indent=None).encode()).hexdigest()[:8]
+        features: dict[str, str | int] = {"source": "catalog instance",
+                                          **_grammar_features(entry, graph)}
+        case = Case(f"{entry.id}/valid/instance-{digest}", CaseKind.valid, entry.id, graph,
+                    dtype=dtype.value, features=features,
+                    description=f"catalog instance: ReduceProd {dtype} over "
+                                f"{NARROW_PRODUCT_TERMS} inexact terms")
+        cases.append(with_values(case, clean_plan(graph)))
+    return cases
 
 
 def _grammar_features(entry: PatternEntry, graph: Graph) -> dict[str, str | int]:

@@ -29,6 +29,8 @@ from fusionspec.spec.rules import RULES
 
 TESTS = str(Path(__file__).resolve().parents[1])  # holds the testkit package
 V, N, ILL = [CaseKind.valid], [CaseKind.near_miss], [CaseKind.ill_formed]
+#: The module of the mutants that only the corners of the spec space catch.
+CORNERS = "testkit.mutants_corners:"
 ALL = None
 
 MUTANTS: list[tuple[str, str, list[str] | None, list[CaseKind], Status]] = [
@@ -92,6 +94,22 @@ MUTANTS: list[tuple[str, str, list[str] | None, list[CaseKind], Status]] = [
     ("AcceptsIllFormed", "validation", ["fp.conv_post_ops", "softmax.post_ops"], ILL,
      Status.accepted_invalid),
     ("AcceptsS8Binary", "dtype acceptance", ALL, ILL, Status.accepted_invalid),
+    # Caught only by the corners of the spec space (testkit.mutants_corners).
+    (f"{CORNERS}IgnoresConvexity", "convexity", ["softmax.post_ops"], N,
+     Status.fusion_mismatch),
+    (f"{CORNERS}SoftMaxStatsWithoutMax", "optional output", ["softmax.post_ops"], V,
+     Status.numeric_mismatch),
+    (f"{CORNERS}MatMulVectorIgnoresBatch", "rank corner", ["fp.matmul_post_ops",
+                                                          "int8.matmul_post_ops"], V,
+     Status.numeric_mismatch),
+    (f"{CORNERS}PerChannelZeroPointOnce", "per-channel values", ["int8.conv_post_ops",
+                                                                "int8.matmul_post_ops"], V,
+     Status.numeric_mismatch),
+    (f"{CORNERS}SoftPlusGuardFlipsForNegativeBeta", "attribute sign", ["fp.unary_binary",
+                                                                      "fp.binary_post_ops"], V,
+     Status.numeric_mismatch),
+    (f"{CORNERS}ReduceProdNarrowAccumulator", "inexact narrow fill",
+     ["fp.reduction_post_ops"], V, Status.numeric_mismatch),
 ]
 
 _OUTCOMES: list[dict[str, Any]] = []
@@ -117,10 +135,10 @@ def _run(backend: str, patterns: list[str] | None, kinds: list[CaseKind]) -> Res
 
 @pytest.mark.slow
 @pytest.mark.parametrize(("mutant", "bug_class", "patterns", "kinds", "status"), MUTANTS,
-                         ids=[m[0] for m in MUTANTS])
+                         ids=[m[0].rsplit(":", 1)[-1] for m in MUTANTS])
 def test_suite_catches_planted_bug(mutant: str, bug_class: str, patterns: list[str] | None,
                                    kinds: list[CaseKind], status: Status) -> None:
-    results = _run(f"testkit.mutants:{mutant}", patterns, kinds)
+    results = _run(mutant if ":" in mutant else f"testkit.mutants:{mutant}", patterns, kinds)
     seen = Counter(results.totals)
     if status is Status.extension:
         wrong = [f for f in results.failures]
@@ -128,7 +146,7 @@ def test_suite_catches_planted_bug(mutant: str, bug_class: str, patterns: list[s
         wrong = [f for f in results.failures if f["status"] not in (status.value, "error")]
     caught = seen[status.value] > 0 and not wrong and (
         status is Status.extension or results.failed)
-    _OUTCOMES.append({"mutant": mutant, "class": bug_class, "expected": status.value,
+    _OUTCOMES.append({"mutant": mutant.rsplit(":", 1)[-1], "class": bug_class, "expected": status.value,
                       "caught": caught, "statuses": dict(seen)})
     assert seen[status.value] > 0, \
         f"{mutant}: the suite never reported {status.value}; statuses seen: {dict(seen)}"
