@@ -24,7 +24,8 @@ from hypothesis import strategies as st
 from fusionspec.spec.graph import AttrValue, Op
 from fusionspec.spec.shapes import channel_axis, pads_for
 
-__all__ = ["Layout", "ConvSpec", "PoolSpec", "MatMulSpec", "InterpolateSpec", "HeadSpec", "POW2",
+__all__ = ["Layout", "ConvSpec", "PoolSpec", "MatMulSpec", "InterpolateSpec", "HeadSpec",
+           "ReduceSpec", "POW2",
            "draw_layout", "draw_conv", "draw_pool", "draw_matmul", "draw_interpolate",
            "draw_reduce", "draw_softmax", "draw_unary_attrs", "draw_qparams", "maybe_default"]
 
@@ -78,6 +79,13 @@ class InterpolateSpec(HeadSpec):
     #: the output's spatial sizes when they come from a ``sizes`` input tensor (shape inference
     #: cannot know them then), else None
     sizes_input: tuple[int, ...] | None = None
+
+
+@dataclass(frozen=True)
+class ReduceSpec(HeadSpec):
+    #: whether the axes come from the optional input (filled with the axes of `attrs`, which
+    #: the op then leaves out)
+    axes_input: bool = False
 
 
 @dataclass(frozen=True)
@@ -290,6 +298,9 @@ def draw_matmul(draw: st.DrawFn, bias: bool | None = None, vector_dst: bool = Tr
     attrs: dict[str, AttrValue] = {}
     maybe_default(draw, attrs, "transpose_a", ta, False)
     maybe_default(draw, attrs, "transpose_b", tb, False)
+    # Modes that only license a lower-precision sum: the exact value stays right under each.
+    maybe_default(draw, attrs, "accumulation_mode", draw(st.sampled_from(
+        ("strict", "relaxed", "any", "f32")), label="accumulation_mode"), "strict")
     bias_shape: tuple[int, ...] | None = None
     if w_rank != 1 and _bias_input(draw, bias):
         shapes = ((n,),) if rank == 1 else ((n,), (1, n))
@@ -344,8 +355,9 @@ def draw_interpolate(draw: st.DrawFn) -> InterpolateSpec:
     return InterpolateSpec(layout, attrs, words, features, sizes_input)
 
 
-def draw_reduce(draw: st.DrawFn, kind: str) -> HeadSpec:
-    """A reduction over a non-empty set of axes (some written negative)."""
+def draw_reduce(draw: st.DrawFn, kind: str) -> ReduceSpec:
+    """A reduction over a non-empty set of axes (some written negative), given by the
+    attribute or the optional axes input."""
     layout = draw_layout(draw, (4, 2, 3))
     rank = len(layout.shape)
     keep = draw(st.booleans(), label="keep_dims")
@@ -355,9 +367,12 @@ def draw_reduce(draw: st.DrawFn, kind: str) -> HeadSpec:
                     for a in sorted(axes))
     attrs: dict[str, AttrValue] = {"axes": written}
     maybe_default(draw, attrs, "keep_dims", keep, False)
-    words = f"{kind} axes {list(written)}" + (" keep_dims" if keep else "")
-    return HeadSpec(layout, attrs, words, {"keep_dims": "yes" if keep else "no",
-                                           "reduced_axes": len(axes)})
+    # The axes may come from the optional s32 input instead of the attribute.
+    from_input = draw(st.sampled_from((False, False, True)), label="axes input")
+    words = (f"{kind} axes {list(written)}" + (" (axes input)" if from_input else "")
+             + (" keep_dims" if keep else ""))
+    return ReduceSpec(layout, attrs, words, {"keep_dims": "yes" if keep else "no",
+                                             "reduced_axes": len(axes)}, from_input)
 
 
 def draw_softmax(draw: st.DrawFn) -> HeadSpec:
@@ -377,16 +392,18 @@ def draw_unary_attrs(draw: st.DrawFn, kind: str) -> dict[str, AttrValue]:
     """Attributes of a unary op that keep it well-defined and its results exact where the
     math allows (powers of two, small integer exponents)."""
     if kind == "Clamp":
-        low = draw(st.integers(-8, 0), label="clamp min") / 4
-        return {"min": low, "max": draw(st.integers(0, 8), label="clamp max") / 4}
+        # Either bound of any sign (min <= max): a window wholly below or above zero too.
+        low = draw(st.integers(-8, 4), label="clamp min") / 4
+        return {"min": low, "max": low + draw(st.integers(0, 8), label="clamp width") / 4}
     if kind == "LeakyReLU":
         # Above 1 as often as below: max(x, alpha*x) equals LeakyReLU only for alpha <= 1.
-        return {"alpha": draw(st.sampled_from((0.5, 2.0, 0.25, 1.5, 1.0, 4.0, 0.125)),
-                              label="alpha")}
+        return {"alpha": draw(st.sampled_from((0.5, 2.0, 0.25, 1.5, 1.0, 4.0, 0.125, 0.0,
+                                               -0.5)), label="alpha")}
     if kind == "Elu":
-        return {"alpha": draw(st.sampled_from((0.5, 0.25, 1.0, 2.0, 0.125)), label="alpha")}
+        return {"alpha": draw(st.sampled_from((0.5, 0.25, 1.0, 2.0, 0.125, 0.0, -0.5)),
+                              label="alpha")}
     if kind == "Pow":
-        return {"beta": draw(st.sampled_from((2.0, 1.0, 3.0)), label="beta")}
+        return {"beta": draw(st.sampled_from((2.0, 1.0, 3.0, 0.0, -1.0)), label="beta")}
     if kind == "SoftPlus":
         attrs: dict[str, AttrValue] = {}
         # Negative betas too: the function mirrors (-softplus(-x) scaled), and the switch to
@@ -413,7 +430,9 @@ def draw_qparams(draw: st.DrawFn, qdtype: str, *, channels: int | None = None,
     count = channels or 1
     scales = tuple(draw(st.sampled_from(POW2), label="scale") for _ in range(count))
     attrs: dict[str, AttrValue] = {"scales": scales}
-    if channels is not None:
+    if channels is None:
+        maybe_default(draw, attrs, "qtype", "per_tensor", "per_tensor")
+    else:
         negative = rank is not None and draw(st.booleans(), label="negative axis")
         attrs.update(qtype="per_channel", axis=axis - rank if negative and rank else axis)
     if qdtype.startswith("f8"):

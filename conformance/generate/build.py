@@ -34,6 +34,7 @@ from .attrs import (
     InterpolateSpec,
     Layout,
     MatMulSpec,
+    ReduceSpec,
     draw_conv,
     draw_interpolate,
     draw_layout,
@@ -228,7 +229,18 @@ class _Builder:
             op = self.add(kind, [x], spec.attrs, [out_dt, F32] if stats else [out_dt])
             self.note("softmax_stats", "yes" if stats else "no")
             words += " +stats" if stats else ""
+        elif isinstance(spec, ReduceSpec) and spec.axes_input:
+            shape = self.add(kind, [x], spec.attrs, [dt]).outputs[0].shape
+            self.ops.pop()
+            axes = spec.attrs["axes"]
+            assert isinstance(axes, tuple)
+            given = self.tensor((len(axes),), D.s32)
+            attrs = {k: v for k, v in spec.attrs.items() if k != "axes"}
+            op = self.add(kind, [x, given], attrs, [dt], [shape])
+            self.note("axes_source", "input")
         elif kind in ("AvgPool", "MaxPool", "Interpolate") or kind.startswith("Reduce"):
+            if kind.startswith("Reduce"):
+                self.note("axes_source", "attribute")
             op = self.add(kind, [x], spec.attrs, [dt])
         else:
             return self.follow(step, index, _Chain(x, fmt), head=True)
@@ -346,8 +358,8 @@ class _Builder:
             x.dtype is BF16) else F32
         self.note("bn_stats", stats.value)
         vec = (layout.channels,)
-        attrs: dict[str, AttrValue] = {"epsilon": draw(st.sampled_from((1e-5, 1e-3, 0.0625)),
-                                                       label="epsilon")}
+        attrs: dict[str, AttrValue] = {"epsilon": draw(st.sampled_from(
+            (1e-5, 1e-3, 0.0625, 0.0, 1.0)), label="epsilon")}
         maybe_default(draw, attrs, "data_format", chain.data_format, "NXC")
         if kind == "BatchNormInference":
             inputs = [x, *(self.tensor(vec, stats) for _ in range(4))]

@@ -237,8 +237,9 @@ def _head(b: _Builder, kind: str, plan: Plan) -> LogicalTensor:
         return b.op(kind, [b.tensor((1, 4, 3, 3))], [b.tensor(_ACT)],
                     {"mode": "nearest", "sizes": (6, 6), "data_format": "NCX"})
     if kind.startswith("Reduce"):
-        return b.op(kind, [b.tensor(_ACT)], [b.tensor((1, 1, 6, 6))],
-                    {"axes": (1,), "keep_dims": True})
+        # The axes from the optional input (the random draws mostly take the attribute).
+        return b.op(kind, [b.tensor(_ACT), b.tensor((1,), DataType.s32)],
+                    [b.tensor((1, 6, 6))], {"keep_dims": False})
     if kind == "SoftMax":
         return b.op(kind, [b.tensor((4, 8))], [b.tensor((4, 8))], {"axis": 1})
     if kind == "ConvolutionBackwardWeights":

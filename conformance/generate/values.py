@@ -43,6 +43,7 @@ from ..cases import Case, CaseKind
 from ..grade.bounds import error_bounds
 from ..grade.tolerances import weak_elements
 from .ids import case_id
+from .model import graph_features
 
 __all__ = ["ValuePlan", "CORNER_EVERY", "EXP_LIKE", "TARGETED", "corner_candidates",
            "targeted_corners", "clean_plan", "draw_values", "with_values", "output_health",
@@ -253,7 +254,8 @@ def targeted_corners(graph: Graph) -> list[tuple[tuple[str, int, str], ValuePlan
 
 def with_values(case: Case, plan: ValuePlan) -> Case:
     """`case` filled from `plan`, its features saying so (and its id telling it apart from the
-    same graph with other values)."""
+    same graph with other values), and the coverage model's items its graph shows
+    (`fusionspec.conformance.generate.model.graph_features`)."""
     ident = case.id
     if plan.domains:
         rule = case.rule if case.kind is not CaseKind.valid else None
@@ -261,5 +263,5 @@ def with_values(case: Case, plan: ValuePlan) -> Case:
         ident = f"{prefix}/" + case_id(case.pattern, case.kind, case.graph, rule,
                                         plan.domains).rsplit("/", 1)[1]
     return replace(case, id=ident, values=dict(plan.domains),
-                   features={**case.features, **plan.features})
+                   features={**case.features, **plan.features, **graph_features(case.graph)})
 
