@@ -17,9 +17,9 @@ its baseline. ``--json`` says ``"ok": true`` only when every run passes and no r
 Documents are read with `load_results`, so a missing file or one of another schema is a typed
 error naming it. The grammar items each pattern must cover come from the suite's strategies
 (`coverage_items`) and the coverage model (`model_items`: the value classes and optional ports
-the op schemas allow each op of the pattern) and are handed to the report as data; where the strategies cannot be imported
-(hypothesis, of the ``conformance`` extra, is not installed) the report shows the coverage
-recorded without the required items.
+the op schemas allow each op of the pattern) and are handed to the report as data; where the
+strategies cannot be imported (hypothesis, of the ``conformance`` extra, is not installed) the
+report shows the coverage recorded without the required items.
 """
 
 from __future__ import annotations

@@ -29,8 +29,11 @@ from fusionspec.spec.rules import RULES
 
 TESTS = str(Path(__file__).resolve().parents[1])  # holds the testkit package
 V, N, ILL = [CaseKind.valid], [CaseKind.near_miss], [CaseKind.ill_formed]
-#: The module of the mutants that only the corners of the spec space catch.
-CORNERS = "testkit.mutants_corners:"
+#: The modules of the mutants that only the corners of the spec space and the coverage model's
+#: value classes catch.
+CORNERS, CLASSES = "testkit.mutants_corners:", "testkit.mutants_classes:"
+INT8_WEIGHTED = ["int8.conv_post_ops", "int8.matmul_post_ops"]
+UNARY_PATTERNS = ["fp.unary_binary", "fp.binary_post_ops", "fp.conv_post_ops"]
 ALL = None
 
 MUTANTS: list[tuple[str, str, list[str] | None, list[CaseKind], Status]] = [
@@ -110,6 +113,35 @@ MUTANTS: list[tuple[str, str, list[str] | None, list[CaseKind], Status]] = [
      Status.numeric_mismatch),
     (f"{CORNERS}ReduceProdNarrowAccumulator", "inexact narrow fill",
      ["fp.reduction_post_ops"], V, Status.numeric_mismatch),
+    # Caught only by the coverage model's value classes (testkit.mutants_classes).
+    (f"{CLASSES}PerChannelZeroPointAdded", "per-channel values", INT8_WEIGHTED, V,
+     Status.numeric_mismatch),
+    (f"{CLASSES}PerChannelZeroPointIgnored", "per-channel values", INT8_WEIGHTED, V,
+     Status.numeric_mismatch),
+    (f"{CLASSES}SoftPlusAbsBeta", "attribute sign", UNARY_PATTERNS, V,
+     Status.numeric_mismatch),
+    (f"{CLASSES}LeakyReLUAbsAlpha", "attribute sign", UNARY_PATTERNS, V,
+     Status.numeric_mismatch),
+    (f"{CLASSES}LeakyReLUZeroAlphaAsDefault", "attribute zero", UNARY_PATTERNS, V,
+     Status.numeric_mismatch),
+    (f"{CLASSES}EluAlphaClamped", "attribute sign", UNARY_PATTERNS, V, Status.numeric_mismatch),
+    (f"{CLASSES}PowIntegerLoop", "attribute sign", UNARY_PATTERNS, V, Status.numeric_mismatch),
+    (f"{CLASSES}PowZeroExponentAsIdentity", "attribute zero", UNARY_PATTERNS, V,
+     Status.numeric_mismatch),
+    (f"{CLASSES}ClampAsBoundedReLU", "attribute sign", UNARY_PATTERNS, V,
+     Status.numeric_mismatch),
+    (f"{CLASSES}BatchNormZeroEpsilonAsDefault", "attribute zero", ["fp.bn_relu",
+                                                                   "fp.conv_post_ops"], V,
+     Status.numeric_mismatch),
+    (f"{CLASSES}SoftMaxStatsInBase2", "optional output", ["softmax.post_ops"], V,
+     Status.numeric_mismatch),
+    (f"{CLASSES}StatsOutputBlocksFusion", "optional output", ["softmax.post_ops"], V,
+     Status.fusion_mismatch),
+    (f"{CLASSES}ReduceMeanAxesInputCountsAll", "optional input", ["fp.reduction_post_ops"],
+     V, Status.numeric_mismatch),
+    (f"{CLASSES}MatMulVectorDropsBias", "rank corner", ["fp.matmul_post_ops",
+                                                       "int8.matmul_post_ops"], V,
+     Status.numeric_mismatch),
 ]
 
 _OUTCOMES: list[dict[str, Any]] = []
@@ -146,8 +178,8 @@ def test_suite_catches_planted_bug(mutant: str, bug_class: str, patterns: list[s
         wrong = [f for f in results.failures if f["status"] not in (status.value, "error")]
     caught = seen[status.value] > 0 and not wrong and (
         status is Status.extension or results.failed)
-    _OUTCOMES.append({"mutant": mutant.rsplit(":", 1)[-1], "class": bug_class, "expected": status.value,
-                      "caught": caught, "statuses": dict(seen)})
+    _OUTCOMES.append({"mutant": mutant.rsplit(":", 1)[-1], "class": bug_class,
+                      "expected": status.value, "caught": caught, "statuses": dict(seen)})
     assert seen[status.value] > 0, \
         f"{mutant}: the suite never reported {status.value}; statuses seen: {dict(seen)}"
     if status is Status.extension:
