@@ -111,12 +111,13 @@ def _required() -> dict[str, tuple[tuple[str, str], ...]] | None:
     """Per pattern, the (feature, value) items its cases must reach; None without hypothesis."""
     try:
         from fusionspec.conformance.generate.coverage import coverage_items
-        from fusionspec.conformance.generate.model import model_items
+        from fusionspec.conformance.generate.model import model_items, structure_items
     except ModuleNotFoundError as exc:
         if exc.name != "hypothesis":
             raise
         return None
-    return {entry.id: coverage_items(entry) + model_items(entry) for entry in CATALOG}
+    return {entry.id: coverage_items(entry) + model_items(entry) + structure_items(entry)
+            for entry in CATALOG}
 
 
 def _read_json(path: Path) -> Any:

@@ -27,6 +27,7 @@ from .diff import RunDiff, diff_runs, pair_baselines
 from .document import Doc, ReportError
 from .legend import METRICS, STATUSES, StatusInfo, family_title, status_info
 from .mutation import MutationView
+from .op_coverage import OpCoverage, op_coverage
 from .patterns import Anchors, PatternView, pattern_view
 from .runs import RunInput, RunView, run_view
 
@@ -75,6 +76,8 @@ class Report:
     metrics: tuple[tuple[str, str], ...]
     #: The mutation score, when the report was given one (``--mutation``).
     mutation: MutationView | None = None
+    #: Per op kind, how much of the coverage model the runs drew (with the required items).
+    op_coverage: tuple[OpCoverage, ...] = ()
 
     @property
     def patterns(self) -> tuple[PatternView, ...]:
@@ -186,4 +189,16 @@ def build_report(runs: Sequence[RunInput], *, baselines: Sequence[RunInput] = ()
         limitations=_limitations(views, docs, {p.id: p.anchor for p in patterns}),
         diffs=tuple(diff_runs(run, base, note) for run, base, note in pairs),
         diff_notes=tuple(notes), has_baseline=bool(base_docs), statuses=statuses,
-        metrics=METRICS, mutation=mutation)
+        metrics=METRICS, mutation=mutation,
+        op_coverage=op_coverage(_observed(docs), required) if required is not None else ())
+
+
+def _observed(docs: Sequence[Doc]) -> list[dict[str, dict[str, int]]]:
+    """Every pattern's recorded coverage in every run."""
+    found = []
+    for doc in docs:
+        table = doc.obj("patterns")
+        for pattern in table.data:
+            coverage = table.obj(pattern).obj("coverage")
+            found.append({f: coverage.counts(f) for f in coverage.data})
+    return found

@@ -21,6 +21,7 @@ import pytest
 
 from fusionspec.conformance.cases import STRUCTURAL_RULES, CaseKind, Status
 from fusionspec.conformance.generate.ill_formed import ILL_FORMED_RULES
+from fusionspec.conformance.generate.model import required_items
 from fusionspec.conformance.grade.results import ResultsCollector
 from fusionspec.conformance.suite import run_suite
 from fusionspec.reference.filling import DOMAINS
@@ -192,16 +193,38 @@ def test_suite_catches_planted_bug(mutant: str, bug_class: str, patterns: list[s
                           f"{[f['reason'] for f in wrong[:3]]}"
 
 
-def test_the_project_plants_at_least_25_bugs_across_the_classes() -> None:
+def test_the_project_plants_at_least_50_bugs_across_the_classes() -> None:
     classes = {m[1] for m in MUTANTS}
-    assert len(MUTANTS) >= 25, f"only {len(MUTANTS)} planted mutants"
+    assert len(MUTANTS) >= 50, f"only {len(MUTANTS)} planted mutants"
     wanted = {"overflow", "special values", "rounding mode", "approximation",
-              "axis convention", "dtype acceptance", "fan-out", "subnormals"}
+              "axis convention", "dtype acceptance", "fan-out", "subnormals", "convexity",
+              "optional output", "optional input", "rank corner", "per-channel values",
+              "attribute sign", "attribute zero", "inexact narrow fill"}
     assert wanted <= classes, f"bug classes without a mutant: {sorted(wanted - classes)}"
+    names = [m[0] for m in MUTANTS]
+    assert len(set(names)) == len(names), "a mutant is listed twice"
 
 
-def test_reference_passes_every_pattern_with_zero_failures() -> None:
-    results = _run("reference", None, list(CaseKind))
+@pytest.fixture(scope="module")
+def reference_results() -> ResultsCollector:
+    """The reference on every case of the ci profile (one run shared by the tests below)."""
+    return _run("reference", None, list(CaseKind))
+
+
+def test_ci_profile_draws_every_required_item_of_the_coverage_model(
+        reference_results: ResultsCollector) -> None:
+    drawn = {(feature, value) for entry in reference_results.to_dict()["patterns"].values()
+             for feature, values in entry["coverage"].items()
+             for joined in values for value in joined.split(",")}
+    missing = sorted(required_items() - drawn)
+    assert not missing, ("items of the coverage model no ci case draws (draw them, or list "
+                         "them in model.UNDRAWN with the reason they cannot be drawn): "
+                         + "; ".join(f"{k} = {v}" for k, v in missing))
+
+
+def test_reference_passes_every_pattern_with_zero_failures(
+        reference_results: ResultsCollector) -> None:
+    results = reference_results
     bad = [(f["case_id"], f["status"], f["reason"]) for f in results.failures[:5]]
     assert not results.failed, f"the reference fails its own suite: {bad}"
     assert set(results.totals) == {Status.passed.value}, \
