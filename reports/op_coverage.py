@@ -59,8 +59,8 @@ def op_coverage(observed: Sequence[Mapping[str, Mapping[str, int]]],
             if kind is not None:
                 wanted.setdefault(kind, set()).add((feature, value))
     rows = []
-    for kind, items in sorted(wanted.items()):
-        missing = sorted(items - drawn)
-        rows.append(OpCoverage(kind, len(items), len(items) - len(missing), tuple(
+    for kind, needed in sorted(wanted.items()):
+        missing = sorted(needed - drawn)
+        rows.append(OpCoverage(kind, len(needed), len(needed) - len(missing), tuple(
             f"{feature.split('.', 1)[1]} = {value}" for feature, value in missing)))
     return tuple(rows)
