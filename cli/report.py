@@ -111,7 +111,8 @@ def _required() -> dict[str, tuple[tuple[str, str], ...]] | None:
     """Per pattern, the (feature, value) items its cases must reach; None without hypothesis."""
     try:
         from fusionspec.conformance.generate.coverage import coverage_items
-        from fusionspec.conformance.generate.model import model_items, structure_items
+        from fusionspec.conformance.generate.model import model_items
+        from fusionspec.conformance.generate.near_miss import structure_items
     except ModuleNotFoundError as exc:
         if exc.name != "hypothesis":
             raise

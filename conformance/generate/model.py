@@ -15,10 +15,11 @@ chain, its post-ops and its side subgraphs). For an op kind ``K``:
 `graph_features(graph)` reads the same items off a graph (every op, side subgraphs included):
 it is what a case records among its features, so the results document counts it per pattern
 and the report shows it per op and per pattern. `model_items(entry)` is what a pattern's ops
-could show, `structure_items(entry)` the structural situations its rules speak of (the rule
-each near miss breaks); `required_items()` is the union of the model items over the catalog,
-less `UNDRAWN`: the items the generator leaves out, each with the reason it cannot be drawn as
-a valid case. A test holds the ci profile to drawing every required item at least once.
+could show (the structural situations its rules speak of are its near misses' rules:
+`fusionspec.conformance.generate.near_miss.structure_items`); `required_items()` is the union
+of the model items over the catalog, less `UNDRAWN`: the items the generator leaves out, each
+with the reason it cannot be drawn as a valid case. A test holds the ci profile to drawing
+every required item at least once.
 
 >>> value_classes(AttrSpec("epsilon", AttrKind.f32, required=True, minimum=0.0), 0.0)
 ('zero', 'at minimum')
@@ -42,7 +43,7 @@ from fusionspec.spec.schema import AttrKind, AttrSpec
 Item = tuple[str, str]
 
 __all__ = ["Item", "OMITTED", "value_classes", "op_items", "model_items", "graph_features",
-           "structure_items", "required_items", "UNDRAWN"]
+           "required_items", "UNDRAWN"]
 
 OMITTED = "omitted"
 _NUMBERS = (AttrKind.f32, AttrKind.s64)
@@ -152,17 +153,6 @@ def model_items(entry: PatternEntry) -> tuple[Item, ...]:
     """The model items of every op kind `entry` can hold, less `UNDRAWN`."""
     return tuple(item for kind in sorted(op_kinds(entry.tree)) if kind in SCHEMAS
                  for item in op_items(kind) if item not in UNDRAWN)
-
-
-def structure_items(entry: PatternEntry) -> tuple[Item, ...]:
-    """The structural situations the rules of `entry` speak of, as the near-miss cases record
-    them (``rule`` -> the rule a near miss breaks: a fan-out inside the chain, a convexity cut,
-    a chain entering Subtract or Divide on src_1 ...)."""
-    # Imported here: the near misses fill their cases through this package's values module,
-    # which reads the model.
-    from .near_miss import near_miss_rules
-
-    return tuple(("rule", label) for label in near_miss_rules(entry))
 
 
 def required_items() -> frozenset[Item]:

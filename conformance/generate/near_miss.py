@@ -82,7 +82,7 @@ from .near_miss_rules import (
 from .plan import Step, draw_skeleton, feature_keys, main_part, post_op_repeats
 from .values import draw_values, with_values
 
-__all__ = ["NearMiss", "near_misses", "near_miss_rules"]
+__all__ = ["NearMiss", "near_misses", "near_miss_rules", "structure_items"]
 
 #: Shape-preserving kinds a structure.kind near miss may put after the base op.
 _INTRUDERS = ("Reciprocal", "Reorder", "ReLU", "Sigmoid", "Abs", "Tanh", "Add", "Multiply")
@@ -291,6 +291,13 @@ def _makers(entry: PatternEntry) -> dict[str, Maker]:
 def near_miss_rules(entry: PatternEntry) -> tuple[str, ...]:
     """The labels of the near misses `entry` has (see the module docstring)."""
     return tuple(_makers(entry))
+
+
+def structure_items(entry: PatternEntry) -> tuple[tuple[str, str], ...]:
+    """The structural situations the rules of `entry` speak of, as coverage items: ``rule``
+    -> each label a near miss of `entry` breaks (a fan-out inside the chain, a convexity
+    cut, a chain entering Subtract or Divide on src_1 ...), as its cases record it."""
+    return tuple(("rule", label) for label in near_miss_rules(entry))
 
 
 def near_misses(entry: PatternEntry, rule: str | None = None) -> st.SearchStrategy[NearMiss]:

@@ -20,9 +20,9 @@ from fusionspec.conformance.generate.model import (
     model_items,
     op_items,
     required_items,
-    structure_items,
     value_classes,
 )
+from fusionspec.conformance.generate.near_miss import structure_items
 from fusionspec.spec.catalog import CATALOG, entry
 from fusionspec.spec.dtypes import DataType
 from fusionspec.spec.graph import Graph, LogicalTensor, Op
