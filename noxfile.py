@@ -237,7 +237,7 @@ def bench_conform(session: nox.Session) -> None:
 
 @nox.session(python=PYTHON)
 def mutation(session: nox.Session) -> None:
-    """Every planted bug (tests/testkit/mutants.py) through the ci profile, each checked for
+    """Every planted bug (tests/testkit/mutants*.py) through the ci profile, each checked for
     the status the suite must give; writes results/mutation.json (the score)."""
     _install(session, "conformance", "dev")
     session.run("pytest", "-q", "tests/conformance/test_mutation.py", *session.posargs,

@@ -11,7 +11,8 @@
 - ``compile(partition, device)``: the first kernel family that matches the partition
   (`fusionspec.accel.families`) generates one fused kernel plan; the returned
   `AccelCompiledPartition` holds the built program and exposes ``kernel_source``. A partition no
-  family handles raises `UnsupportedPartitionError` naming its pattern.
+  family handles raises `UnsupportedPartitionError` naming its pattern. A reduction whose axes
+  come from an input is compiled when they arrive (`fusionspec.accel.axes_input`).
 
 ``AccelBackend(fused=False)`` (or `AccelOpByOpBackend`) is the unfused baseline: each op of a
 partition runs as its own kernel, intermediates in global device buffers in their declared
@@ -26,6 +27,7 @@ from fusionspec.backend import Device, Limitation
 from fusionspec.reference.partitioner import partition as reference_partition
 from fusionspec.spec.graph import Graph, Partition
 
+from .axes_input import DeferredAxesPartition, axes_inputs
 from .codegen.epilogue import ordered_ops
 from .compiled import AccelCompiledPartition
 from .devices import discover, discovery_problem, order_with_selected, select_device
@@ -99,7 +101,11 @@ class AccelBackend:
         parts = [partition] if self.fused else single_op_partitions(partition)
         return [family_for(part).build(part, ctx) for part in parts]
 
-    def compile(self, partition: Partition, device: Device) -> AccelCompiledPartition:
+    def compile(self, partition: Partition, device: Device,
+                ) -> AccelCompiledPartition | DeferredAxesPartition:
+        if axes_inputs(partition):
+            # The axes are data: the kernel is generated once they arrive.
+            return DeferredAxesPartition(partition, lambda part: self.compile(part, device))
         info = select_device(device.id)
         runtime = runtime_for(info)
         tune_if_asked(info)  # only with FUSIONSPEC_ACCEL_TUNE=1 (fusionspec.accel.tune)

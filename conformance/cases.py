@@ -40,6 +40,7 @@ class StructuralRule(StrEnum):
     fan_out = "structure.fan_out"
     port = "structure.port"
     kind = "structure.kind"
+    convex = "structure.convex"
 
 
 #: What each structural rule says.
@@ -49,6 +50,7 @@ STRUCTURAL_RULES: Mapping[str, str] = {
     StructuralRule.fan_out: "an intermediate tensor of the chain has a second consumer",
     StructuralRule.port: "the chain enters Subtract or Divide on src_1",
     StructuralRule.kind: "an op the pattern does not allow at that place",
+    StructuralRule.convex: "a path leaves the instance through a second output and re-enters it",
 }
 
 

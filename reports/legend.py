@@ -93,8 +93,12 @@ METRICS: tuple[tuple[str, str], ...] = (
     ("conforming", "Cases that pass or are extensions, as a share of the cases not declared "
                    "unsupported; unsupported cases are counted apart, never as passes."),
     ("grammar coverage", "The share of the pattern's required grammar items (each repetition "
-                         "count, alternative, category member, dtype row and attribute variant) "
-                         "that at least one case exercised."),
+                         "count, alternative, category member, dtype row and attribute variant), "
+                         "coverage-model items (each value class of each attribute and each "
+                         "optional port of the ops it can hold, from the op schemas) and "
+                         "near-miss rules that at least one case exercised."),
+    ("spec coverage per op", "The same coverage-model items gathered per op kind over every "
+                             "pattern: an item counts once any case of any pattern drew it."),
     ("error bound", "Each element has its own bound, computed with the reference from each "
                     "op's accuracy (correctly rounded operations: none; transcendental "
                     "functions: a few ulp) and the chain's conditioning; a rounded result may "

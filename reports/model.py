@@ -27,6 +27,7 @@ from .diff import RunDiff, diff_runs, pair_baselines
 from .document import Doc, ReportError
 from .legend import METRICS, STATUSES, StatusInfo, family_title, status_info
 from .mutation import MutationView
+from .op_coverage import OpCoverage, op_coverage
 from .patterns import Anchors, PatternView, pattern_view
 from .perf import PerfSection
 from .runs import RunInput, RunView, run_view
@@ -78,6 +79,8 @@ class Report:
     mutation: MutationView | None = None
     #: What ``fusionspec bench`` measured, when the report was given performance documents.
     perf: PerfSection | None = None
+    #: Per op kind, how much of the coverage model the runs drew (with the required items).
+    op_coverage: tuple[OpCoverage, ...] = ()
 
     @property
     def patterns(self) -> tuple[PatternView, ...]:
@@ -191,4 +194,16 @@ def build_report(runs: Sequence[RunInput], *, baselines: Sequence[RunInput] = ()
         limitations=_limitations(views, docs, {p.id: p.anchor for p in patterns}),
         diffs=tuple(diff_runs(run, base, note) for run, base, note in pairs),
         diff_notes=tuple(notes), has_baseline=bool(base_docs), statuses=statuses,
-        metrics=METRICS, mutation=mutation, perf=perf)
+        metrics=METRICS, mutation=mutation, perf=perf,
+        op_coverage=op_coverage(_observed(docs), required) if required is not None else ())
+
+
+def _observed(docs: Sequence[Doc]) -> list[dict[str, dict[str, int]]]:
+    """Every pattern's recorded coverage in every run."""
+    found = []
+    for doc in docs:
+        table = doc.obj("patterns")
+        for pattern in table.data:
+            coverage = table.obj(pattern).obj("coverage")
+            found.append({f: coverage.counts(f) for f in coverage.data})
+    return found

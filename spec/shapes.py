@@ -199,6 +199,9 @@ def infer_reduce(op: Op, shapes: Sequence[Shape]) -> Sequence[Shape]:
     src = shapes[0]
     if src is None:
         return [None]
+    if len(shapes) > 1 and not op.attrs.get("axes"):
+        # The axes are the optional input's data: only the declared output can say the shape.
+        return [None]
     rank = len(src)
     axes = _ints(op, "axes")
     norm: set[int] = set()

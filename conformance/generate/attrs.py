@@ -9,7 +9,8 @@ meaningful (benchdnn's filling is the model):
 - convolution and pooling pads never exceed the dilated kernel, so no window lies wholly in
   padding (an average over nothing, a max over -inf);
 - scales are powers of two and zero points small integers, so quantization is exact;
-- Clamp has min <= max, Pow a small integer exponent, Elu/LeakyReLU/SoftPlus powers of two.
+- Clamp has min <= max, Pow a small integer exponent, Elu/LeakyReLU/SoftPlus powers of two
+  (SoftPlus's beta of either sign).
 
 Attributes equal to a schema default are sometimes left out, so defaults are exercised too.
 """
@@ -23,7 +24,8 @@ from hypothesis import strategies as st
 from fusionspec.spec.graph import AttrValue, Op
 from fusionspec.spec.shapes import channel_axis, pads_for
 
-__all__ = ["Layout", "ConvSpec", "PoolSpec", "MatMulSpec", "InterpolateSpec", "HeadSpec", "POW2",
+__all__ = ["Layout", "ConvSpec", "PoolSpec", "MatMulSpec", "InterpolateSpec", "HeadSpec",
+           "ReduceSpec", "POW2",
            "draw_layout", "draw_conv", "draw_pool", "draw_matmul", "draw_interpolate",
            "draw_reduce", "draw_softmax", "draw_unary_attrs", "draw_qparams", "maybe_default"]
 
@@ -77,6 +79,13 @@ class InterpolateSpec(HeadSpec):
     #: the output's spatial sizes when they come from a ``sizes`` input tensor (shape inference
     #: cannot know them then), else None
     sizes_input: tuple[int, ...] | None = None
+
+
+@dataclass(frozen=True)
+class ReduceSpec(HeadSpec):
+    #: whether the axes come from the optional input (filled with the axes of `attrs`, which
+    #: the op then leaves out)
+    axes_input: bool = False
 
 
 @dataclass(frozen=True)
@@ -255,41 +264,59 @@ def draw_pool(draw: st.DrawFn, kind: str) -> PoolSpec:
     return PoolSpec(Layout(_data_shape(fmt, batch, c, spatial), fmt), attrs, words, features)
 
 
-def draw_matmul(draw: st.DrawFn, bias: bool | None = None) -> MatMulSpec:
-    """A MatMul with transposes and broadcast batch dims; with a bias input when `bias`
-    (drawn when None)."""
-    rank = draw(st.sampled_from((2, 3, 4)), label="src rank")
-    w_rank = draw(st.sampled_from((2, rank)), label="weights rank")
+def draw_matmul(draw: st.DrawFn, bias: bool | None = None, vector_dst: bool = True,
+                ) -> MatMulSpec:
+    """A MatMul with transposes, broadcast batch dims and 1-D operands; with a bias input
+    when `bias` (drawn when None); with a 1-D dst only when `vector_dst` (a BiasAdd after it
+    needs rank 2)."""
+    # A 1-D operand (vector times matrix, matrix times vector) is drawn as often as a batched
+    # one: the matrix side may still carry batch dims, which the vector broadcasts against.
+    rank = draw(st.sampled_from((2, 3, 4, 1)), label="src rank")
+    if rank == 1:
+        w_rank = draw(st.sampled_from((2, 3) if vector_dst else (3,)), label="weights rank")
+    elif bias or (rank == 2 and not vector_dst):
+        w_rank = draw(st.sampled_from((2, rank)), label="weights rank")
+    else:
+        w_rank = draw(st.sampled_from((2, rank, 1)), label="weights rank")
     m, k, n = (draw(st.integers(1, 8), label=d) for d in "MKN")
     batch_a: list[int] = []
     batch_w: list[int] = []
-    for _ in range(rank - 2):
+    for _ in range(max(rank, w_rank) - 2):
         b = draw(st.integers(1, 3), label="batch dim")
         pair = draw(st.sampled_from(((b, b), (b, 1), (1, b))), label="batch broadcast")
         batch_a.append(pair[0])
         batch_w.append(pair[1])
-    if w_rank == 2:
+    if w_rank <= 2:
         batch_w = []
+    if rank <= 2:
+        batch_a = []
     ta = draw(st.booleans(), label="transpose_a")
     tb = draw(st.booleans(), label="transpose_b")
-    src = (*batch_a, *((k, m) if ta else (m, k)))
-    weights = (*batch_w, *((n, k) if tb else (k, n)))
+    # A transpose of a 1-D operand is ignored (the spec's shape rule): drawn all the same.
+    src = (k,) if rank == 1 else (*batch_a, *((k, m) if ta else (m, k)))
+    weights = (k,) if w_rank == 1 else (*batch_w, *((n, k) if tb else (k, n)))
     attrs: dict[str, AttrValue] = {}
     maybe_default(draw, attrs, "transpose_a", ta, False)
     maybe_default(draw, attrs, "transpose_b", tb, False)
+    # Modes that only license a lower-precision sum: the exact value stays right under each.
+    maybe_default(draw, attrs, "accumulation_mode", draw(st.sampled_from(
+        ("strict", "relaxed", "any", "f32")), label="accumulation_mode"), "strict")
     bias_shape: tuple[int, ...] | None = None
-    if _bias_input(draw, bias):
-        bias_shape = draw(st.sampled_from(((n,), (1, n))), label="bias shape")
+    if w_rank != 1 and _bias_input(draw, bias):
+        shapes = ((n,),) if rank == 1 else ((n,), (1, n))
+        bias_shape = draw(st.sampled_from(shapes), label="bias shape")
     fmt = draw(st.sampled_from(FORMATS), label="channel axis format")
     words = (f"MatMul {'x'.join(map(str, src))} @ {'x'.join(map(str, weights))}"
              + (" tA" if ta else "") + (" tB" if tb else "")
              + (" +bias" if bias_shape else ""))
     features: dict[str, str | int] = {
         "transpose_a": "yes" if ta else "no", "transpose_b": "yes" if tb else "no",
-        "src_rank": rank, "batch_broadcast": "yes" if batch_a != batch_w and batch_w else "no",
+        "src_rank": rank, "weights_rank": w_rank,
+        "batch_broadcast": "yes" if batch_a != batch_w and batch_w else "no",
         "bias_input": "yes" if bias_shape else "no"}
-    return MatMulSpec(Layout(src, fmt), attrs, words, features, weights,
-                      len(weights) - (2 if tb else 1), bias_shape, fmt)
+    oc_axis = 0 if w_rank == 1 else len(weights) - (2 if tb else 1)
+    return MatMulSpec(Layout(src, fmt), attrs, words, features, weights, oc_axis, bias_shape,
+                      fmt)
 
 
 def draw_interpolate(draw: st.DrawFn) -> InterpolateSpec:
@@ -328,8 +355,9 @@ def draw_interpolate(draw: st.DrawFn) -> InterpolateSpec:
     return InterpolateSpec(layout, attrs, words, features, sizes_input)
 
 
-def draw_reduce(draw: st.DrawFn, kind: str) -> HeadSpec:
-    """A reduction over a non-empty set of axes (some written negative)."""
+def draw_reduce(draw: st.DrawFn, kind: str) -> ReduceSpec:
+    """A reduction over a non-empty set of axes (some written negative), given by the
+    attribute or the optional axes input."""
     layout = draw_layout(draw, (4, 2, 3))
     rank = len(layout.shape)
     keep = draw(st.booleans(), label="keep_dims")
@@ -339,9 +367,12 @@ def draw_reduce(draw: st.DrawFn, kind: str) -> HeadSpec:
                     for a in sorted(axes))
     attrs: dict[str, AttrValue] = {"axes": written}
     maybe_default(draw, attrs, "keep_dims", keep, False)
-    words = f"{kind} axes {list(written)}" + (" keep_dims" if keep else "")
-    return HeadSpec(layout, attrs, words, {"keep_dims": "yes" if keep else "no",
-                                           "reduced_axes": len(axes)})
+    # The axes may come from the optional s32 input instead of the attribute.
+    from_input = draw(st.sampled_from((False, False, True)), label="axes input")
+    words = (f"{kind} axes {list(written)}" + (" (axes input)" if from_input else "")
+             + (" keep_dims" if keep else ""))
+    return ReduceSpec(layout, attrs, words, {"keep_dims": "yes" if keep else "no",
+                                             "reduced_axes": len(axes)}, from_input)
 
 
 def draw_softmax(draw: st.DrawFn) -> HeadSpec:
@@ -361,19 +392,23 @@ def draw_unary_attrs(draw: st.DrawFn, kind: str) -> dict[str, AttrValue]:
     """Attributes of a unary op that keep it well-defined and its results exact where the
     math allows (powers of two, small integer exponents)."""
     if kind == "Clamp":
-        low = draw(st.integers(-8, 0), label="clamp min") / 4
-        return {"min": low, "max": draw(st.integers(0, 8), label="clamp max") / 4}
+        # Either bound of any sign (min <= max): a window wholly below or above zero too.
+        low = draw(st.integers(-8, 4), label="clamp min") / 4
+        return {"min": low, "max": low + draw(st.integers(0, 8), label="clamp width") / 4}
     if kind == "LeakyReLU":
         # Above 1 as often as below: max(x, alpha*x) equals LeakyReLU only for alpha <= 1.
-        return {"alpha": draw(st.sampled_from((0.5, 2.0, 0.25, 1.5, 1.0, 4.0, 0.125)),
-                              label="alpha")}
+        return {"alpha": draw(st.sampled_from((0.5, 2.0, 0.25, 1.5, 1.0, 4.0, 0.125, 0.0,
+                                               -0.5)), label="alpha")}
     if kind == "Elu":
-        return {"alpha": draw(st.sampled_from((0.5, 0.25, 1.0, 2.0, 0.125)), label="alpha")}
+        return {"alpha": draw(st.sampled_from((0.5, 0.25, 1.0, 2.0, 0.125, 0.0, -0.5)),
+                              label="alpha")}
     if kind == "Pow":
-        return {"beta": draw(st.sampled_from((2.0, 1.0, 3.0)), label="beta")}
+        return {"beta": draw(st.sampled_from((2.0, 1.0, 3.0, 0.0, -1.0)), label="beta")}
     if kind == "SoftPlus":
         attrs: dict[str, AttrValue] = {}
-        maybe_default(draw, attrs, "beta", draw(st.sampled_from((1.0, 2.0, 0.5)),
+        # Negative betas too: the function mirrors (-softplus(-x) scaled), and the switch to
+        # x past the exp bound must follow beta's sign.
+        maybe_default(draw, attrs, "beta", draw(st.sampled_from((1.0, 2.0, -1.0, 0.5, -0.5)),
                                                 label="beta"), 1.0)
         return attrs
     if kind == "GELU":
@@ -387,23 +422,36 @@ def draw_unary_attrs(draw: st.DrawFn, kind: str) -> dict[str, AttrValue]:
 def draw_qparams(draw: st.DrawFn, qdtype: str, *, channels: int | None = None,
                  axis: int = 1, rank: int | None = None,
                  zero_zps: bool = False) -> dict[str, AttrValue]:
-    """Quantize/Dequantize attributes: power-of-two scales, small zero points (none for f8,
-    all zero per channel, as oneDNN requires), per-tensor unless `channels` is given. A
+    """Quantize/Dequantize attributes: power-of-two scales, small zero points (none for f8;
+    per channel, all zero or non-zero and differing between channels; all zero when
+    `zero_zps`), per-tensor unless `channels` is given. A
     per-channel `axis` of a rank-`rank` tensor is written negative (counted from the end) as
     often as not."""
     count = channels or 1
     scales = tuple(draw(st.sampled_from(POW2), label="scale") for _ in range(count))
     attrs: dict[str, AttrValue] = {"scales": scales}
-    if channels is not None:
+    if channels is None:
+        maybe_default(draw, attrs, "qtype", "per_tensor", "per_tensor")
+    else:
         negative = rank is not None and draw(st.booleans(), label="negative axis")
         attrs.update(qtype="per_channel", axis=axis - rank if negative and rank else axis)
     if qdtype.startswith("f8"):
+        return attrs
+    low, high = (0, 8) if qdtype == "u8" else (-4, 4)
+    if channels is not None and not zero_zps and draw(st.booleans(), label="channel zps"):
+        # Non-zero and differing per channel (the spec allows it; oneDNN's CPU kernels keep
+        # them 0): a kernel reading one zero point for all channels shows.
+        zps = [draw(st.integers(low, high), label="zero point") for _ in range(count)]
+        if count > 1 and len(set(zps)) == 1:
+            zps[-1] = zps[0] + 1 if zps[0] < high else zps[0] - 1
+        if not any(zps):
+            zps[0] = high
+        attrs["zps"] = tuple(zps)
         return attrs
     if channels is not None or zero_zps:
         if draw(st.booleans(), label="write zps"):
             attrs["zps"] = (0,) * count
         return attrs
-    low, high = (0, 8) if qdtype == "u8" else (-4, 4)
     zp = draw(st.integers(low, high), label="zero point")
     if zp != 0 or draw(st.booleans(), label="write zps"):
         attrs["zps"] = (zp,)

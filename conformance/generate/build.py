@@ -34,6 +34,7 @@ from .attrs import (
     InterpolateSpec,
     Layout,
     MatMulSpec,
+    ReduceSpec,
     draw_conv,
     draw_interpolate,
     draw_layout,
@@ -141,6 +142,9 @@ class _Builder:
             axis = params.get("axis")
             self.note("quantization_axis", "negative" if isinstance(axis, int) and axis < 0
                       else "non-negative")
+            zps = params.get("zps") or ()
+            self.note("channel_zps", "differing" if isinstance(zps, tuple)
+                      and len(set(zps)) > 1 else "uniform")
         src = self.tensor(shape, F32 if quantize_first else qdtype)
         if quantize_first:
             src = self.add("Quantize", [src], dict(params), [qdtype]).outputs[0]
@@ -166,7 +170,7 @@ class _Builder:
         if kind in ("Convolution", "ConvTranspose", "ConvolutionBackwardWeights"):
             return draw_conv(draw, kind == "ConvTranspose", bias)
         if kind == "MatMul":
-            return draw_matmul(draw, bias)
+            return draw_matmul(draw, bias, vector_dst="BiasAdd" not in self.skel.kinds())
         if kind in ("AvgPool", "MaxPool"):
             return draw_pool(draw, kind)
         if kind == "Interpolate":
@@ -219,9 +223,25 @@ class _Builder:
             self.ops.pop()
             sizes = self.tensor((len(spec.sizes_input),), D.s32)
             op = self.add(kind, [x, sizes], spec.attrs, [dt], [shape])
-        elif kind in ("AvgPool", "MaxPool", "Interpolate", "SoftMax") or kind.startswith(
-                "Reduce"):
-            op = self.add(kind, [x], spec.attrs, [out_dt if kind == "SoftMax" else dt])
+        elif kind == "SoftMax":
+            # The optional stats output (f32 whatever the dst) is requested as often as not.
+            stats = self.draw(st.booleans(), label="stats output")
+            op = self.add(kind, [x], spec.attrs, [out_dt, F32] if stats else [out_dt])
+            self.note("softmax_stats", "yes" if stats else "no")
+            words += " +stats" if stats else ""
+        elif isinstance(spec, ReduceSpec) and spec.axes_input:
+            shape = self.add(kind, [x], spec.attrs, [dt]).outputs[0].shape
+            self.ops.pop()
+            axes = spec.attrs["axes"]
+            assert isinstance(axes, tuple)
+            given = self.tensor((len(axes),), D.s32)
+            attrs = {k: v for k, v in spec.attrs.items() if k != "axes"}
+            op = self.add(kind, [x, given], attrs, [dt], [shape])
+            self.note("axes_source", "input")
+        elif kind in ("AvgPool", "MaxPool", "Interpolate") or kind.startswith("Reduce"):
+            if kind.startswith("Reduce"):
+                self.note("axes_source", "attribute")
+            op = self.add(kind, [x], spec.attrs, [dt])
         else:
             return self.follow(step, index, _Chain(x, fmt), head=True)
         self.record(op, words)
@@ -248,6 +268,10 @@ class _Builder:
                 alpha = attrs["alpha"]
                 self.note("leaky_relu_alpha", "above 1" if isinstance(alpha, float)
                           and alpha > 1 else "at most 1")
+            if kind == "SoftPlus":
+                beta = attrs.get("beta", 1.0)
+                self.note("softplus_beta", "negative" if isinstance(beta, float) and beta < 0
+                          else "positive")
             if attrs:
                 words += "(" + ", ".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}"
                                          for k, v in attrs.items()) + ")"
@@ -334,8 +358,8 @@ class _Builder:
             x.dtype is BF16) else F32
         self.note("bn_stats", stats.value)
         vec = (layout.channels,)
-        attrs: dict[str, AttrValue] = {"epsilon": draw(st.sampled_from((1e-5, 1e-3, 0.0625)),
-                                                       label="epsilon")}
+        attrs: dict[str, AttrValue] = {"epsilon": draw(st.sampled_from(
+            (1e-5, 1e-3, 0.0625, 0.0, 1.0)), label="epsilon")}
         maybe_default(draw, attrs, "data_format", chain.data_format, "NXC")
         if kind == "BatchNormInference":
             inputs = [x, *(self.tensor(vec, stats) for _ in range(4))]

@@ -8,7 +8,12 @@ A case's `features` (see `fusionspec.conformance.generate.plan`) are read as (ke
   every member of every category in its tree;
 - `row_items`: every dtype row it can take (`fusionspec.conformance.generate.dtypes`);
 - `variant_items`: the attribute variants of the op kinds its main chain has (data formats,
-  weights formats, groups, padding modes, broadcasts, bias inputs ...).
+  weights formats, groups, padding modes, broadcasts, bias inputs, 1-D MatMul operands,
+  SoftMax's stats output, a negative SoftPlus beta, per-channel zero points that differ ...).
+
+The op schemas' own items (every attribute's value classes, every optional port) are the
+coverage model's (`fusionspec.conformance.generate.model`), required of the ci profile as a
+whole rather than of each pattern.
 
 `coverage_items` is all three; `case_items` the items one case's features exercise. The
 report's grammar coverage and the reachability tests compare the two sets.
@@ -80,7 +85,8 @@ def variant_items(entry: PatternEntry) -> tuple[Item, ...]:
             wanted["bias_input"] = ("yes", "no")
     if "MatMul" in kinds:
         wanted.update(transpose_a=("yes", "no"), transpose_b=("yes", "no"),
-                      bias_input=("yes", "no"), src_rank=("2", "3", "4"))
+                      bias_input=("yes", "no"), src_rank=("1", "2", "3", "4"),
+                      weights_rank=("1", "2", "3"))
     if kinds & {"AvgPool", "MaxPool"}:
         wanted.update(rounding_type=("floor", "ceil"), data_format=("NCX", "NXC"))
     if "AvgPool" in kinds:
@@ -91,10 +97,14 @@ def variant_items(entry: PatternEntry) -> tuple[Item, ...]:
                       coordinate_transformation_mode=("half_pixel", "align_corners"))
     if kinds & set(REDUCTION):
         wanted["keep_dims"] = ("yes", "no")
+        wanted["axes_source"] = ("attribute", "input")
     if "LeakyReLU" in kinds:
         wanted["leaky_relu_alpha"] = ("above 1", "at most 1")
     if "SoftMax" in kinds:
         wanted["softmax_mode"] = ("none", "inf_as_zero")
+        wanted["softmax_stats"] = ("yes", "no")
+    if "SoftPlus" in kinds:
+        wanted["softplus_beta"] = ("negative", "positive")
     if kinds & set(BINARY):
         wanted.update(broadcast=BROADCASTS, auto_broadcast=("numpy", "none"))
     if _post_op_commutative(entry):
@@ -106,6 +116,7 @@ def variant_items(entry: PatternEntry) -> tuple[Item, ...]:
     if Role.weights_q2f in entry.roles.values():
         wanted["weights_quantization"] = ("per_tensor", "per_channel")
         wanted["quantization_axis"] = ("negative", "non-negative")
+        wanted["channel_zps"] = ("differing", "uniform")
     if has_table(entry):
         wanted["engine_kind"] = ("cpu", "gpu")
     if "Reorder" in kinds:

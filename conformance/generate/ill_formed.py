@@ -189,7 +189,8 @@ def _infer_edits(graph: Graph) -> list[Edit]:
             axis = {"OIX": 1, "XIO": -2, "IOX": 0, "XOI": -1}[str(fmt)]
             shape[axis] += 1
         elif op.kind == "MatMul" and port == 1:
-            axis = -1 if op.attrs.get("transpose_b") else -2
+            # A 1-D weights vector has only its inner dim (a transpose of it is ignored).
+            axis = -1 if op.attrs.get("transpose_b") or len(shape) == 1 else -2
             shape[axis] += 1
         if axis is not None:
             found.append(Edit(GraphRule.shape_infer, f"{op.kind} {op.id} input {port} shape "

@@ -40,6 +40,7 @@ from fusionspec.spec.pattern_tree import (
     OpRef,
     Repeat,
     Subgraphs,
+    first_kinds,
     mark_sites,
     node_at,
 )
@@ -47,15 +48,24 @@ from fusionspec.spec.pattern_tree import (
 from ..cases import Case, CaseKind
 from .values import clean_plan, targeted_corners, with_values
 
-__all__ = ["Plan", "instance_plans", "build_instance", "instance_cases", "UNARY_ATTRS"]
+__all__ = ["Plan", "instance_plans", "build_instance", "instance_cases", "UNARY_ATTRS",
+           "UNARY_VARIANTS",
+           "narrow_product_cases", "NARROW_PRODUCT_TERMS"]
 
-F32, BF16, U8, S8 = DataType.f32, DataType.bf16, DataType.u8, DataType.s8
+F32, BF16, F16, U8, S8 = DataType.f32, DataType.bf16, DataType.f16, DataType.u8, DataType.s8
 
-#: Attributes that make each unary op of the pages valid.
-UNARY_ATTRS: dict[str, dict[str, AttrValue]] = {
-    "Clamp": {"min": -1.0, "max": 1.0}, "Elu": {"alpha": 0.5}, "LeakyReLU": {"alpha": 1.5},
-    "Pow": {"beta": 2.0},
+#: Attributes that make each unary op of the pages valid, one variant per value class of its
+#: attribute (`fusionspec.conformance.generate.model`): the instances take them in turn.
+UNARY_VARIANTS: dict[str, tuple[dict[str, AttrValue], ...]] = {
+    "Clamp": ({"min": -1.0, "max": 1.0}, {"min": 0.25, "max": 1.0},
+              {"min": -1.0, "max": -0.25}),
+    "Elu": ({"alpha": 0.5}, {"alpha": 0.0}, {"alpha": -0.5}),
+    "LeakyReLU": ({"alpha": 1.5}, {"alpha": 0.0}, {"alpha": -0.5}),
+    "Pow": ({"beta": 2.0}, {"beta": -1.0}, {"beta": 0.0}),
+    "SoftPlus": ({"beta": -1.0}, {"beta": 2.0}),
 }
+#: The first variant of each (what a lone instance takes).
+UNARY_ATTRS: dict[str, dict[str, AttrValue]] = {k: v[0] for k, v in UNARY_VARIANTS.items()}
 
 _ACT = (1, 4, 6, 6)  # NCX activations
 _VEC = (4,)
@@ -157,10 +167,19 @@ def _has_optional_quantize(node: Node) -> bool:
 # -- building a graph ----------------------------------------------------------------------
 
 class _Builder:
-    def __init__(self, engine_kind: str) -> None:
+    def __init__(self, engine_kind: str, turns: dict[str, int] | None = None) -> None:
         self.ops: list[Op] = []
         self.ids = itertools.count()
         self.engine_kind = engine_kind
+        self.turns = turns
+
+    def unary_attrs(self, kind: str) -> dict[str, AttrValue]:
+        variants = UNARY_VARIANTS.get(kind, ({},))
+        if self.turns is None:
+            return dict(variants[0])
+        turn = self.turns.get(kind, 0)
+        self.turns[kind] = turn + 1
+        return dict(variants[turn % len(variants)])
 
     def tensor(self, shape: Sequence[int], dtype: DataType = F32) -> LogicalTensor:
         return LogicalTensor(next(self.ids), dtype, tuple(shape))
@@ -175,9 +194,12 @@ class _Builder:
                        {"scales": (0.5,), "zps": (2,) if dtype == U8 else (0,)})
 
 
-def build_instance(entry: PatternEntry, plan: Plan, engine_kind: str = "cpu") -> Graph:
-    """A valid graph holding exactly one instance of `entry` laid out as `plan`."""
-    b = _Builder(engine_kind)
+def build_instance(entry: PatternEntry, plan: Plan, engine_kind: str = "cpu",
+                   turns: dict[str, int] | None = None) -> Graph:
+    """A valid graph holding exactly one instance of `entry` laid out as `plan`. Each unary op
+    with attributes takes the next of its `UNARY_VARIANTS` by `turns` (its uses so far, counted
+    there), or the first when `turns` is None."""
+    b = _Builder(engine_kind, turns)
     sides = entry.tree.parts[:-1] if isinstance(entry.tree, Subgraphs) else ()
     t1_reader = _t1_reader(entry)
     cur: LogicalTensor | None = None
@@ -235,8 +257,9 @@ def _head(b: _Builder, kind: str, plan: Plan) -> LogicalTensor:
         return b.op(kind, [b.tensor((1, 4, 3, 3))], [b.tensor(_ACT)],
                     {"mode": "nearest", "sizes": (6, 6), "data_format": "NCX"})
     if kind.startswith("Reduce"):
-        return b.op(kind, [b.tensor(_ACT)], [b.tensor((1, 1, 6, 6))],
-                    {"axes": (1,), "keep_dims": True})
+        # The axes from the optional input (the random draws mostly take the attribute).
+        return b.op(kind, [b.tensor(_ACT), b.tensor((1,), DataType.s32)],
+                    [b.tensor((1, 6, 6))], {"keep_dims": False})
     if kind == "SoftMax":
         return b.op(kind, [b.tensor((4, 8))], [b.tensor((4, 8))], {"axis": 1})
     if kind == "ConvolutionBackwardWeights":
@@ -273,7 +296,7 @@ def _follower(b: _Builder, kind: str, cur: LogicalTensor) -> LogicalTensor:
     out = b.tensor(shape)
     channels = (shape[1],) if len(shape) > 1 else (shape[-1],)
     if kind in UNARY_ATTRS or kind in _UNARY_PLAIN:
-        return b.op(kind, [cur], [out], UNARY_ATTRS.get(kind, {}))
+        return b.op(kind, [cur], [out], b.unary_attrs(kind))
     if kind == "BiasAdd":
         fmt = "NCX" if len(shape) == 4 else "NXC"
         size = (shape[1],) if fmt == "NCX" else (shape[-1],)
@@ -315,26 +338,73 @@ def instance_cases(entry: PatternEntry, engine_kind: str = "cpu") -> list[Case]:
     clean values; then, for each op kind reading a graph input and each corner specific to it
     (`fusionspec.conformance.generate.values.TARGETED`), the shortest instance showing that
     pair once more with that corner (the fewer ops after it, the less can hide it: a Minimum
-    after an Exp clips its overflow away)."""
+    after an Exp clips its overflow away); then, for each unary op with attributes, the
+    `UNARY_VARIANTS` its uses did not reach in turn, on the shortest plan holding it; last,
+    `narrow_product_cases`."""
     cases: list[Case] = []
     corners: dict[tuple[str, int, str], tuple[int, int, Case]] = {}
-    for plan in instance_plans(entry):
-        graph = build_instance(entry, plan, engine_kind)
-        digest = hashlib.sha256(dumps(graph, indent=None).encode()).hexdigest()[:8]
-        quantized = any(t.dtype in (U8, S8) for op in graph.ops for t in (*op.inputs,
-                                                                           *op.outputs))
-        features: dict[str, str | int] = {"source": "catalog instance",
-                                          **_grammar_features(entry, graph)}
-        values = clean_plan(graph)
-        case = Case(f"{entry.id}/valid/instance-{digest}", CaseKind.valid, entry.id, graph,
-                    dtype="int8" if quantized else "f32", features=features,
-                    description=f"catalog instance: {plan.describe()}")
-        cases.append(with_values(case, values))
+    turns: dict[str, int] = {}
+    plans = instance_plans(entry)
+    for plan in plans:
+        graph = build_instance(entry, plan, engine_kind, turns)
+        case = _instance_case(entry, graph, f"catalog instance: {plan.describe()}")
+        cases.append(with_values(case, clean_plan(graph)))
         for key, corner in targeted_corners(graph):
             rank = (len(graph.ops), len(cases))
             if key not in corners or rank < corners[key][:2]:
                 corners[key] = (*rank, with_values(case, corner))
-    return cases + [c for _, _, c in sorted(corners.values(), key=lambda v: v[:2])]
+    # The variants the plans did not reach in turn: each on the shortest plan holding its op.
+    for kind, variants in UNARY_VARIANTS.items():
+        holding = sorted((p for p in plans if kind in p.kinds), key=lambda p: len(p.kinds))
+        for turn in range(turns.get(kind, 0), len(variants) if holding else 0):
+            graph = build_instance(entry, holding[0], engine_kind, {**turns, kind: turn})
+            case = _instance_case(entry, graph, f"catalog instance: {holding[0].describe()}, "
+                                                f"{kind} {variants[turn]}")
+            # Full-precision values first: the grid's products may cancel to weak signal where
+            # the variant zeroes a half (alpha = 0), and the positive grid would hide it.
+            cases.append(with_values(case, clean_plan(graph, "dense")))
+    cases += [c for _, _, c in sorted(corners.values(), key=lambda v: v[:2])]
+    return cases + narrow_product_cases(entry)
+
+
+#: Elements each output of a narrow ReduceProd instance multiplies: enough for an accumulator
+#: of the narrow type to drift past the output's rounding.
+NARROW_PRODUCT_TERMS = 16
+
+
+def narrow_product_cases(entry: PatternEntry) -> list[Case]:
+    """For a pattern whose head may be a ReduceProd: a lone bf16 and a lone f16 ReduceProd over
+    `NARROW_PRODUCT_TERMS` elements, filled with values whose products are not exact in that
+    type (the ``dense`` domain), so that nothing after it hides how it accumulates."""
+    main = entry.tree.parts[-1] if isinstance(entry.tree, Subgraphs) else entry.tree
+    items = main.items if isinstance(main, Chain) else (main,)
+    if "ReduceProd" not in first_kinds(items[0]):
+        return []
+    cases = []
+    for dtype in (BF16, F16):
+        b = _Builder("cpu")
+        src = b.tensor((4, NARROW_PRODUCT_TERMS), dtype)
+        b.op("ReduceProd", [src], [b.tensor((4,), dtype)], {"axes": (-1,)})
+        graph = Graph(b.ops)
+        digest = hashlib.sha256(dumps(graph, indent=None).encode()).hexdigest()[:8]
+        features: dict[str, str | int] = {"source": "catalog instance",
+                                          **_grammar_features(entry, graph)}
+        case = Case(f"{entry.id}/valid/instance-{digest}", CaseKind.valid, entry.id, graph,
+                    dtype=dtype.value, features=features,
+                    description=f"catalog instance: ReduceProd {dtype} over "
+                                f"{NARROW_PRODUCT_TERMS} inexact terms")
+        cases.append(with_values(case, clean_plan(graph)))
+    return cases
+
+
+def _instance_case(entry: PatternEntry, graph: Graph, description: str) -> Case:
+    digest = hashlib.sha256(dumps(graph, indent=None).encode()).hexdigest()[:8]
+    quantized = any(t.dtype in (U8, S8) for op in graph.ops for t in (*op.inputs, *op.outputs))
+    features: dict[str, str | int] = {"source": "catalog instance",
+                                      **_grammar_features(entry, graph)}
+    return Case(f"{entry.id}/valid/instance-{digest}", CaseKind.valid, entry.id, graph,
+                dtype="int8" if quantized else "f32", features=features,
+                description=description)
 
 
 def _grammar_features(entry: PatternEntry, graph: Graph) -> dict[str, str | int]:

@@ -16,6 +16,9 @@ structure.fan_out                  an intermediate of the chain also feeds a lat
 structure.port                     a post-op Subtract or Divide takes the chain on src_1
 structure.kind                     right after the base op, an op of a kind that cannot follow it
                                    there (a unary after the pooling of ``Pool + Binary^{0-3}`` ...)
+structure.convex                   the base op's optional second output (SoftMax's stats) feeds an
+                                   op outside the instance whose result a later binary post-op
+                                   reads: the whole chain is no longer convex
 convtranspose.int8.dtypes          u8 weights, an f8 src or an f8 dst: outside page 000's table
 convtranspose.int8.q2f_weights_    the src path starts with a Quantize (Quantize + Dequantize is
 only                               a weights-only form)
@@ -51,8 +54,10 @@ from fusionspec.reference.partitioner import partition
 from fusionspec.spec.catalog import PatternEntry
 from fusionspec.spec.catalog import entry as catalog_entry
 from fusionspec.spec.categories import BINARY
+from fusionspec.spec.dtypes import DataType
 from fusionspec.spec.graph import Graph, LogicalTensor, Op
 from fusionspec.spec.match import Role
+from fusionspec.spec.opschemas import SCHEMAS
 from fusionspec.spec.pattern_tree import CategoryRef, Chain, Path, first_kinds, min_ops, walk
 
 from ..cases import Case, CaseKind, StructuralRule
@@ -77,7 +82,7 @@ from .near_miss_rules import (
 from .plan import Step, draw_skeleton, feature_keys, main_part, post_op_repeats
 from .values import draw_values, with_values
 
-__all__ = ["NearMiss", "near_misses", "near_miss_rules"]
+__all__ = ["NearMiss", "near_misses", "near_miss_rules", "structure_items"]
 
 #: Shape-preserving kinds a structure.kind near miss may put after the base op.
 _INTRUDERS = ("Reciprocal", "Reorder", "ReLU", "Sigmoid", "Abs", "Tanh", "Add", "Multiply")
@@ -217,6 +222,53 @@ def _kind(draw: st.DrawFn, entry: PatternEntry, label: str) -> Draft:
                  frozenset(reasons), f"{kind} right after the base op", f"{kind} after base")
 
 
+def _second_output(entry: PatternEntry) -> bool:
+    """Whether the base op of `entry` has an optional second output and a binary post-op
+    can follow it (the only way out of a chain whose intermediates have one consumer each)."""
+    main, _ = main_part(entry)
+    items = main.items if isinstance(main, Chain) else (main,)
+    head = first_kinds(items[0])
+    return _binary_leaf(entry) is not None and any(
+        len(SCHEMAS[kind].outputs) > 1 and SCHEMAS[kind].outputs[1].optional for kind in head)
+
+
+def _convex(draw: st.DrawFn, entry: PatternEntry, label: str) -> Draft:
+    leaf = _binary_leaf(entry)
+    assert leaf is not None
+    repeat = next(p for p in post_op_repeats(entry.id) if leaf[:len(p)] == p)
+    skel = draw_skeleton(draw, entry, {repeat: (1, min(3, repeat_high(entry, repeat)))})
+    k = draw(st.sampled_from(post_indices(skel, repeat)), label="re-entering post-op")
+    kind = draw(st.sampled_from(sorted(BINARY)), label="kind")
+    skel = set_step(skel, k, Step(kind, leaf, None, 0))
+    built = built_with(draw, entry, skel)
+    graph = built.graph
+    base = role_index(entry, skel, Role.base)
+    head = graph.op_by_id[built.step_ops[base]]
+    op_id, tensor_id = fresh_ids(graph)
+    src = head.inputs[0].shape or ()
+    axis = head.attrs.get("axis", 1)
+    assert isinstance(axis, int)
+    if len(head.outputs) < 2:
+        stats = LogicalTensor(tensor_id, DataType.f32, tuple(
+            1 if i == axis % len(src) else d for i, d in enumerate(src)))
+        tensor_id += 1
+        head = Op(head.id, head.kind, head.inputs, (*head.outputs, stats), head.attrs)
+        graph = with_op(graph, head)
+    stats = head.outputs[1]
+    outside = draw(st.sampled_from(_BYSTANDERS), label="outside op")
+    away = LogicalTensor(tensor_id, stats.dtype, stats.shape)
+    graph = with_op(graph, Op(op_id, outside, (stats,), (away,)))
+    reader = graph.op_by_id[built.step_ops[k]]
+    attrs = {name: value for name, value in reader.attrs.items() if name != "auto_broadcast"}
+    graph = with_op(graph, Op(reader.id, reader.kind, (reader.inputs[0], away), reader.outputs,
+                              attrs))
+    words = (f"{head.kind} {head.id}'s {SCHEMAS[head.kind].outputs[1].name} feeds a {outside} "
+             f"outside the chain, read back by {kind} {reader.id}")
+    # explain names no reason for a convexity cut (every op of the chain has one consumer).
+    return Draft(built, graph, frozenset({head.id, reader.id}), frozenset(), words,
+                 "second output re-enters")
+
+
 def _makers(entry: PatternEntry) -> dict[str, Maker]:
     found: dict[str, Maker] = {}
     rule_ids = entry.rule_ids
@@ -230,6 +282,8 @@ def _makers(entry: PatternEntry) -> dict[str, Maker]:
     if _binary_leaf(entry) is not None:
         found[StructuralRule.port] = _port
     found[StructuralRule.kind] = _kind
+    if _second_output(entry):
+        found[StructuralRule.convex] = _convex
     found.update({r: CATALOG_MAKERS[r] for r in rule_ids if r in CATALOG_MAKERS})
     return found
 
@@ -237,6 +291,13 @@ def _makers(entry: PatternEntry) -> dict[str, Maker]:
 def near_miss_rules(entry: PatternEntry) -> tuple[str, ...]:
     """The labels of the near misses `entry` has (see the module docstring)."""
     return tuple(_makers(entry))
+
+
+def structure_items(entry: PatternEntry) -> tuple[tuple[str, str], ...]:
+    """The structural situations the rules of `entry` speak of, as coverage items: ``rule``
+    -> each label a near miss of `entry` breaks (a fan-out inside the chain, a convexity
+    cut, a chain entering Subtract or Divide on src_1 ...), as its cases record it."""
+    return tuple(("rule", label) for label in near_miss_rules(entry))
 
 
 def near_misses(entry: PatternEntry, rule: str | None = None) -> st.SearchStrategy[NearMiss]:

@@ -19,7 +19,9 @@ the tensor it was put into), so the report's coverage counts both.
   of a convolution's negative half, a division by a difference that cancels, an Exp of an Exp),
   the inputs are moved to the positive grid, then to the small grid, and the first plan whose
   outputs are finite and well conditioned is kept (checked on the reference with seed 0, the
-  suite's default). A case none of them helps keeps the best plan and is marked
+  suite's default). A bf16/f16 input of a ReduceProd leaves the grid for ``dense`` values
+  (`narrow_products`): the grid's products are exact in the narrow type. A case none of them
+  helps keeps the best plan and is marked
   ``conditioning: weak``; the report and the benchmark count such cases apart.
 """
 
@@ -41,9 +43,11 @@ from ..cases import Case, CaseKind
 from ..grade.bounds import error_bounds
 from ..grade.tolerances import weak_elements
 from .ids import case_id
+from .model import graph_features
 
 __all__ = ["ValuePlan", "CORNER_EVERY", "EXP_LIKE", "TARGETED", "corner_candidates",
            "targeted_corners", "clean_plan", "draw_values", "with_values", "output_health",
+           "narrow_products",
            "NONFINITE_LIMIT", "WEAK_LIMIT"]
 
 #: One drawn case in this many tests a corner.
@@ -157,14 +161,20 @@ def clean_plan(graph: Graph, base: str = "grid") -> ValuePlan:
     finite and well conditioned on the reference; else the best of them, marked weak."""
     graph = graph if graph.finalized else graph.finalize()
     floats = [t.id for t, _ in _data_inputs(graph) if t.dtype.is_float]
+    inexact = narrow_products(graph)
     best: tuple[float, ValuePlan] | None = None
     for domain in dict.fromkeys((base, "positive", "small")):
         domains = {} if domain == "grid" else {tid: domain for tid in floats}
+        if domain == "grid":
+            domains.update({tid: "dense" for tid in inexact})
         try:
             nonfinite, weak = output_health(graph, domains)
         except FusionspecError:  # a graph the reference cannot run is judged as such later
             return ValuePlan({}, {"signal": "clean", "values": base})
-        plan = ValuePlan(domains, {"signal": "clean", "values": domain})
+        features = {"signal": "clean", "values": domain}
+        if inexact and domain in ("grid", "dense"):
+            features["product_fill"] = "inexact"
+        plan = ValuePlan(domains, features)
         if nonfinite <= NONFINITE_LIMIT and weak <= WEAK_LIMIT:
             return plan
         score = nonfinite + weak
@@ -172,6 +182,15 @@ def clean_plan(graph: Graph, base: str = "grid") -> ValuePlan:
             best = (score, plan)
     assert best is not None
     return ValuePlan(best[1].domains, {**best[1].features, "conditioning": "weak"})
+
+
+def narrow_products(graph: Graph) -> list[int]:
+    """bf16/f16 graph inputs that a ReduceProd reads. The grid's +-{0.5, 1, 2} keeps every
+    product exact in the narrow type, which would hide an accumulator of that type, so the
+    clean grid fills them ``dense`` (full-precision values in [0.5, 2] of either sign)."""
+    return [t.id for t, readers in _data_inputs(graph)
+            if t.dtype.value in ("bf16", "f16") and any(op.kind == "ReduceProd"
+                                                         for op, _ in readers)]
 
 
 @st.composite
@@ -235,7 +254,8 @@ def targeted_corners(graph: Graph) -> list[tuple[tuple[str, int, str], ValuePlan
 
 def with_values(case: Case, plan: ValuePlan) -> Case:
     """`case` filled from `plan`, its features saying so (and its id telling it apart from the
-    same graph with other values)."""
+    same graph with other values), and the coverage model's items its graph shows
+    (`fusionspec.conformance.generate.model.graph_features`)."""
     ident = case.id
     if plan.domains:
         rule = case.rule if case.kind is not CaseKind.valid else None
@@ -243,5 +263,5 @@ def with_values(case: Case, plan: ValuePlan) -> Case:
         ident = f"{prefix}/" + case_id(case.pattern, case.kind, case.graph, rule,
                                         plan.domains).rsplit("/", 1)[1]
     return replace(case, id=ident, values=dict(plan.domains),
-                   features={**case.features, **plan.features})
+                   features={**case.features, **plan.features, **graph_features(case.graph)})
 

@@ -14,7 +14,6 @@ import numpy as np
 import pytest
 from testkit.accel import OnDevice, first_info, requires_device
 
-from fusionspec.accel.errors import UnsupportedPartitionError
 from fusionspec.accel.families import BuildContext, family_for
 from fusionspec.reference import execute
 from fusionspec.reference.dtypes import cast_to
@@ -117,7 +116,14 @@ def test_post_ops_and_axes_input() -> None:
     assert len(on.parts) == 1 and on.parts[0].pattern == "fp.reduction_post_ops", \
         f"ReduceMean + 2 post-ops is one fp.reduction_post_ops partition ({on.parts[0].pattern})"
     on.check(_feeds(graph), label="fp.reduction_post_ops")
-    axes = LogicalTensor(5, S32, (1,))
-    with_input = Graph([Op(0, "ReduceSum", inputs=(src, axes), outputs=(r,))])
-    with pytest.raises(UnsupportedPartitionError, match="axes given as an input"):
-        OnDevice(with_input)
+    # Axes given as an input are data: the kernel is generated once they arrive, once per
+    # distinct set of axes.
+    axes, summed = LogicalTensor(5, S32, (1,)), LogicalTensor(6, F32, (2, 4))
+    with_input = Graph([Op(0, "ReduceSum", inputs=(src, axes), outputs=(summed,))])
+    on = OnDevice(with_input)
+    feeds = {0: _feeds(with_input)[0], 5: np.array([1], dtype=np.int32)}
+    on.check(feeds, label="ReduceSum with its axes from an input")
+    other = Graph([Op(0, "ReduceSum", inputs=(src, axes), outputs=(LogicalTensor(
+        6, F32, (2, 6)),))])
+    on_other = OnDevice(other)
+    on_other.check({**feeds, 5: np.array([-1], dtype=np.int32)}, label="axes input [-1]")

@@ -21,6 +21,7 @@ import pytest
 
 from fusionspec.conformance.cases import STRUCTURAL_RULES, CaseKind, Status
 from fusionspec.conformance.generate.ill_formed import ILL_FORMED_RULES
+from fusionspec.conformance.generate.model import required_items
 from fusionspec.conformance.grade.results import ResultsCollector
 from fusionspec.conformance.suite import run_suite
 from fusionspec.reference.filling import DOMAINS
@@ -29,6 +30,11 @@ from fusionspec.spec.rules import RULES
 
 TESTS = str(Path(__file__).resolve().parents[1])  # holds the testkit package
 V, N, ILL = [CaseKind.valid], [CaseKind.near_miss], [CaseKind.ill_formed]
+#: The modules of the mutants that only the corners of the spec space and the coverage model's
+#: value classes catch.
+CORNERS, CLASSES = "testkit.mutants_corners:", "testkit.mutants_classes:"
+INT8_WEIGHTED = ["int8.conv_post_ops", "int8.matmul_post_ops"]
+UNARY_PATTERNS = ["fp.unary_binary", "fp.binary_post_ops", "fp.conv_post_ops"]
 ALL = None
 
 MUTANTS: list[tuple[str, str, list[str] | None, list[CaseKind], Status]] = [
@@ -92,6 +98,51 @@ MUTANTS: list[tuple[str, str, list[str] | None, list[CaseKind], Status]] = [
     ("AcceptsIllFormed", "validation", ["fp.conv_post_ops", "softmax.post_ops"], ILL,
      Status.accepted_invalid),
     ("AcceptsS8Binary", "dtype acceptance", ALL, ILL, Status.accepted_invalid),
+    # Caught only by the corners of the spec space (testkit.mutants_corners).
+    (f"{CORNERS}IgnoresConvexity", "convexity", ["softmax.post_ops"], N,
+     Status.fusion_mismatch),
+    (f"{CORNERS}SoftMaxStatsWithoutMax", "optional output", ["softmax.post_ops"], V,
+     Status.numeric_mismatch),
+    (f"{CORNERS}MatMulVectorIgnoresBatch", "rank corner", ["fp.matmul_post_ops",
+                                                          "int8.matmul_post_ops"], V,
+     Status.numeric_mismatch),
+    (f"{CORNERS}PerChannelZeroPointOnce", "per-channel values", ["int8.conv_post_ops",
+                                                                "int8.matmul_post_ops"], V,
+     Status.numeric_mismatch),
+    (f"{CORNERS}SoftPlusGuardFlipsForNegativeBeta", "attribute sign", ["fp.unary_binary",
+                                                                      "fp.binary_post_ops"], V,
+     Status.numeric_mismatch),
+    (f"{CORNERS}ReduceProdNarrowAccumulator", "inexact narrow fill",
+     ["fp.reduction_post_ops"], V, Status.numeric_mismatch),
+    # Caught only by the coverage model's value classes (testkit.mutants_classes).
+    (f"{CLASSES}PerChannelZeroPointAdded", "per-channel values", INT8_WEIGHTED, V,
+     Status.numeric_mismatch),
+    (f"{CLASSES}PerChannelZeroPointIgnored", "per-channel values", INT8_WEIGHTED, V,
+     Status.numeric_mismatch),
+    (f"{CLASSES}SoftPlusAbsBeta", "attribute sign", UNARY_PATTERNS, V,
+     Status.numeric_mismatch),
+    (f"{CLASSES}LeakyReLUAbsAlpha", "attribute sign", UNARY_PATTERNS, V,
+     Status.numeric_mismatch),
+    (f"{CLASSES}LeakyReLUZeroAlphaAsDefault", "attribute zero", UNARY_PATTERNS, V,
+     Status.numeric_mismatch),
+    (f"{CLASSES}EluAlphaClamped", "attribute sign", UNARY_PATTERNS, V, Status.numeric_mismatch),
+    (f"{CLASSES}PowIntegerLoop", "attribute sign", UNARY_PATTERNS, V, Status.numeric_mismatch),
+    (f"{CLASSES}PowZeroExponentAsIdentity", "attribute zero", UNARY_PATTERNS, V,
+     Status.numeric_mismatch),
+    (f"{CLASSES}ClampAsBoundedReLU", "attribute sign", UNARY_PATTERNS, V,
+     Status.numeric_mismatch),
+    (f"{CLASSES}BatchNormZeroEpsilonAsDefault", "attribute zero", ["fp.bn_relu",
+                                                                   "fp.conv_post_ops"], V,
+     Status.numeric_mismatch),
+    (f"{CLASSES}SoftMaxStatsInBase2", "optional output", ["softmax.post_ops"], V,
+     Status.numeric_mismatch),
+    (f"{CLASSES}StatsOutputBlocksFusion", "optional output", ["softmax.post_ops"], V,
+     Status.fusion_mismatch),
+    (f"{CLASSES}ReduceMeanAxesInputCountsAll", "optional input", ["fp.reduction_post_ops"],
+     V, Status.numeric_mismatch),
+    (f"{CLASSES}MatMulVectorDropsBias", "rank corner", ["fp.matmul_post_ops",
+                                                       "int8.matmul_post_ops"], V,
+     Status.numeric_mismatch),
 ]
 
 _OUTCOMES: list[dict[str, Any]] = []
@@ -117,10 +168,10 @@ def _run(backend: str, patterns: list[str] | None, kinds: list[CaseKind]) -> Res
 
 @pytest.mark.slow
 @pytest.mark.parametrize(("mutant", "bug_class", "patterns", "kinds", "status"), MUTANTS,
-                         ids=[m[0] for m in MUTANTS])
+                         ids=[m[0].rsplit(":", 1)[-1] for m in MUTANTS])
 def test_suite_catches_planted_bug(mutant: str, bug_class: str, patterns: list[str] | None,
                                    kinds: list[CaseKind], status: Status) -> None:
-    results = _run(f"testkit.mutants:{mutant}", patterns, kinds)
+    results = _run(mutant if ":" in mutant else f"testkit.mutants:{mutant}", patterns, kinds)
     seen = Counter(results.totals)
     if status is Status.extension:
         wrong = [f for f in results.failures]
@@ -128,8 +179,8 @@ def test_suite_catches_planted_bug(mutant: str, bug_class: str, patterns: list[s
         wrong = [f for f in results.failures if f["status"] not in (status.value, "error")]
     caught = seen[status.value] > 0 and not wrong and (
         status is Status.extension or results.failed)
-    _OUTCOMES.append({"mutant": mutant, "class": bug_class, "expected": status.value,
-                      "caught": caught, "statuses": dict(seen)})
+    _OUTCOMES.append({"mutant": mutant.rsplit(":", 1)[-1], "class": bug_class,
+                      "expected": status.value, "caught": caught, "statuses": dict(seen)})
     assert seen[status.value] > 0, \
         f"{mutant}: the suite never reported {status.value}; statuses seen: {dict(seen)}"
     if status is Status.extension:
@@ -142,16 +193,38 @@ def test_suite_catches_planted_bug(mutant: str, bug_class: str, patterns: list[s
                           f"{[f['reason'] for f in wrong[:3]]}"
 
 
-def test_the_project_plants_at_least_25_bugs_across_the_classes() -> None:
+def test_the_project_plants_at_least_50_bugs_across_the_classes() -> None:
     classes = {m[1] for m in MUTANTS}
-    assert len(MUTANTS) >= 25, f"only {len(MUTANTS)} planted mutants"
+    assert len(MUTANTS) >= 50, f"only {len(MUTANTS)} planted mutants"
     wanted = {"overflow", "special values", "rounding mode", "approximation",
-              "axis convention", "dtype acceptance", "fan-out", "subnormals"}
+              "axis convention", "dtype acceptance", "fan-out", "subnormals", "convexity",
+              "optional output", "optional input", "rank corner", "per-channel values",
+              "attribute sign", "attribute zero", "inexact narrow fill"}
     assert wanted <= classes, f"bug classes without a mutant: {sorted(wanted - classes)}"
+    names = [m[0] for m in MUTANTS]
+    assert len(set(names)) == len(names), "a mutant is listed twice"
 
 
-def test_reference_passes_every_pattern_with_zero_failures() -> None:
-    results = _run("reference", None, list(CaseKind))
+@pytest.fixture(scope="module")
+def reference_results() -> ResultsCollector:
+    """The reference on every case of the ci profile (one run shared by the tests below)."""
+    return _run("reference", None, list(CaseKind))
+
+
+def test_ci_profile_draws_every_required_item_of_the_coverage_model(
+        reference_results: ResultsCollector) -> None:
+    drawn = {(feature, value) for entry in reference_results.to_dict()["patterns"].values()
+             for feature, values in entry["coverage"].items()
+             for joined in values for value in joined.split(",")}
+    missing = sorted(required_items() - drawn)
+    assert not missing, ("items of the coverage model no ci case draws (draw them, or list "
+                         "them in model.UNDRAWN with the reason they cannot be drawn): "
+                         + "; ".join(f"{k} = {v}" for k, v in missing))
+
+
+def test_reference_passes_every_pattern_with_zero_failures(
+        reference_results: ResultsCollector) -> None:
+    results = reference_results
     bad = [(f["case_id"], f["status"], f["reason"]) for f in results.failures[:5]]
     assert not results.failed, f"the reference fails its own suite: {bad}"
     assert set(results.totals) == {Status.passed.value}, \

@@ -175,3 +175,14 @@ def test_declared_unknown_dims_accept_any_inferred_size() -> None:
                       [(D.f32, (U, 8, U, U))], conv(data_format="NCX", weights_format="OIX")))
     got = graph.finalize().ops[0].outputs[0].shape
     assert got == (1, 8, 8, 8), f"declared (?, 8, ?, ?) should be filled to (1, 8, 8, 8), got {got}"
+
+
+def test_reduction_axes_from_the_input_leave_the_declared_shape() -> None:
+    # Regression: with the axes on the optional input, inference used the (empty) attribute
+    # and rejected any declared reduced shape. The axes are data: the declaration stands.
+    src = LogicalTensor(0, D.f32, (2, 3, 6))
+    axes = LogicalTensor(1, D.s32, (1,))
+    out = LogicalTensor(2, D.f32, (2, 6))
+    graph = Graph((Op(0, "ReduceMax", (src, axes), (out,)),)).finalize()
+    got = graph.ops[0].outputs[0].shape
+    assert got == (2, 6), f"the declared (2, 6) of a reduction over input axes stands, got {got}"
