@@ -1,0 +1,106 @@
+"""The elementwise family's table form: one interpreter program for every element-wise
+partition that fits it (`fusionspec.accel.codegen.table`), and the choice between forms.
+
+`choose_table` decides per partition: ``form="table"`` takes the table form wherever it fits,
+``"specialised"`` never, and ``"auto"`` (the backend's default) where the domain holds at most
+`TABLE_LIMIT` elements. Below that size a kernel runs in microseconds either way and the
+0.1-0.3 s a specialised program costs to build is the whole price of a case; above it the
+specialised kernel's vectorised straight-line code is what matters (the benchmarks' tensors
+are far above it).
+"""
+
+from __future__ import annotations
+
+from fusionspec.spec.graph import Partition
+
+from ..codegen.source import Preamble, render
+from ..codegen.table import RANK, REGS, SLOTS, TableCode, translate
+from ..codegen.table_ops import DTYPE_CODES, HELPERS_USED, STATEMENTS
+from ..plan import (
+    Binding,
+    BufferArg,
+    KernelPlan,
+    Launch,
+    Param,
+    ScalarArg,
+    Scratch,
+    ScratchArg,
+    TableArg,
+)
+from .base import BuildContext
+
+__all__ = ["TABLE_LIMIT", "TABLE_KERNEL", "FORMS", "DECLS", "choose_table", "build_table"]
+
+TABLE_KERNEL = "fs_table"
+#: The largest domain (elements) that ``form="auto"`` runs in the table form.
+TABLE_LIMIT = 1 << 20
+#: The kernel forms a backend can be asked for.
+FORMS = ("auto", "table", "specialised")
+_UNUSED = "unused"
+
+
+def choose_table(ctx: BuildContext, size: int) -> bool:
+    """Whether a partition whose domain holds `size` elements should try the table form."""
+    if ctx.form == "table":
+        return True
+    return ctx.form == "auto" and size <= TABLE_LIMIT
+
+
+_BUFFERS = [f"s{k}" for k in range(SLOTS)]
+#: The interpreter kernel's parameters, in signature order (`_params` binds them alike).
+DECLS = ([f"__global uchar* {b}" for b in _BUFFERS]
+         + [f"const long st{k}_{d}" for k in range(SLOTS) for d in range(RANK)]
+         + [f"const long n{d}" for d in range(RANK)]
+         + ["const long size", "__global const int* restrict code", "const int ncode",
+            "__global const float* restrict fa"])
+
+
+def _source(ctx: BuildContext) -> str:
+    """The interpreter program: the same text for every partition on a device."""
+    preamble = Preamble(ctx.policy)
+    preamble.need(HELPERS_USED)
+    return render("table.cl.j2", preamble=preamble.render(), name=TABLE_KERNEL,
+                  slots=SLOTS, rank=RANK, regs=REGS, params=DECLS, buffers=_BUFFERS,
+                  strides=[[f"st{k}_{d}" for d in range(RANK)] for k in range(SLOTS)],
+                  extents=[f"n{d}" for d in range(RANK)],
+                  dt={dtype.name: code for dtype, code in DTYPE_CODES.items()},
+                  cases=STATEMENTS)
+
+
+def _params(table: TableCode, shape: tuple[int, ...], size: int) -> tuple[Param, ...]:
+    bindings: list[Binding] = []
+    for k in range(SLOTS):
+        bindings.append(BufferArg(table.buffers[k]) if k < len(table.buffers)
+                        else ScratchArg(_UNUSED))
+    for k in range(SLOTS):
+        bindings.extend(table.strides[k] if k < len(table.strides)
+                        else [ScalarArg("long", 0)] * RANK)
+    padded = (1,) * (RANK - len(shape)) + shape
+    bindings.extend(ScalarArg("long", n) for n in padded)
+    bindings += [ScalarArg("long", size), TableArg(table.code, "int"),
+                 ScalarArg("int", len(table.code) // 8), TableArg(table.floats)]
+    assert len(bindings) == len(DECLS), "the table kernel's signature and bindings disagree"
+    return tuple(Param(decl, binding) for decl, binding in zip(DECLS, bindings))
+
+
+def build_table(partition: Partition, ctx: BuildContext, shape: tuple[int, ...]
+                ) -> KernelPlan | None:
+    """The table-form plan of an element-wise `partition` over the domain `shape`, or None when
+    it does not fit the interpreter or one launch cannot cover the domain."""
+    table = translate(partition, shape)
+    size = 1
+    for n in shape:
+        size *= n
+    if table is None:
+        return None
+    source = _source(ctx)
+    launches: tuple[Launch, ...] = ()
+    if size:
+        global_size, local_size = ctx.launch_1d(size)
+        if global_size[0] < size:
+            return None  # the interpreter has no grid-stride loop
+        launches = (Launch(TABLE_KERNEL, _params(table, shape, size), global_size,
+                           local_size),)
+    return KernelPlan("elementwise", source, launches, reads=tuple(partition.inputs),
+                      writes=tuple(partition.outputs), scratch=(Scratch(_UNUSED, 16),))
+
