@@ -41,7 +41,7 @@ from .opctx import attr_of
 from .table_ops import DTYPE_CODES, FLOAT_BINARY, FLOAT_UNARY, OPCODES, WITH_ATTR
 from .types import Kind, is_integer
 
-__all__ = ["SLOTS", "RANK", "REGS", "TableCode", "translate"]
+__all__ = ["SLOTS", "RANK", "REGS", "TABLE_KINDS", "TableCode", "translate"]
 
 #: Buffer slots, domain axes and registers (of each kind) of the interpreter kernel.
 SLOTS, RANK, REGS = 8, 6, 32
@@ -49,6 +49,10 @@ SLOTS, RANK, REGS = 8, 6, 32
 #: The attribute of each op of `WITH_ATTR`.
 _ATTRIBUTE = {"Elu": "alpha", "LeakyReLU": "alpha", "Pow": "beta"}
 assert set(_ATTRIBUTE) == set(WITH_ATTR), "every op with an attribute operand names it"
+#: The op kinds `translate` handles (a test holds this equal to the specialised op table's).
+TABLE_KINDS = frozenset({*FLOAT_UNARY, *FLOAT_BINARY, *WITH_ATTR, "GELU", "Clamp", "SoftPlus",
+                         "BiasAdd", "BatchNormInference", "Dequantize", "Quantize", "TypeCast",
+                         "Reorder"}) - {"GELU_erf", "RoundBf16", "RoundF16", "Copy"}
 
 
 class _TooBig(Exception):

@@ -11,7 +11,8 @@ import pytest
 from testkit.accel import OnDevice, first_device, requires_device
 
 from fusionspec.accel.backend import FORM_ENV, AccelBackend
-from fusionspec.accel.codegen.table import SLOTS
+from fusionspec.accel.codegen.epilogue import supported_kinds
+from fusionspec.accel.codegen.table import RANK, REGS, SLOTS, TABLE_KINDS, translate
 from fusionspec.accel.errors import AccelError
 from fusionspec.accel.families.table import TABLE_KERNEL, TABLE_LIMIT
 from fusionspec.accel.runtime import all_stats
@@ -39,6 +40,15 @@ UNARY: list[tuple[str, dict[str, Any]]] = [
     ("SoftPlus", {"beta": -2.0}), ("Sqrt", {}), ("Square", {}), ("Tanh", {}),
 ]
 BINARY = ["Add", "Subtract", "Multiply", "Divide", "Maximum", "Minimum"]
+
+
+def test_every_op_kind_has_a_table_entry() -> None:
+    assert supported_kinds() == TABLE_KINDS, \
+        (f"the forms differ: only specialised {sorted(supported_kinds() - TABLE_KINDS)}, only "
+         f"table {sorted(TABLE_KINDS - supported_kinds())}")
+    tested = {k for k, _ in UNARY} | set(BINARY) | {
+        "BiasAdd", "BatchNormInference", "Quantize", "Dequantize", "TypeCast", "Reorder"}
+    assert tested == TABLE_KINDS, f"untested table entries: {sorted(TABLE_KINDS - tested)}"
 
 
 def _t(tid: int, dtype: DataType, shape: tuple[int, ...]) -> LogicalTensor:
@@ -213,6 +223,23 @@ def test_auto_picks_the_form_by_size_and_falls_back() -> None:
     assert kernel((TABLE_LIMIT + 1,)) != TABLE_KERNEL, "a large domain stays specialised"
     assert kernel((64,), inputs=SLOTS + 1) != TABLE_KERNEL, \
         "a partition beyond the interpreter's slots stays specialised"
+    assert kernel((1, 2) * (RANK // 2) + (3,)) != TABLE_KERNEL, \
+        "a domain of more axes than the interpreter's stays specialised"
+
+
+def test_register_overflow_falls_back() -> None:
+    """A chain longer than the interpreter's registers is not translated (the backend then
+    builds the specialised form)."""
+    x = _t(0, F32, (8,))
+    ops, acc = [], x
+    for i in range(REGS + 1):
+        out = _t(i + 1, F32, (8,))
+        ops.append(Op(i, "Exp", inputs=(acc,), outputs=(out,)))
+        acc = out
+    assert translate(Partition(0, tuple(ops), (x,), (acc,)), (8,)) is None, \
+        f"{REGS + 1} float registers fit an interpreter of {REGS}"
+    assert translate(Partition(0, tuple(ops[:4]), (x,), (ops[3].outputs[0],)), (8,)), \
+        "a short chain translates"
 
 
 def test_unknown_form_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
