@@ -41,7 +41,7 @@ from .opctx import attr_of
 from .table_ops import DTYPE_CODES, FLOAT_BINARY, FLOAT_UNARY, OPCODES, WITH_ATTR
 from .types import Kind, is_integer
 
-__all__ = ["SLOTS", "RANK", "REGS", "TABLE_KINDS", "TableCode", "translate"]
+__all__ = ["SLOTS", "RANK", "REGS", "TABLE_KINDS", "TableCode", "translate", "translate_ops"]
 
 #: Buffer slots, domain axes and registers (of each kind) of the interpreter kernel.
 SLOTS, RANK, REGS = 8, 6, 32
@@ -77,8 +77,9 @@ def _f32(value: float) -> float:
 
 
 class _Translator:
-    def __init__(self, partition: Partition, shape: Sequence[int]) -> None:
-        self.partition = partition
+    def __init__(self, ops: Sequence[Op], outputs: Sequence[LogicalTensor],
+                 shape: Sequence[int]) -> None:
+        self.ops = ordered_ops(ops)
         self.offset = RANK - len(shape)
         self.code: list[int] = []
         self.floats: list[float] = []
@@ -88,7 +89,7 @@ class _Translator:
         self.values: dict[int, tuple[int, Kind]] = {}
         self.loads: dict[tuple[int, int], int] = {}
         self.counts: dict[Kind, int] = {"float": 0, "int": 0}
-        self.outputs = {t.id: t for t in partition.outputs}
+        self.outputs = {t.id: t for t in outputs}
         self.stored: set[int] = set()
 
     # -- registers, slots, instructions ---------------------------------------------------
@@ -200,10 +201,16 @@ class _Translator:
 
     # -- ops --------------------------------------------------------------------------------
 
-    def run(self) -> None:
-        for op in ordered_ops(self.partition.ops):
+    def run(self, given: int | None) -> None:
+        if given is not None:  # the caller's value arrives in rf[0]
+            self.values[given] = (self.reg("float"), "float")
+            self.store(given)
+        for op in self.ops:
             self.values[op.outputs[0].id] = self.op(op)
             self.store(op.outputs[0].id)
+        if given is not None and self.ops:  # the last value goes back to the caller
+            reg, kind = self.values[self.ops[-1].outputs[0].id]
+            self.raw("to_float" if kind == "int" else "Copy", 0, reg)
 
     def op(self, op: Op) -> tuple[int, Kind]:
         kind = op.kind
@@ -288,11 +295,20 @@ def _floats(op: Op, name: str) -> list[float]:
 def translate(partition: Partition, shape: Sequence[int]) -> TableCode | None:
     """`partition` (element-wise, already accepted by the specialised form) as a table over the
     domain `shape`; None when it does not fit the interpreter (see the module docstring)."""
+    return translate_ops(partition.ops, partition.outputs, shape)
+
+
+def translate_ops(ops: Sequence[Op], outputs: Sequence[LogicalTensor], shape: Sequence[int],
+                  *, given: int | None = None) -> TableCode | None:
+    """`ops` (element-wise, accepted by the specialised form) as a table over the domain
+    `shape` that stores `outputs` once computed; None when it does not fit the interpreter.
+    `given`: a tensor the caller computed (a main op's output, as the specialised form's
+    ``given``): its value enters in register 0, and the last op's value is left there."""
     if len(shape) > RANK:
         return None
-    translator = _Translator(partition, shape)
+    translator = _Translator(ops, outputs, shape)
     try:
-        translator.run()
+        translator.run(given)
     except _TooBig:
         return None
     return TableCode(tuple(translator.code), tuple(translator.floats),

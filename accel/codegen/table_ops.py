@@ -29,9 +29,9 @@ DTYPE_CODES: dict[DataType, int] = {
 
 _BOUND = EXP_OVERFLOW_BOUND
 _K_TANH = c_float(math.sqrt(2.0 / math.pi))  # as the specialised form spells it
-_OFFSET = "long o = 0; for (int d = 0; d < FS_RANK; ++d) o += c[d] * st[{s}][d];"
+_OFFSET = "long o = 0; for (int d = 0; d < FS_RANK; ++d) o += c[d] * st[{s} * FS_RANK + d];"
 _OWNED = ("long o = 0; int own = 1; for (int d = 0; d < FS_RANK; ++d) "
-          "{{ o += c[d] * st[{s}][d]; own &= st[{s}][d] != 0 || c[d] == 0; }}")
+          "{{ const long s = st[{s} * FS_RANK + d]; o += c[d] * s; own &= s != 0 || c[d] == 0; }}")
 
 #: Unary f32 ops: op kind -> C expression over ``x``.
 FLOAT_UNARY: dict[str, str] = {

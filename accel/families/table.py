@@ -11,11 +11,16 @@ are far above it).
 
 from __future__ import annotations
 
-from fusionspec.spec.graph import Partition
+from collections.abc import Sequence
 
+from fusionspec.spec.graph import LogicalTensor, Op, Partition
+
+from ..codegen.access import Domain
+from ..codegen.args import KernelArgs
+from ..codegen.epilogue import Value, emit_epilogue
 from ..codegen.source import Preamble, render
-from ..codegen.table import RANK, REGS, SLOTS, TableCode, translate
-from ..codegen.table_ops import DTYPE_CODES, HELPERS_USED, STATEMENTS
+from ..codegen.table import RANK, SLOTS, TableCode, translate
+from ..codegen.table_epilogue import interpreter, table_epilogue
 from ..plan import (
     Binding,
     BufferArg,
@@ -29,7 +34,8 @@ from ..plan import (
 )
 from .base import BuildContext
 
-__all__ = ["TABLE_LIMIT", "TABLE_KERNEL", "FORMS", "DECLS", "choose_table", "build_table"]
+__all__ = ["TABLE_LIMIT", "TABLE_KERNEL", "FORMS", "DECLS", "choose_table", "build_table",
+           "table_post_ops"]
 
 TABLE_KERNEL = "fs_table"
 #: The largest domain (elements) that ``form="auto"`` runs in the table form.
@@ -58,13 +64,11 @@ DECLS = ([f"__global uchar* {b}" for b in _BUFFERS]
 def _source(ctx: BuildContext) -> str:
     """The interpreter program: the same text for every partition on a device."""
     preamble = Preamble(ctx.policy)
-    preamble.need(HELPERS_USED)
-    return render("table.cl.j2", preamble=preamble.render(), name=TABLE_KERNEL,
-                  slots=SLOTS, rank=RANK, regs=REGS, params=DECLS, buffers=_BUFFERS,
-                  strides=[[f"st{k}_{d}" for d in range(RANK)] for k in range(SLOTS)],
-                  extents=[f"n{d}" for d in range(RANK)],
-                  dt={dtype.name: code for dtype, code in DTYPE_CODES.items()},
-                  cases=STATEMENTS)
+    interpreter(preamble, noinline=False)
+    return render("table.cl.j2", preamble=preamble.render(), name=TABLE_KERNEL, params=DECLS,
+                  buffers=_BUFFERS,
+                  strides=[", ".join(f"st{k}_{d}" for d in range(RANK)) for k in range(SLOTS)],
+                  extents=[f"n{d}" for d in range(RANK)])
 
 
 def _params(table: TableCode, shape: tuple[int, ...], size: int) -> tuple[Param, ...]:
@@ -104,3 +108,25 @@ def build_table(partition: Partition, ctx: BuildContext, shape: tuple[int, ...]
     return KernelPlan("elementwise", source, launches, reads=tuple(partition.inputs),
                       writes=tuple(partition.outputs), scratch=(Scratch(_UNUSED, 16),))
 
+
+
+def table_post_ops(post: Sequence[Op], ctx: BuildContext, *, work: int,
+                   shape: tuple[int, ...], outputs: Sequence[LogicalTensor], given: int,
+                   args: KernelArgs, preamble: Preamble, index: str, acc: str) -> str | None:
+    """The statement running a main op's `post` ops in the table form at the domain index
+    ``index[0..]`` (see `table_epilogue`), when `choose_table` takes it for a kernel of `work`
+    (elements, or multiply-adds for a GEMM) and the chain fits; else None, and the family
+    emits its specialised epilogue. The chain is first generated in the specialised form on a
+    scratch signature, so both forms reject the same chains with the same errors."""
+    if not post or not choose_table(ctx, work):
+        return None
+    scratch = Preamble(ctx.policy)
+    scratch_args = KernelArgs(scratch)
+    checked = emit_epilogue(post, domain=Domain(shape, scratch_args, index), policy=ctx.policy,
+                            preamble=scratch, given={given: Value(acc)}, outputs=outputs,
+                            acc=acc)
+    if any(t.id not in checked.stored for t in outputs):
+        return None  # the family's specialised path names the missing outputs
+    return table_epilogue(post, shape=shape, outputs=outputs, given=given, args=args,
+                          preamble=preamble, coords=[f"{index}[{j}]" for j in range(len(shape))],
+                          acc=acc)
