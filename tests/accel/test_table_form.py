@@ -234,6 +234,42 @@ def test_softmax_post_ops_agree(dst: DataType) -> None:
     _both(Graph(ops), feeds, f"SoftMax post-ops -> {dst}")
 
 
+def _per_tensor(kind: str, src: LogicalTensor, dst: LogicalTensor, scale: float, zp: int
+                ) -> Op:
+    return Op(dst.id, kind, inputs=(src,), outputs=(dst,),
+              attrs={"scales": [scale], "zps": [zp], "qtype": "per_tensor", "axis": 1})
+
+
+def test_int8_pool_add_agrees() -> None:
+    """Dequantize -> AvgPool -> Add(Dequantize'd s8, broadcast) -> Quantize (int8.pool_add)."""
+    shape = (1, 5, 6, 4)
+    q, d, p = _t(0, U8, shape), _t(10, F32, shape), LogicalTensor(11, F32, None)
+    q2, d2, total = _t(2, S8, (1, 3, 1, 4)), _t(12, F32, (1, 3, 1, 4)), \
+        LogicalTensor(13, F32, None)
+    pool = {"kernel": [3, 3], "strides": [2, 2], "pads_begin": [1, 1], "pads_end": [1, 1],
+            "data_format": "NXC", "exclude_pad": False}
+    graph = Graph([_per_tensor("Dequantize", q, d, 0.25, 7),
+                   Op(1, "AvgPool", inputs=(d,), outputs=(p,), attrs=pool),
+                   _per_tensor("Dequantize", q2, d2, 0.5, -2),
+                   Op(3, "Add", inputs=(p, d2), outputs=(total,)),
+                   _per_tensor("Quantize", total, LogicalTensor(14, S8, None), 0.125, 4)])
+    feeds = {0: RNG.integers(0, 255, size=shape).astype(np.uint8),
+             2: RNG.integers(-128, 127, size=(1, 3, 1, 4)).astype(np.int8)}
+    _both(graph, feeds, "int8.pool_add")
+
+
+def test_interpolate_post_ops_agree() -> None:
+    src, dst = _t(0, F32, (2, 3, 4, 5)), LogicalTensor(1, F32, None)
+    other, y, r = _t(2, F32, (3, 1, 1)), LogicalTensor(3, F32, None), LogicalTensor(4, F32, None)
+    graph = Graph([Op(0, "Interpolate", inputs=(src,), outputs=(dst,),
+                      attrs={"mode": "bilinear", "sizes": [7, 3], "data_format": "NCX"}),
+                   Op(1, "Multiply", inputs=(dst, other), outputs=(y,)),
+                   Op(2, "Sigmoid", inputs=(y,), outputs=(r,))])
+    feeds = {0: _floats((2, 3, 4, 5)), 2: _floats((3, 1, 1))}
+    feeds[0][~np.isfinite(feeds[0])] = -1.0
+    _both(graph, feeds, "Interpolate post-ops")
+
+
 def test_every_chain_shares_one_program() -> None:
     """Different chains, dtypes, ranks and broadcasts: one program in the table form, a
     program each in the specialised form; building them all builds at most one program."""
