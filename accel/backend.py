@@ -13,13 +13,14 @@
   `AccelCompiledPartition` holds the built program and exposes ``kernel_source``. A partition no
   family handles raises `UnsupportedPartitionError` naming its pattern.
 
-Kernel forms (``AccelBackend(form=...)``, else ``FUSIONSPEC_ACCEL_FORM``, else ``auto``): an
-element-wise partition is either generated as its own specialised program or run by the table
-form's interpreter program, one build shared by every element-wise partition
-(`fusionspec.accel.families.table`). ``auto`` takes the table form for domains of at most
-`TABLE_LIMIT` elements, where building a program costs far more than running it (a conformance
-run), and the specialised form above it, where kernel speed matters (the benchmarks);
-``table`` and ``specialised`` force one form wherever it fits.
+Kernel forms (``AccelBackend(form=...)``, else ``FUSIONSPEC_ACCEL_FORM``, else ``auto``): the
+element-wise ops of a partition (all of them, or the post-ops after a GEMM, SoftMax, pooling or
+interpolation) are either generated into its own specialised program or run by the table
+form's interpreter, whose text every program shares (`fusionspec.accel.families.table`).
+``auto`` takes the table form for kernels of at most `TABLE_LIMIT` elements, where building a
+program costs far more than running it (a conformance run), and the specialised form above
+it, where kernel speed matters (the benchmarks); ``table`` and ``specialised`` force one form
+wherever it fits.
 
 ``AccelBackend(fused=False)`` (or `AccelOpByOpBackend`) is the unfused baseline: each op of a
 partition runs as its own kernel, intermediates in global device buffers in their declared

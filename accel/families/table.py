@@ -1,12 +1,16 @@
-"""The elementwise family's table form: one interpreter program for every element-wise
-partition that fits it (`fusionspec.accel.codegen.table`), and the choice between forms.
+"""The table form in the kernel families: the elementwise family's interpreter kernel, the
+post-ops of the other families through the same interpreter, and the choice between forms.
 
-`choose_table` decides per partition: ``form="table"`` takes the table form wherever it fits,
-``"specialised"`` never, and ``"auto"`` (the backend's default) where the domain holds at most
-`TABLE_LIMIT` elements. Below that size a kernel runs in microseconds either way and the
-0.1-0.3 s a specialised program costs to build is the whole price of a case; above it the
-specialised kernel's vectorised straight-line code is what matters (the benchmarks' tensors
-are far above it).
+`build_table` turns an element-wise partition into one launch of ``fs_table`` (the same
+program for every partition: `fusionspec.accel.codegen.table`); `table_post_ops` gives the
+GEMM, SoftMax, pool and interpolate families the statement that runs their post-ops through
+``fs_table_run`` (`fusionspec.accel.codegen.table_epilogue`), so their programs depend on the
+main op alone. `choose_table` decides: ``form="table"`` takes the table form wherever it fits,
+``"specialised"`` never, and ``"auto"`` (the backend's default) for kernels of at most
+`TABLE_LIMIT` elements (multiply-adds for a GEMM). Below that a kernel runs in microseconds
+either way and the 0.1-0.3 s a specialised program costs to build is the whole price of a
+case; above it the specialised kernel's straight-line code is what matters (the benchmarks'
+problems are far above it).
 """
 
 from __future__ import annotations
