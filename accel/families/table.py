@@ -32,8 +32,6 @@ from ..plan import (
     Launch,
     Param,
     ScalarArg,
-    Scratch,
-    ScratchArg,
     TableArg,
 )
 from .base import BuildContext
@@ -46,7 +44,6 @@ TABLE_KERNEL = "fs_table"
 TABLE_LIMIT = 1 << 20
 #: The kernel forms a backend can be asked for.
 FORMS = ("auto", "table", "specialised")
-_UNUSED = "unused"
 
 
 def choose_table(ctx: BuildContext, size: int) -> bool:
@@ -78,8 +75,9 @@ def _source(ctx: BuildContext) -> str:
 def _params(table: TableCode, shape: tuple[int, ...], size: int) -> tuple[Param, ...]:
     bindings: list[Binding] = []
     for k in range(SLOTS):
+        # An unused slot is never read: any buffer does, the instruction table's costs nothing.
         bindings.append(BufferArg(table.buffers[k]) if k < len(table.buffers)
-                        else ScratchArg(_UNUSED))
+                        else TableArg(table.code, "int"))
     for k in range(SLOTS):
         bindings.extend(table.strides[k] if k < len(table.strides)
                         else [ScalarArg("long", 0)] * RANK)
@@ -110,7 +108,7 @@ def build_table(partition: Partition, ctx: BuildContext, shape: tuple[int, ...]
         launches = (Launch(TABLE_KERNEL, _params(table, shape, size), global_size,
                            local_size),)
     return KernelPlan("elementwise", source, launches, reads=tuple(partition.inputs),
-                      writes=tuple(partition.outputs), scratch=(Scratch(_UNUSED, 16),))
+                      writes=tuple(partition.outputs))
 
 
 
