@@ -374,6 +374,16 @@ def gpu_check(session: nox.Session) -> None:
                 *args)
 
 
+@nox.session(name="bench-programs", python=PYTHON)
+def bench_programs(session: nox.Session) -> None:
+    """How many OpenCL programs the ci profile needs, per kernel family, in the specialised
+    and the default (auto) kernel form (code generation only); writes
+    results/bench_programs.json."""
+    _install(session, "conformance")
+    session.run("python", "bench/bench_programs.py", "--out",
+                str(ROOT / "results" / "bench_programs.json"), *session.posargs)
+
+
 def _maybe_intel_opencl(session: nox.Session) -> None:
     """With FUSIONSPEC_BENCH_INTEL_OCL=1: install Intel's CPU OpenCL runtime (the
     ``intel-opencl`` extra), which fusionspec makes visible to the OpenCL loader itself

@@ -14,6 +14,15 @@
   family handles raises `UnsupportedPartitionError` naming its pattern. A reduction whose axes
   come from an input is compiled when they arrive (`fusionspec.accel.axes_input`).
 
+Kernel forms (``AccelBackend(form=...)``, else ``FUSIONSPEC_ACCEL_FORM``, else ``auto``): the
+element-wise ops of a partition (all of them, or the post-ops after a GEMM, SoftMax, pooling or
+interpolation) are either generated into its own specialised program or run by the table
+form's interpreter, whose text every program shares (`fusionspec.accel.families.table`).
+``auto`` takes the table form for kernels of at most `TABLE_LIMIT` elements, where building a
+program costs far more than running it (a conformance run), and the specialised form above
+it, where kernel speed matters (the benchmarks); ``table`` and ``specialised`` force one form
+wherever it fits.
+
 ``AccelBackend(fused=False)`` (or `AccelOpByOpBackend`) is the unfused baseline: each op of a
 partition runs as its own kernel, intermediates in global device buffers in their declared
 dtypes, as a library without fusion would run them; the benchmark compares the two.
@@ -21,6 +30,7 @@ dtypes, as a library without fusion would run them; the benchmark compares the t
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 
 from fusionspec.backend import Device, Limitation
@@ -33,12 +43,16 @@ from .compiled import AccelCompiledPartition
 from .devices import discover, discovery_problem, order_with_selected, select_device
 from .errors import AccelError
 from .families import BuildContext, family_for
+from .families.table import FORMS
 from .plan import KernelPlan
 from .probe import health
 from .runtime import all_stats, runtime_for
 from .tune import tune_if_asked
 
-__all__ = ["AccelBackend", "AccelOpByOpBackend", "single_op_partitions"]
+__all__ = ["AccelBackend", "AccelOpByOpBackend", "single_op_partitions", "FORM_ENV"]
+
+#: The environment variable that picks the kernel form when ``form=`` is not given.
+FORM_ENV = "FUSIONSPEC_ACCEL_FORM"
 
 
 def single_op_partitions(partition: Partition) -> list[Partition]:
@@ -62,9 +76,17 @@ class AccelBackend:
                    "to f8 needs round-to-odd division)", tensor_dtypes=("f8_e4m3", "f8_e5m2")),
     )
 
-    def __init__(self, device: str | None = None, *, fused: bool = True) -> None:
+    def __init__(self, device: str | None = None, *, fused: bool = True,
+                 form: str | None = None) -> None:
         self._device = device
         self.fused = fused
+        chosen = form or os.environ.get(FORM_ENV, "").strip() or "auto"
+        if chosen not in FORMS:
+            raise AccelError(f"unknown kernel form {chosen!r} (from "
+                             f"{'form=' if form else FORM_ENV}); choose one of "
+                             f"{', '.join(FORMS)}")
+        #: Which kernel form element-wise partitions get (module docstring).
+        self.form = chosen
 
     def devices(self) -> Sequence[Device]:
         return tuple(info.as_device() for info in order_with_selected(self._device)
@@ -97,7 +119,8 @@ class AccelBackend:
               work_group_limit: int | None = None) -> list[KernelPlan]:
         """The kernel plans `compile` would build (code generation only, no OpenCL build);
         `work_group_limit` caps the work groups the families choose."""
-        ctx = BuildContext.for_device(select_device(device.id), work_group_limit)
+        ctx = BuildContext.for_device(select_device(device.id), work_group_limit,
+                                      form=self.form)
         parts = [partition] if self.fused else single_op_partitions(partition)
         return [family_for(part).build(part, ctx) for part in parts]
 

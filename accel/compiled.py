@@ -75,7 +75,8 @@ class AccelCompiledPartition:
                 for param in launch.params:
                     table = param.binding
                     if isinstance(table, TableArg) and table not in self._tables:
-                        host = np.asarray(table.values, dtype=np.float32)
+                        host = np.asarray(table.values, dtype=np.int32 if table.ctype == "int"
+                                          else np.float32)
                         self._tables[table] = _buffer(runtime.context, host.nbytes, host)
 
     def work_group_overrun(self) -> int | None:

@@ -17,7 +17,9 @@ kernel parameter is a `Param`: its C declaration plus a binding that tells the e
   as an argument so that partitions differing only in such values share one program
   (`fusionspec.accel.codegen.args`);
 - `TableArg(values)`: a read-only buffer of f32 values (per-channel scales and zero points,
-  interpolation taps) that the executor uploads once, when the partition is compiled.
+  interpolation taps) that the executor uploads once, when the partition is compiled; with
+  ``ctype="int"`` a buffer of int32 values (the instructions of the table form,
+  `fusionspec.accel.codegen.table`).
 """
 
 from __future__ import annotations
@@ -55,6 +57,7 @@ class ScalarArg:
 @dataclass(frozen=True)
 class TableArg:
     values: tuple[float, ...]  # already rounded to f32; uploaded as float32
+    ctype: str = "float"  # or "int": an int32 table (the table form's instructions)
 
 
 Binding = BufferArg | StrideArg | ScratchArg | ScalarArg | TableArg

@@ -155,6 +155,10 @@ class KernelArgs:
             raise AssertionError(f"kernel parameter {name} asked for as {old} and as {param}")
         return name
 
+    def custom(self, name: str, decl: str, binding: Binding) -> str:
+        """A parameter of a fixed name and declaration (the table form's slots and tables)."""
+        return self._add(name, Param(decl, binding))
+
     # -- buffers --------------------------------------------------------------------------
 
     def read(self, tensor: LogicalTensor) -> str:

@@ -44,11 +44,15 @@ class BuildContext:
     policy: TypePolicy
     work_group_limit: int | None = None
     tuning: Choices = field(default_factory=dict, compare=False)
+    #: "specialised" (every partition its own program), "table" or "auto" (the table form of
+    #: `fusionspec.accel.families.table` where it fits, for small domains only with "auto").
+    form: str = "specialised"
 
     @staticmethod
-    def for_device(device: DeviceInfo, work_group_limit: int | None = None) -> BuildContext:
+    def for_device(device: DeviceInfo, work_group_limit: int | None = None, *,
+                   form: str = "specialised") -> BuildContext:
         return BuildContext(device, TypePolicy(native_fp16=device.fp16), work_group_limit,
-                            load_tuning(device))
+                            load_tuning(device), form)
 
     def tuned(self, family: str) -> Mapping[str, Any]:
         """The device's tuned choices for `family` (empty: use the defaults)."""

@@ -29,6 +29,7 @@ from ..codegen.source import render
 from ..errors import UnsupportedPartitionError
 from ..plan import KernelPlan, Launch
 from .base import BuildContext, KernelFamily
+from .table import build_table, choose_table
 
 __all__ = ["FAMILY", "KERNEL_NAME", "is_elementwise", "build_elementwise"]
 
@@ -69,6 +70,11 @@ def build_elementwise(partition: Partition, ctx: BuildContext) -> KernelPlan:
     source = render("elementwise.cl.j2", preamble=preamble.render(), name=KERNEL_NAME,
                     params=args.decls(), index_t=index_t, size=size, loop=loop, axes=axes,
                     body=code.body)
+    if choose_table(ctx, domain.size):
+        # Validated above by the specialised form, so both forms reject the same partitions.
+        table = build_table(partition, ctx, domain.shape)
+        if table is not None:
+            return table
     return KernelPlan("elementwise", source, launches, reads=tuple(partition.inputs),
                       writes=tuple(partition.outputs))
 

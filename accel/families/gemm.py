@@ -84,6 +84,7 @@ from ..plan import Binding, BufferArg, KernelPlan, Launch, Param, Scratch, Scrat
 from .base import BuildContext, KernelFamily
 from .gemm_backward import BIAS_KERNEL, backward_geometry, bias_backward_kernel
 from .gemm_geometry import MAIN_KINDS, Geometry, IndexCode, OperandRun, geometry_of
+from .table import table_post_ops
 
 __all__ = ["FAMILY", "KERNEL_NAME", "Tiles", "RegisterTiles", "choose_tiles",
            "choose_register_tiles", "register_blocked", "is_gemm", "build_gemm",
@@ -367,6 +368,13 @@ def _store_code(partition: Partition, main: Op, geo: Geometry, post: list[Op],
         rounded, helpers = ctx.policy.round_to(dst.dtype, "acc")
         preamble.need(helpers)
         lines.append(f"acc = {rounded};")
+    # Small products run the post-ops in the table form: the program then depends on the
+    # main op's structure alone (fusionspec.accel.families.table).
+    table = table_post_ops(post, ctx, work=domain.size * geo.k, shape=domain.shape,
+                           outputs=outputs, given=dst.id, args=args, preamble=preamble,
+                           index="idx", acc="acc")
+    if table is not None:
+        return "\n".join([*lines, table]), domain
     code = emit_epilogue(post, domain=domain, policy=ctx.policy, preamble=preamble,
                          given={dst.id: Value("acc")}, outputs=outputs)
     missing = [t.id for t in outputs if t.id not in code.stored]

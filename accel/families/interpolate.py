@@ -28,6 +28,7 @@ from ..codegen.types import TypePolicy, check_supported
 from ..errors import UnsupportedPartitionError
 from ..plan import KernelPlan, Launch
 from .base import BuildContext, KernelFamily
+from .table import table_post_ops
 
 __all__ = ["FAMILY", "KERNEL_NAME", "is_interpolate", "build_interpolate"]
 
@@ -128,17 +129,23 @@ def build_interpolate(partition: Partition, ctx: BuildContext) -> KernelPlan:
     value = _combine(taps, axes, fixed, load)
     preamble.need(helpers)
     domain = Domain(out_shape, args)
-    code = emit_epilogue(post, domain=domain, policy=policy, preamble=preamble,
-                         given={dst.id: Value("acc")}, outputs=partition.outputs, acc="acc",
-                         linear="i")
-    missing = [t.id for t in partition.outputs if t.id not in code.stored]
-    if missing:
-        raise fail(f"outputs {missing} are not computed by the ops")
+    # Small domains run the post-ops in the table form (fusionspec.accel.families.table).
+    body = table_post_ops(post, ctx, work=domain.size, shape=domain.shape,
+                          outputs=partition.outputs, given=dst.id, args=args, preamble=preamble,
+                          index="idx", acc="acc")
+    if body is None:
+        code = emit_epilogue(post, domain=domain, policy=policy, preamble=preamble,
+                             given={dst.id: Value("acc")}, outputs=partition.outputs,
+                             acc="acc", linear="i")
+        missing = [t.id for t in partition.outputs if t.id not in code.stored]
+        if missing:
+            raise fail(f"outputs {missing} are not computed by the ops")
+        body = code.body
     splits = domain.split("rest")
     size = domain.size_arg()
     source = render("interpolate.cl.j2", preamble=preamble.render(), name=KERNEL_NAME,
                     params=args.decls(), index_t=domain.index_type, size=size, rank=rank,
-                    splits=splits, taps="\n".join(lines), value=value, body=code.body)
+                    splits=splits, taps="\n".join(lines), value=value, body=body)
     launches: tuple[Launch, ...] = ()
     if domain.size:
         launches = (Launch(KERNEL_NAME, args.params, *ctx.launch_1d(domain.size)),)

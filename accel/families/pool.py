@@ -35,6 +35,7 @@ from ..codegen.types import c_float, check_supported
 from ..errors import UnsupportedPartitionError
 from ..plan import KernelPlan, Launch
 from .base import BuildContext, KernelFamily
+from .table import table_post_ops
 
 __all__ = ["FAMILY", "KERNEL_NAME", "is_pool", "build_pool"]
 
@@ -124,12 +125,18 @@ def build_pool(partition: Partition, ctx: BuildContext) -> KernelPlan:
         value = ctx.policy.as_float(deq.result.text, deq.result.kind)
         load_body = f"{deq.body}\nconst float x = {value};"
     domain = Domain(out_shape, args)
-    code = emit_epilogue(post, domain=domain, policy=ctx.policy, preamble=preamble,
-                         given={dst.id: Value("acc")}, outputs=partition.outputs, acc="acc",
-                         linear="i")
-    missing = [t.id for t in partition.outputs if t.id not in code.stored]
-    if missing:
-        raise fail(f"outputs {missing} are not computed by the ops")
+    # Small domains run the post-ops in the table form (fusionspec.accel.families.table).
+    body = table_post_ops(post, ctx, work=domain.size, shape=domain.shape,
+                          outputs=partition.outputs, given=dst.id, args=args, preamble=preamble,
+                          index="idx", acc="acc")
+    if body is None:
+        code = emit_epilogue(post, domain=domain, policy=ctx.policy, preamble=preamble,
+                             given={dst.id: Value("acc")}, outputs=partition.outputs,
+                             acc="acc", linear="i")
+        missing = [t.id for t in partition.outputs if t.id not in code.stored]
+        if missing:
+            raise fail(f"outputs {missing} are not computed by the ops")
+        body = code.body
     taps = [(a, args.index(f"ker{n}", k), args.index(f"stride{n}", s),
              args.index(f"dil{n}", d), args.index(f"pad{n}", p), src_domain.extent(a))
             for n, (a, k, s, d, p) in enumerate(zip(axes, kernel, strides, dilations, begin))]
@@ -145,7 +152,7 @@ def build_pool(partition: Partition, ctx: BuildContext) -> KernelPlan:
                     params=args.decls(), index_t=domain.index_type, size=size, rank=rank,
                     splits=splits, plain_axes=plain, is_max=is_max,
                     lowest=c_float(_LOWEST.get(dst.dtype, _LOWEST[DataType.f32])),
-                    taps=taps, load_body=load_body, divisor=divisor, body=code.body)
+                    taps=taps, load_body=load_body, divisor=divisor, body=body)
     launches: tuple[Launch, ...] = ()
     if domain.size:
         global_size, local_size = ctx.launch_1d(domain.size, per_item=1)

@@ -50,6 +50,7 @@ from ..codegen.types import check_supported
 from ..errors import UnsupportedPartitionError
 from ..plan import KernelPlan, Launch, Scratch, ScratchArg
 from .base import BuildContext, KernelFamily
+from .table import table_post_ops
 
 __all__ = ["FAMILY", "KERNEL_NAME", "is_softmax", "build_softmax"]
 
@@ -111,12 +112,17 @@ def build_softmax(partition: Partition, ctx: BuildContext) -> KernelPlan:
     if stats is not None and any(t.id == stats.id for t in partition.outputs):
         stats_name = args.write(stats)
     outputs = [t for t in partition.outputs if stats is None or t.id != stats.id]
-    code = emit_epilogue(post, domain=domain, policy=ctx.policy, preamble=preamble,
-                         given={dst.id: Value("acc")}, outputs=outputs, acc="acc")
-    missing = [t.id for t in outputs if t.id not in code.stored]
-    if missing:
-        raise UnsupportedPartitionError(f"outputs {missing} are not computed by the ops",
-                                        pattern=partition.pattern, kinds=kinds)
+    # Small domains run the post-ops in the table form (fusionspec.accel.families.table).
+    body = table_post_ops(post, ctx, work=domain.size, shape=domain.shape, outputs=outputs,
+                          given=dst.id, args=args, preamble=preamble, index="idx", acc="acc")
+    if body is None:
+        code = emit_epilogue(post, domain=domain, policy=ctx.policy, preamble=preamble,
+                             given={dst.id: Value("acc")}, outputs=outputs, acc="acc")
+        missing = [t.id for t in outputs if t.id not in code.stored]
+        if missing:
+            raise UnsupportedPartitionError(f"outputs {missing} are not computed by the ops",
+                                            pattern=partition.pattern, kinds=kinds)
+        body = code.body
     length = shape[axis]
     rows = domain.size // length if length else 0
     per_row = not ctx.device.local_mem_dedicated
@@ -156,7 +162,7 @@ def build_softmax(partition: Partition, ctx: BuildContext) -> KernelPlan:
                     chunk_loads=chunk_loads, exps=exps,
                     axis=axis, length=length_arg, load=load,
                     inf_as_zero=main.attrs.get("mode", "none") == "inf_as_zero",
-                    stats=stats_name, body=code.body)
+                    stats=stats_name, body=body)
     launches: tuple[Launch, ...] = ()
     if rows and per_row:
         local = min(ctx.work_group(ROWS_PER_GROUP), rows)

@@ -68,7 +68,7 @@ def test_registry_picks_elementwise_and_names_what_it_cannot() -> None:
 
 
 def test_fused_is_one_kernel_without_intermediate_buffers() -> None:
-    on = OnDevice(_chain())
+    on = OnDevice(_chain(), form="specialised")
     assert len(on.parts) == 1 and len(on.compiled[0].plans) == 1, "one partition, one plan"
     plan = on.compiled[0].plans[0]
     assert len(plan.launches) == 1, "one kernel launch"
@@ -109,7 +109,7 @@ def test_op_by_op_matches_and_keeps_intermediates_on_device(monkeypatch: pytest.
 
 def test_compiled_partition_exposes_source_and_validates_inputs() -> None:
     graph = _chain().finalize()
-    on = OnDevice(graph)
+    on = OnDevice(graph, form="specialised")
     source = on.compiled[0].kernel_source
     assert "__kernel void fs_elementwise" in source and "exp(" in source, \
         "kernel_source is the generated OpenCL C"

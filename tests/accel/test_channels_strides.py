@@ -98,7 +98,7 @@ def test_typecast_rounds_in_registers(dtype: DataType) -> None:
     x, n, y = _t(0, F32, shape), _t(1, dtype, shape), _t(2, F32, shape)
     graph = Graph([Op(0, "TypeCast", inputs=(x,), outputs=(n,)),
                    Op(1, "TypeCast", inputs=(n,), outputs=(y,))])
-    on = OnDevice(graph, whole=True)
+    on = OnDevice(graph, whole=True, form="specialised")
     assert len(on.plans_of(0)) == 1 and "global" not in on.compiled[0].kernel_source.split(
         "fs_elementwise")[1].split("{")[0].replace("__global const float", "").replace(
         "__global float", ""), "one kernel with only the f32 input and output in memory"
@@ -164,7 +164,7 @@ def test_output_smaller_than_domain_is_written_once() -> None:
            Op(1, "Add", inputs=(x, d), outputs=(y,)),
            Op(2, "ReLU", inputs=(d,), outputs=(r,)))
     part = Partition(0, ops, (q, x), (d, y, r))
-    backend = AccelBackend()
+    backend = AccelBackend(form="specialised")
     compiled = backend.compile(part, backend.devices()[0])
     assert "if (idx0 == 0)" in compiled.kernel_source, "smaller outputs are guarded"
     other = _values((3, 5))

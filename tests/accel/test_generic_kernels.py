@@ -233,7 +233,7 @@ def test_tables_are_uploaded_once_and_buffers_pooled(monkeypatch: pytest.MonkeyP
     every execute computes the same result."""
     graph = _per_channel(0, 0)
     part = _whole(graph)
-    backend = AccelBackend()
+    backend = AccelBackend(form="specialised")
     compiled = backend.compile(part, backend.devices()[0])
     uploads: list[int] = []
     real = compiled_module._buffer

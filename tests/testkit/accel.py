@@ -44,13 +44,14 @@ class OnDevice:
     """A graph compiled by the backend (once), runnable on many inputs."""
 
     def __init__(self, graph: Graph, *, fused: bool = True, whole: bool = False,
-                 ctx: BuildContext | None = None) -> None:
+                 ctx: BuildContext | None = None, form: str | None = None) -> None:
         """`whole`: compile all ops as one partition, whatever the partitioner says (to test
         kernels for op combinations the patterns do not fuse). `ctx`: generate each (fused)
         partition with this build context instead of the backend's (another kernel form or
-        tuned choice on the first device: its `device` must describe that device)."""
+        tuned choice on the first device: its `device` must describe that device). `form`:
+        the backend's kernel form (`AccelBackend(form=...)`; None: its default)."""
         self.graph = graph.finalize() if not graph.finalized else graph
-        backend = AccelBackend(fused=fused)
+        backend = AccelBackend(fused=fused, form=form)
         device = first_device()
         if whole:
             ins, outs = external_tensors(self.graph, self.graph.ops)
