@@ -10,7 +10,7 @@ returning one), for backends that are not installed as packages.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from importlib.metadata import entry_points
 
 from .errors import BackendError, BackendUnavailableError
@@ -65,8 +65,12 @@ def select_device(backend: Backend, device_id: str | None) -> Device:
     """The backend's device `device_id`, or its first device when None;
     `BackendUnavailableError` when the backend has no usable device or `device_id` is one it
     left out (with the backend's reason), `BackendError` for an unknown id."""
-    devices = list(backend.devices())
-    problems = device_problems(backend)
+    devices = _devices(backend)
+    try:
+        problems = device_problems(backend)
+    except Exception as exc:  # the backend's own words about its devices; say what broke
+        raise BackendError(f"backend {backend.name!r}: device_problems() failed: "
+                           f"{type(exc).__name__}: {exc}") from exc
     if device_id is not None and device_id in problems:
         raise BackendUnavailableError(f"device {device_id!r} of backend {backend.name!r} is "
                                       f"unavailable: {problems[device_id]}",
@@ -83,3 +87,25 @@ def select_device(backend: Backend, device_id: str | None) -> Device:
             return device
     known = ", ".join(d.id for d in devices)
     raise BackendError(f"backend {backend.name!r} has no device {device_id!r}; it has {known}")
+
+
+def _devices(backend: Backend) -> list[Device]:
+    """`backend.devices()` as a list of `Device` records; `BackendError` naming the backend
+    when it fails or gives anything else (its answers are data to check, not to trust)."""
+    try:
+        found = backend.devices()
+        devices = list(found) if isinstance(found, Iterable) and not isinstance(
+            found, (str, bytes, Mapping)) else None
+    except BackendError:
+        raise
+    except Exception as exc:
+        raise BackendError(f"backend {backend.name!r}: devices() failed: "
+                           f"{type(exc).__name__}: {exc}") from exc
+    if devices is None:
+        raise BackendError(f"backend {backend.name!r}: devices() must give a sequence of "
+                           f"Device, got {type(found).__name__}")
+    wrong = [d for d in devices if not isinstance(d, Device)]
+    if wrong:
+        raise BackendError(f"backend {backend.name!r}: devices() must give Device records, "
+                           f"got a {type(wrong[0]).__name__}")
+    return devices

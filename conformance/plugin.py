@@ -45,7 +45,7 @@ from typing import Any
 
 import pytest
 
-from fusionspec.backend import BackendError
+from fusionspec.backend import BackendError, Device
 from fusionspec.spec.errors import FusionspecError
 
 from .cases import Status
@@ -66,6 +66,8 @@ _TEST_ARG = "fs_case"
 UNAVAILABLE_EXIT = 3
 #: What a worker hands the controller (pytest-xdist's workeroutput key).
 _OUTPUT_KEY = "fusionspec_results"
+#: Where an xdist worker tells the controller that the backend cannot run.
+_PROBLEM_KEY = "fusionspec_problem"
 
 
 class _NeverRaised(Exception):
@@ -264,6 +266,9 @@ def pytest_testnodedown(node: Any, error: Any) -> None:
     part = output.get(_OUTPUT_KEY)
     if part:
         state.parts.append(json.loads(part))
+    problem = output.get(_PROBLEM_KEY)
+    if isinstance(problem, str) and problem and not state.problem:
+        state.problem = problem
     if error:
         state.lost.append(f"worker {output.get('workerid', '?')} went down: {error}")
 
@@ -274,8 +279,13 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     try:
         if state.collector is not None:
             _finish_part(config, state, interrupted=exitstatus == pytest.ExitCode.INTERRUPTED)
+        elif state.problem and _is_worker(config):
+            workeroutput: dict[str, Any] = getattr(config, "workeroutput")  # noqa: B009
+            workeroutput[_PROBLEM_KEY] = state.problem
         if state.parts and not _is_worker(config):
             _write_merged(config, state)
+        elif state.problem and not _is_worker(config):
+            _write_unavailable(config, state)
     finally:
         if state.runner is not None:
             state.runner.close()
@@ -303,6 +313,21 @@ def _finish_part(config: pytest.Config, state: _State, *, interrupted: bool) -> 
         document["incomplete"] = (f"{state.collected - ran} of the {state.collected} collected "
                                   "case(s) did not run")
     state.parts.append(document)
+
+
+def _write_unavailable(config: pytest.Config, state: _State) -> None:
+    """As ``fusionspec conform`` does: a backend that cannot run leaves a results document
+    that says why (and so is never mistaken for a run that judged nothing)."""
+    options = state.options
+    if options is None or options.backend is None:
+        return
+    device = options.device or "unavailable"
+    out = state.out or options.out or (config.invocation_params.dir / "results" /
+                                       "conformance" / artifact_name(f"{options.backend}-{device}"))
+    collector = ResultsCollector(options.backend, Device(id=options.device or "none", kind=""),
+                                 seed=options.seed, unavailable=state.problem,
+                                 backend_spec=options.backend)
+    collector.write(out / "results.json")
 
 
 def _write_merged(config: pytest.Config, state: _State) -> None:

@@ -5,7 +5,9 @@ its own timeout, crash recovery, memory cap and backend instance. `run_many` han
 whichever worker is free through a thread pool (its threads only wait on their worker's pipe)
 and yields the verdicts in the cases' order, so a results document does not depend on the
 number of jobs; `judge_many` yields each verdict with the wall time its case took. The workers
-start side by side. With one job it is a plain `Runner`.
+start side by side: all of them at once, or (``start=1``) the first alone, the others once the
+caller knows how many cases there are (`ensure`), so a run of one case with ``--jobs 64`` starts
+one worker, not 64. With one job it is a plain `Runner`.
 
 Grading runs in this process (the runner's threads share its interpreter), so jobs pay off as
 far as the backend's own work outweighs grading: for the reference backend, whose work costs
@@ -30,46 +32,62 @@ __all__ = ["RunnerPool"]
 
 
 class RunnerPool:
-    """`jobs` runners (see the module docstring); the other arguments are `Runner`'s. Worker
-    `i > 0` logs to ``<log stem>.<i><suffix>`` beside the first one's log."""
+    """Up to `jobs` runners (see the module docstring), `start` of them (default: all)
+    started now; the other arguments are `Runner`'s. Worker `i > 0` logs to
+    ``<log stem>.<i><suffix>`` beside the first one's log."""
 
     def __init__(self, backend: str, device_id: str | None = None, timeout_s: float = 60.0, *,
                  jobs: int = 1, isolate: bool = True, seed: int = 0,
                  sys_path: Sequence[str] = (), log_path: Path | None = None,
-                 memory_limit: int | None = None) -> None:
+                 memory_limit: int | None = None, start: int | None = None) -> None:
         if jobs < 1:
             raise ValueError(f"jobs must be at least 1, got {jobs}")
         if jobs > 1 and not isolate:
             raise BackendError("several jobs need isolated workers (drop --no-isolate)")
+        self.jobs = jobs
         self.runners: list[Runner] = []
         self._threads: ThreadPoolExecutor | None = None
+        self._free: queue.SimpleQueue[Runner] = queue.SimpleQueue()
 
-        def start(index: int) -> Runner:
+        def make(index: int) -> Runner:
             log = log_path if log_path is None or index == 0 else \
                 log_path.with_name(f"{log_path.stem}.{index}{log_path.suffix}")
             return Runner(backend, device_id, timeout_s, isolate=isolate, seed=seed,
                           sys_path=sys_path, log_path=log, memory_limit=memory_limit)
 
-        # Each worker imports its backend on start (half a second for the reference, more for
-        # a driver): they start side by side.
-        with ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="fusionspec-start") as go:
-            started = [go.submit(start, index) for index in range(jobs)]
-            problem: BaseException | None = None
-            for future in started:
-                try:
-                    self.runners.append(future.result())
-                except BaseException as exc:  # the first problem is raised once all are in
-                    problem = problem or exc
-        if problem is not None:
-            self.close()
-            raise problem
+        self._make = make
+        self.ensure(jobs if start is None else max(1, start))
         first = self.runners[0]
         self.backend_name, self.device = first.backend_name, first.device
         self.limitations, self.device_problems = first.limitations, first.device_problems
-        self._free: queue.SimpleQueue[Runner] = queue.SimpleQueue()
-        for runner in self.runners:
-            self._free.put(runner)
-        self._threads = ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="fusionspec")
+
+    def ensure(self, count: int) -> None:
+        """Have `count` workers (at most `jobs`, at least one) running, the new ones started
+        side by side: each imports its backend on start (half a second for the reference,
+        more for a driver)."""
+        wanted = range(len(self.runners), max(1, min(count, self.jobs)))
+        if not wanted:
+            return
+        with ThreadPoolExecutor(max_workers=len(wanted),
+                                thread_name_prefix="fusionspec-start") as go:
+            started = [go.submit(self._make, index) for index in wanted]
+            problem: BaseException | None = None
+            for future in started:
+                try:
+                    runner = future.result()
+                except BaseException as exc:  # the first problem is raised once all are in
+                    problem = problem or exc
+                    continue
+                self.runners.append(runner)
+                self._free.put(runner)
+        if problem is not None:
+            self.close()
+            raise problem
+        if len(self.runners) > 1:
+            if self._threads is not None:
+                self._threads.shutdown(wait=True)
+            self._threads = ThreadPoolExecutor(max_workers=len(self.runners),
+                                               thread_name_prefix="fusionspec")
 
     def __enter__(self) -> RunnerPool:
         return self

@@ -393,8 +393,11 @@ def _run_in_pool(backend: str, device: str | None, chosen: Selection, profile: P
                  progress: Progress | None, jobs: int, memory_limit: int | None,
                  shard: Shard | None, expectations: Expectations | None, strict: bool,
                  log_path: Path | None) -> ResultsCollector:
+    # One worker first (the plan needs its device); the others once the plan says how many
+    # cases there are to share.
     with RunnerPool(backend, device, profile.timeout_s, jobs=jobs, isolate=isolate, seed=seed,
-                    sys_path=sys_path, log_path=log_path, memory_limit=memory_limit) as runner:
+                    sys_path=sys_path, log_path=log_path, memory_limit=memory_limit,
+                    start=1) as runner:
         target = out_dir(runner.backend_name, runner.device) if callable(out_dir) else out_dir
         collector = ResultsCollector(
             runner.backend_name, runner.device, seed=seed, out_dir=target,
@@ -407,6 +410,7 @@ def _run_in_pool(backend: str, device: str | None, chosen: Selection, profile: P
                               database_dir=target / "hypothesis-db" if target else None,
                               progress=progress)
             collector.planned = plan.selected
+            runner.ensure(len(plan.cases))
             judge_plan(plan, runner, collector, profile, progress=progress)
         except KeyboardInterrupt:
             collector.interrupted = True
