@@ -23,7 +23,9 @@ __all__ = ["rebuilt"]
 _OPTIONS = {
     "conform": frozenset({"--backend", "--device", "--replay", "--profile", "--seed",
                           "--case"}),
-    "run": frozenset({"--inputs"}),
+    # ``run GRAPH --inputs NPZ``: the reference; with ``--backend/--device/--out``: the backend
+    # alone, its outputs saved (replay.txt's third line).
+    "run": frozenset({"--inputs", "--backend", "--device", "--out"}),
 }
 #: The positional arguments each command takes (``run GRAPH``).
 _POSITIONALS = {"conform": 0, "run": 1}
