@@ -66,6 +66,7 @@ class RunnerPool:
         first = self.runners[0]
         self.backend_name, self.device = first.backend_name, first.device
         self.limitations, self.device_problems = first.limitations, first.device_problems
+        self.departures = first.departures
         self._free: queue.SimpleQueue[Runner] = queue.SimpleQueue()
         for runner in self.runners:
             self._free.put(runner)
