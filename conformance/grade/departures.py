@@ -6,7 +6,8 @@ facts`), the names of the substitutes that reproduced a numeric mismatch
 (``details["reproduced"]``) and the case itself (its pattern, its rule, its graph's ops and
 dtypes), and returns what the verdict records of those that match: id, statement, source
 and label. Every matcher a departure gives must hold; within one matcher, any listed value
-will do. A cut side matches its kind, ``*``, or the name of a category holding the kind (``Unary``, ``Binary``).
+will do. A cut side matches its kind, ``*``, or the name of a category holding the kind
+(``Unary``, ``Binary``).
 """
 
 from __future__ import annotations
