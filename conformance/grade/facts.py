@@ -73,6 +73,8 @@ class Facts(TypedDict):
     message: NotRequired[str]
     rule: NotRequired[str | None]
     fields: NotRequired[dict[str, str]]
+    #: The exception was raised for an ill-formed graph (which asked for a rejection).
+    ill_formed: NotRequired[bool]
     # unsupported, extension
     kinds: NotRequired[list[str]]
     merged: NotRequired[list[list[str]]]
@@ -152,4 +154,6 @@ def _error_reason(facts: Facts) -> str:
     kind = facts.get("kind")
     if kind in ("crash", "timeout", "suite"):
         return facts.get("message", "")
-    return f"{facts.get('stage')}() raised {facts.get('type')}: {facts.get('message')}"
+    said = f"{facts.get('stage')}() raised {facts.get('type')}: {facts.get('message')}"
+    return f"unexpected exception for an ill-formed graph: {said}" if facts.get("ill_formed") \
+        else said

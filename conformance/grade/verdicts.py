@@ -27,7 +27,7 @@ import traceback
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import nullcontext
 from functools import partial
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import numpy as np
 
@@ -226,8 +226,10 @@ def _judge_ill_formed(case: Case, backend: Backend, device: Device,
             _call_backend("compile", backend, partial(backend.compile, part, device),
                           rejection=Status.passed)
     except _Stop as stop:
-        if stop.status is Status.error:
-            stop.reason = f"unexpected exception for an ill-formed graph: {stop.reason}"
+        stopped = stop.details.get("facts")
+        if stop.status is Status.error and isinstance(stopped, dict):
+            stopped["ill_formed"] = True
+            stop.reason = reason(cast(Facts, stopped))
             raise
         got_rule = stop.details.get("error_rule")
         details = {**stop.details, "expected_rule": case.rule,
