@@ -169,7 +169,7 @@ def _replay(backend: str, device: str, folder: str | None) -> str:
 
 
 def run_label(results: Mapping[str, Any]) -> str:
-    """``onednn-3.2.0-cpu``: backend, driver version and device of a results document, as one
+    """``mybackend-1.2.0-cpu``: backend, driver version and device of a results document, as one
     safe path component (`fusionspec.spec.files.safe_component`)."""
     device = results.get("device") or {}
     parts = [str(results.get("backend")), str(device.get("driver") or ""), str(device.get("id"))]

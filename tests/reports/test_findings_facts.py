@@ -16,7 +16,9 @@ from testkit.report import load
 from fusionspec.reports import causes, findings
 from fusionspec.reports.findings import findings_markdown, group_findings
 
-_PROSE = ("reason", "description", "observed_reason")
+#: The sentences of a results document: verdicts' reasons, cases' descriptions, the messages
+#: backends raised (findings group and explain by facts, never by these).
+_PROSE = ("reason", "description", "observed_reason", "message")
 
 
 def _scrambled(value: Any, rng: random.Random) -> Any:
