@@ -4,7 +4,9 @@ errors carry the API call, status and op kind as fields (nothing parses their me
 from __future__ import annotations
 
 from fusionspec.backend.checks import checked_departures, declared_departures
+from fusionspec.conformance.cases import CaseKind
 from fusionspec.conformance.grade.triage import SUBSTITUTES
+from fusionspec.conformance.suite import run_suite
 from fusionspec.onednn import OnednnBackend, OnednnRejection
 from fusionspec.onednn.departures import DEPARTURES
 
@@ -23,3 +25,18 @@ def test_errors_carry_structured_fields() -> None:
     assert error.fields == {"function": "dnnl_graph_add_op", "status": "invalid_graph_op",
                             "op_kind": "Pow"}, f"the call, status and op kind: {error.fields}"
     assert "adding op 3 (Pow)" in str(error), "the message still reads as before"
+
+
+def test_a_run_names_the_departures_it_shows(onednn: OnednnBackend) -> None:
+    results = run_suite("onednn", patterns=["fp.reciprocal_multiply", "fp.binary_post_ops"],
+                        kinds=[CaseKind.near_miss], isolate=False)
+    failing = [f for f in results.failures if f["status"] == "rejected-valid"]
+    assert failing, f"oneDNN refuses some of these cases: {dict(results.totals)}"
+    named = {d["id"] for f in failing for d in f["details"].get("departures", [])}
+    assert named, f"each refusal is explained by a declared departure: {failing[0]['details']}"
+    refused = [f["details"]["facts"] for f in failing
+               if f["details"]["facts"].get("what") == "rejection"]
+    assert refused and all(r["fields"].get("function") for r in refused), \
+        f"a refusal carries the API call as a field: {refused[:1]}"
+    declared = [d["id"] for d in results.to_dict()["departures"]]
+    assert declared == [d.id for d in DEPARTURES], "the results record the declarations"

@@ -14,7 +14,7 @@ import pytest
 from testkit.report import load
 
 from fusionspec.reports import causes, findings
-from fusionspec.reports.findings import findings_markdown, group_findings
+from fusionspec.reports.findings import findings_markdown, group_findings, unexplained
 
 #: The sentences of a results document: verdicts' reasons, cases' descriptions, the messages
 #: backends raised (findings group and explain by facts, never by these).
@@ -75,3 +75,12 @@ def test_findings_of_another_backend_never_name_onednn(never_fuses_results: Path
         source = Path(str(module.__file__)).read_text(encoding="utf-8")
         assert "onednn" not in source.lower(), \
             f"{module.__name__} knows no library: what a backend knows arrives as data"
+
+
+def test_what_nothing_explains_counts_as_unexplained(hostile_results: Path) -> None:
+    found = group_findings(load(hostile_results))
+    left, failing = unexplained(found)
+    assert failing and left, \
+        f"errors no departure, culprit or cut accounts for stay unexplained: {left} of {failing}"
+    assert not any((f.known or "").startswith("Known departure") for f in found), \
+        "a backend that declares no departure has no known departure in its findings"
