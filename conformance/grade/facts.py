@@ -28,12 +28,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from itertools import pairwise
-from typing import Literal, NotRequired, TypedDict
+from typing import Any, Literal, NotRequired, TypedDict
 
-from fusionspec.spec.graph import Op, Partition
+import numpy as np
+
+from fusionspec.reference.partitioner import external_tensors
+from fusionspec.spec.graph import Graph, Op, Partition
 
 __all__ = ["PartitionFacts", "CutFacts", "Facts", "partition_facts", "first_cut", "reason",
-           "kinds_text", "GRAPH_INPUT"]
+           "kinds_text", "fusion_facts", "nonfinite_differ", "GRAPH_INPUT"]
 
 #: The kind named before a cut where the formed partition starts one the spec extends back.
 GRAPH_INPUT = "(graph input)"
@@ -118,6 +121,49 @@ def first_cut(expected: Sequence[Partition], formed: Sequence[Partition],
             if home.get(a.id) != home.get(b.id):
                 return {"before": a.kind, "after": b.kind, "partition": kinds, "rule": rule}
     return None
+
+
+def _key(part: Partition) -> frozenset[int]:
+    return frozenset(op.id for op in part.ops)
+
+
+def fusion_facts(graph: Graph, expected: Sequence[Partition], parts: Sequence[Partition],
+                 rule: str | None) -> Facts:
+    """What differs between the `expected` and the formed partitions `parts` of `graph`: the
+    missing and the extra partitions, the first cut, and the first formed partition whose
+    inputs or outputs differ from the spec's (`rule`: the case's rule, if it names one)."""
+    want = {_key(p): p for p in expected}
+    got = {_key(p): p for p in parts}
+    facts: Facts = {
+        "what": "fusion",
+        "expected": [partition_facts(p) for k, p in want.items() if k not in got],
+        "formed": [partition_facts(p) for k, p in got.items() if k not in want],
+        "cut": first_cut(expected, parts, rule), "wrong_io": None}
+    for part in parts:
+        if _key(part) not in want:
+            continue
+        ins, outs = external_tensors(graph, part.ops)
+        have_in, have_out = sorted(t.id for t in part.inputs), sorted(t.id for t in part.outputs)
+        want_in, want_out = sorted(t.id for t in ins), sorted(t.id for t in outs)
+        if (have_in, have_out) != (want_in, want_out):
+            facts["kinds"] = partition_facts(part)["kinds"]
+            facts["wrong_io"] = {"inputs": have_in, "outputs": have_out,
+                                 "want_inputs": want_in, "want_outputs": want_out}
+            break
+    return facts
+
+
+def nonfinite_differ(expected: Any, actual: object) -> bool:
+    """Whether the reference and the backend disagree on where NaN or inf stand."""
+    if not isinstance(actual, np.ndarray) or actual.shape != np.shape(expected):
+        return False
+    try:
+        e, a = np.asarray(expected, np.float64), actual.astype(np.float64)
+    except (TypeError, ValueError):
+        return False
+    with np.errstate(invalid="ignore"):
+        return bool(((np.isnan(e) != np.isnan(a)) | (np.isinf(e) != np.isinf(a))
+                     | (np.isinf(e) & np.isinf(a) & (e != a))).any())
 
 
 def reason(facts: Facts, rule_text: str = "") -> str:

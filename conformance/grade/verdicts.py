@@ -46,7 +46,7 @@ from ..transport import BackendFailure, Failure, Foreign, clip
 from .bounds import ancestors, error_bounds, in_order
 from .culprit import MAX_SECONDS, isolate
 from .departures import matching_departures
-from .facts import Facts, first_cut, partition_facts, reason
+from .facts import Facts, fusion_facts, nonfinite_differ, partition_facts, reason
 from .signatures import match_signature
 from .tolerances import Bound, chain_of, compare, dtype_name, dtype_reason
 from .triage import explain, who_is_right
@@ -264,7 +264,7 @@ def _judge_well_formed(case: Case, backend: Backend, device: Device, seed: int,
             details["numerics"] = f"{stop.status.value}: {stop.reason}"
         except Exception as exc:
             details["numerics"] = f"not run: {type(exc).__name__}: {exc}"
-        facts = _fusion_facts(case, graph, expected, parts)
+        facts = fusion_facts(graph, expected, parts, case.rule)
         return Status.fusion_mismatch, reason(facts), {**details, "facts": facts}
     numerics = _numerics(case, graph, backend, device, parts, seed, expected)
     details["numerics"] = numerics["summary"]
@@ -365,28 +365,6 @@ def _fusion(case: Case, graph: Graph, expected: Sequence[Partition],
     return "mismatch"
 
 
-def _fusion_facts(case: Case, graph: Graph, expected: Sequence[Partition],
-                  parts: Sequence[Partition]) -> Facts:
-    """What differs between the expected and the formed partitions (see `facts`)."""
-    want = {_key(p): p for p in expected}
-    got = {_key(p): p for p in parts}
-    facts: Facts = {
-        "what": "fusion",
-        "expected": [partition_facts(p) for k, p in want.items() if k not in got],
-        "formed": [partition_facts(p) for k, p in got.items() if k not in want],
-        "cut": first_cut(expected, parts, case.rule), "wrong_io": None}
-    wrong_io = [p for p in parts if _key(p) in want and not _io_ok(graph, p)]
-    if wrong_io:
-        part = wrong_io[0]
-        ins, outs = external_tensors(graph, part.ops)
-        facts["kinds"] = partition_facts(part)["kinds"]
-        facts["wrong_io"] = {"inputs": sorted(t.id for t in part.inputs),
-                             "outputs": sorted(t.id for t in part.outputs),
-                             "want_inputs": sorted(t.id for t in ins),
-                             "want_outputs": sorted(t.id for t in outs)}
-    return facts
-
-
 # -- numerics --------------------------------------------------------------------------------
 
 def _order(parts: Sequence[Partition]) -> list[Partition]:
@@ -473,7 +451,7 @@ def _numerics(case: Case, graph: Graph, backend: Backend, device: Device,
         if failure is None and not result.passed:
             facts: Facts = {"what": "numeric", "tensor": t.id, "chain": list(bound.chain),
                             "dtype": t.dtype.value, "summary": result.reason,
-                            "nonfinite": _nonfinite_differ(reference[t.id], values.get(t.id))}
+                            "nonfinite": nonfinite_differ(reference[t.id], values.get(t.id))}
             failure = {"reason": reason(facts), "facts": facts, "tensor": t.id,
                        "dtype": t.dtype.value, "shape": list(reference[t.id].shape),
                        **{k: v for k, v in result.to_dict().items()
@@ -483,19 +461,6 @@ def _numerics(case: Case, graph: Graph, backend: Backend, device: Device,
     context = {"inputs": inputs, "reference": reference, "values": values, "radii": radii,
                "partitions": expected}
     return {"summary": summary, "failure": failure, "context": context}
-
-
-def _nonfinite_differ(expected: Any, actual: object) -> bool:
-    """Whether the reference and the backend disagree on where NaN or inf stand."""
-    if not isinstance(actual, np.ndarray) or actual.shape != np.shape(expected):
-        return False
-    try:
-        e, a = np.asarray(expected, np.float64), actual.astype(np.float64)
-    except (TypeError, ValueError):
-        return False
-    with np.errstate(invalid="ignore"):
-        return bool(((np.isnan(e) != np.isnan(a)) | (np.isinf(e) != np.isinf(a))
-                     | (np.isinf(e) & np.isinf(a) & (e != a))).any())
 
 
 def _diagnose(graph: Graph, backend: Backend, device: Device, parts: Sequence[Partition],
