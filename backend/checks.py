@@ -179,9 +179,8 @@ def _departure(spec: str, n: int, item: object) -> Departure:
         error_fields=_pairs(spec, f"{where}.error_fields", item.get("error_fields", [])),
         substitute=None if substitute is None else _text(spec, f"{where}.substitute",
                                                          substitute, empty=False),
-        notes={_text(spec, f"{where}.notes key", k): _text(spec, f"{where}.notes", v,
-                                                            _REASON_LIMIT)
-               for k, v in notes.items()})
+        notes=tuple((_text(spec, f"{where}.notes key", k),
+                     _text(spec, f"{where}.notes", v, _REASON_LIMIT)) for k, v in notes.items()))
     if not any(checked.matchers):
         raise BackendError(f"backend {spec!r}: {where} ({checked.id}) matches every case (it "
                            "names no status, pattern, rule, op, dtype, cut, unsupported partition, "

@@ -22,7 +22,7 @@ departures read these fields, never the exception's message.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 __all__ = ["Departure", "OpMatch", "LABELS", "departure_data", "error_fields", "FIELD_LIMIT",
@@ -79,8 +79,8 @@ class Departure:
     error_kinds: tuple[str, ...] = ()
     error_fields: tuple[tuple[str, str], ...] = ()
     substitute: str | None = None
-    #: Free-form facts the suite ignores (kept in the results document).
-    notes: Mapping[str, str] = field(default_factory=dict)
+    #: Free-form (name, text) facts the suite ignores (kept in the results document).
+    notes: tuple[tuple[str, str], ...] = ()
 
     @property
     def matchers(self) -> tuple[object, ...]:

@@ -19,6 +19,11 @@ Any other exception from the backend is an ``error`` with its message and the en
 traceback. A case covered by one of the backend's declared ``limitations`` is still run, then
 reported ``unsupported`` with the limitation's reason; ``limitation_passed`` in the details
 says whether it would have passed.
+
+Every verdict other than a pass carries its facts as data (``details["facts"]``, see
+`fusionspec.conformance.grade.facts`), and its reason is rendered from them. The known
+departures the backend declares are matched against the facts and the case graph
+(`fusionspec.conformance.grade.departures`); those that match are ``details["departures"]``.
 """
 
 from __future__ import annotations

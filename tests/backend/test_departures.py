@@ -16,7 +16,7 @@ FULL = Departure("avgpool-ceil", "AvgPool with ceil rounding is unsupported", "t
                  ops=(OpMatch("AvgPool", (("rounding_type", "ceil"),), inputs=1),),
                  unsupported=("AvgPool",), error_kinds=("rejection",),
                  error_fields=(("function", "compile"),), substitute="select-max",
-                 notes={"since": "3.2"})
+                 notes=(("since", "3.2"),))
 
 
 class _Declares:
@@ -28,6 +28,7 @@ def test_a_departure_survives_the_round_trip_as_plain_data() -> None:
     assert all(isinstance(d, dict) for d in data), "departures travel as plain dicts"
     assert checked_departures("toy", data) == (FULL,), \
         "checking the plain data rebuilds the very departure declared"
+    assert len({FULL, *checked_departures("toy", data)}) == 1, "departures are hashable values"
 
 
 @pytest.mark.parametrize(("data", "says"), [
