@@ -4,8 +4,12 @@ matches only where its substitute reproduced the backend's values."""
 
 from __future__ import annotations
 
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
+
+from hypothesis import given
+from hypothesis import strategies as st
 
 from fusionspec.backend import Departure, OpMatch
 from fusionspec.conformance.cases import Case, CaseKind, Status
@@ -104,3 +108,20 @@ def test_declarations_cross_the_worker_boundary_as_checked_data() -> None:
         declared = runner.departures
     assert [(d.id, d.substitute) for d in declared] == [("nan-select-max", "select-max")], \
         f"the worker's ready message carries the backend's departures: {declared}"
+
+
+@given(st.lists(st.sampled_from(["ReLU", "Abs", "Add", "Multiply", "Exp"]), min_size=2,
+                max_size=6),
+       st.data())
+def test_the_first_cut_is_the_first_split_boundary(kinds: list[str],
+                                                    data: st.DataObject) -> None:
+    ops = _chain(*kinds).ops
+    splits = sorted(data.draw(st.sets(st.integers(1, len(ops) - 1), min_size=1), label="splits"))
+    bounds = [0, *splits, len(ops)]
+    formed = [Partition(n, tuple(ops[a:b]), (), ()) for n, (a, b) in
+              enumerate(pairwise(bounds))]
+    cut = first_cut([Partition(0, tuple(ops), (), ())], formed, None)
+    first = splits[0]
+    assert cut is not None and (cut["before"], cut["after"]) == (kinds[first - 1], kinds[first]), \
+        f"a chain split at {splits} is first cut between ops {first - 1} and {first}: {cut}"
+    assert cut["partition"] == kinds, "the cut names the expected partition it falls in"
