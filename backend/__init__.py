@@ -7,12 +7,15 @@ backend, the oneDNN adapter, a user's own) implement it without importing the su
   (`fusionspec.backend.protocol`), and `Array` (from `fusionspec.spec.types`), the type of the
   arrays `CompiledPartition.execute` takes and returns;
 - `BackendError`, `BackendUnavailableError` (`fusionspec.backend.errors`);
+- `Departure`, `OpMatch` and `error_fields`: known departures a backend declares, and the
+  structured fields its errors carry (`fusionspec.backend.departures`);
 - `load_backend`, `available_backends`, `select_device` and the entry-point group
   (`fusionspec.backend.registry`).
 """
 
 from fusionspec.spec.types import Array
 
+from .departures import Departure, OpMatch, error_fields
 from .errors import BackendError, BackendUnavailableError
 from .protocol import (
     Backend,
@@ -31,6 +34,9 @@ __all__ = [
     "CompiledPartition",
     "Device",
     "Limitation",
+    "Departure",
+    "OpMatch",
+    "error_fields",
     "BackendError",
     "BackendUnavailableError",
     "ENTRY_POINT_GROUP",

@@ -6,6 +6,10 @@ runner passes them through `checked_identity` when the backend loads: each field
 type, or `BackendError` names the backend and the field; text is stripped of control sequences
 and clipped (`fusionspec.spec.text.clean_text`); a limitation that covers every case (no
 matcher at all) is refused, since it would turn any run into "all unsupported".
+
+Known departures (`fusionspec.backend.departures`) arrive as plain data and are rebuilt by
+`checked_departures`, with the same care: each field typed, text cleaned and clipped, a
+departure that matches nothing at all refused (it would explain every finding).
 """
 
 from __future__ import annotations
@@ -15,10 +19,12 @@ from dataclasses import dataclass, replace
 
 from fusionspec.spec.text import clean_text
 
+from .departures import LABELS, Departure, OpMatch, departure_data
 from .errors import BackendError
 from .protocol import Device, Limitation
 
-__all__ = ["Identity", "checked_identity", "MAX_LIMITATIONS", "NAME_LIMIT"]
+__all__ = ["Identity", "checked_identity", "checked_departures", "declared_departures",
+           "MAX_LIMITATIONS", "NAME_LIMIT"]
 
 #: The most limitations a backend may declare (a real backend declares a handful).
 MAX_LIMITATIONS = 1000
@@ -110,3 +116,103 @@ def checked_identity(spec: str, name: object, device: object, limitations: objec
         problems={_text(spec, "device problem id", k): _text(spec, f"device problem {k!r}",
                                                               v, _REASON_LIMIT)
                   for k, v in problems.items()})
+
+
+def declared_departures(backend: object) -> list[dict[str, object]]:
+    """The departures `backend` declares, as plain data (`departure_data`); a declaration that
+    is not a `Departure` is kept as it is, for `checked_departures` to refuse by name."""
+    declared = getattr(backend, "departures", ()) or ()
+    if not isinstance(declared, (tuple, list)):
+        return [{"not_a_departure": type(declared).__name__}]
+    return [departure_data(d) if isinstance(d, Departure) else
+            {"not_a_departure": type(d).__name__} for d in declared[:MAX_LIMITATIONS + 1]]
+
+
+def _strings(spec: str, where: str, value: object, limit: int = 64) -> tuple[str, ...]:
+    if not isinstance(value, (list, tuple)) or len(value) > limit:
+        raise BackendError(f"backend {spec!r}: {where} must be a short list of strings")
+    return tuple(_text(spec, where, v) for v in value)
+
+
+def _pairs(spec: str, where: str, value: object) -> tuple[tuple[str, str], ...]:
+    if not isinstance(value, (list, tuple)) or len(value) > 64:
+        raise BackendError(f"backend {spec!r}: {where} must be a short list of pairs")
+    pairs = [_strings(spec, where, v, 2) for v in value]
+    if any(len(p) != 2 for p in pairs):
+        raise BackendError(f"backend {spec!r}: {where} must hold (name, value) pairs")
+    return tuple((p[0], p[1]) for p in pairs)
+
+
+def _departure(spec: str, n: int, item: object) -> Departure:
+    where = f"departures[{n}]"
+    if not isinstance(item, Mapping) or "not_a_departure" in item:
+        kind = item.get("not_a_departure") if isinstance(item, Mapping) else type(item).__name__
+        raise BackendError(f"backend {spec!r}: {where} is a {kind}, not a Departure")
+    ops = item.get("ops", [])
+    if not isinstance(ops, (list, tuple)) or len(ops) > 64 or \
+            not all(isinstance(o, Mapping) for o in ops):
+        raise BackendError(f"backend {spec!r}: {where}.ops must be a short list of OpMatch")
+    cut = item.get("cut")
+    substitute = item.get("substitute")
+    label = _text(spec, f"{where}.label", item.get("label", LABELS[0]))
+    if label not in LABELS:
+        raise BackendError(f"backend {spec!r}: {where}.label must be one of {', '.join(LABELS)}")
+    notes = item.get("notes", {})
+    if not isinstance(notes, Mapping) or len(notes) > 64:
+        raise BackendError(f"backend {spec!r}: {where}.notes must be a small mapping")
+    checked = Departure(
+        id=_text(spec, f"{where}.id", item.get("id"), empty=False),
+        statement=_text(spec, f"{where}.statement", item.get("statement"), _REASON_LIMIT,
+                        empty=False),
+        source=_text(spec, f"{where}.source", item.get("source", ""), _REASON_LIMIT),
+        label=label,
+        statuses=_strings(spec, f"{where}.statuses", item.get("statuses", [])),
+        patterns=_strings(spec, f"{where}.patterns", item.get("patterns", [])),
+        rules=_strings(spec, f"{where}.rules", item.get("rules", [])),
+        ops=tuple(OpMatch(_text(spec, f"{where}.ops.kind", o.get("kind"), empty=False),
+                          _pairs(spec, f"{where}.ops.attrs", o.get("attrs", [])),
+                          _count(spec, f"{where}.ops.inputs", o.get("inputs"))) for o in ops),
+        dtypes=_strings(spec, f"{where}.dtypes", item.get("dtypes", [])),
+        cut=None if cut is None else _pair(spec, f"{where}.cut", cut),
+        unsupported=_strings(spec, f"{where}.unsupported", item.get("unsupported", [])),
+        error_kinds=_strings(spec, f"{where}.error_kinds", item.get("error_kinds", [])),
+        error_fields=_pairs(spec, f"{where}.error_fields", item.get("error_fields", [])),
+        substitute=None if substitute is None else _text(spec, f"{where}.substitute",
+                                                         substitute, empty=False),
+        notes=tuple((_text(spec, f"{where}.notes key", k),
+                     _text(spec, f"{where}.notes", v, _REASON_LIMIT)) for k, v in notes.items()))
+    if not any(checked.matchers):
+        raise BackendError(f"backend {spec!r}: {where} ({checked.id}) matches every case (it "
+                           "names no status, pattern, rule, op, dtype, cut, unsupported partition, "
+                           "error or substitute), so it would explain every finding")
+    return checked
+
+
+def _count(spec: str, where: str, value: object) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 64:
+        raise BackendError(f"backend {spec!r}: {where} must be a small whole number or None")
+    return value
+
+
+def _pair(spec: str, where: str, value: object) -> tuple[str, str]:
+    pair = _strings(spec, where, value, 2)
+    if len(pair) != 2:
+        raise BackendError(f"backend {spec!r}: {where} must be two kinds, before and after")
+    return pair[0], pair[1]
+
+
+def checked_departures(spec: str, data: object) -> tuple[Departure, ...]:
+    """The departures backend `spec` declared (as plain data, `declared_departures`), checked
+    and cleaned; `BackendError` names the backend and the first bad field. Ids are unique."""
+    if not isinstance(data, (list, tuple)):
+        raise BackendError(f"backend {spec!r}: departures must be a sequence of Departure")
+    if len(data) > MAX_LIMITATIONS:
+        raise BackendError(f"backend {spec!r}: more than {MAX_LIMITATIONS} departures")
+    found = tuple(_departure(spec, n, item) for n, item in enumerate(data))
+    ids = [d.id for d in found]
+    twice = sorted({i for i in ids if ids.count(i) > 1})
+    if twice:
+        raise BackendError(f"backend {spec!r}: departure ids declared twice: {', '.join(twice)}")
+    return found

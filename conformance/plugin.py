@@ -153,7 +153,8 @@ def _start(config: pytest.Config, state: _State) -> None:
     runner = state.runner
     state.collector = ResultsCollector(
         runner.backend_name, runner.device, seed=options.seed, out_dir=base,
-        device_problems=runner.device_problems, backend_spec=options.backend,
+        device_problems=runner.device_problems, departures=runner.departures,
+        backend_spec=options.backend,
         profile=options.profile.name, selection=options.selection.to_dict(),
         shard=str(options.shard) if options.shard else None,
         expectations=options.expectations.header() if options.expectations else None,

@@ -60,6 +60,7 @@ class RunnerPool:
         first = self.runners[0]
         self.backend_name, self.device = first.backend_name, first.device
         self.limitations, self.device_problems = first.limitations, first.device_problems
+        self.departures = first.departures
 
     def ensure(self, count: int) -> None:
         """Have `count` workers (at most `jobs`, at least one) running, the new ones started

@@ -52,6 +52,7 @@ from fusionspec.backend import (
     Backend,
     BackendError,
     BackendUnavailableError,
+    Departure,
     Device,
     Limitation,
     counters,
@@ -59,13 +60,19 @@ from fusionspec.backend import (
     load_backend,
     select_device,
 )
-from fusionspec.backend.checks import checked_identity
+from fusionspec.backend.checks import (
+    checked_departures,
+    checked_identity,
+    declared_departures,
+)
 from fusionspec.reference.memory import budget
 from fusionspec.spec.graph import Graph, Partition
 from fusionspec.spec.text import clean_text
 from fusionspec.spec.types import Array
 
 from .cases import Case, Status, Verdict
+from .grade.departures import matching_departures
+from .grade.facts import Facts, reason
 from .grade.verdicts import apply_limitation, judge, matching_limitation
 from .limitations import check_limitations
 from .replay import ReplayError, backend_outputs
@@ -145,6 +152,7 @@ class _Remote:
         self._runner = runner
         self.name = runner.backend_name
         self.limitations = runner.limitations
+        self.departures = runner.departures
         self._handles = 0
 
     def devices(self) -> Sequence[Device]:
@@ -233,6 +241,7 @@ class Runner:
                 limitations = check_limitations(said.limitations)
             except BackendError as exc:
                 raise BackendError(f"backend {backend!r}: {exc}") from None
+            departures = checked_departures(backend, ready.departures)
         except BaseException:
             self._stop()
             self._discard_log()
@@ -240,6 +249,7 @@ class Runner:
         self.backend_name = said.name
         self.device: Device = said.device
         self.limitations: tuple[Limitation, ...] = limitations
+        self.departures: tuple[Departure, ...] = departures
         self.device_problems = said.problems
         self._remote = _Remote(self)
 
@@ -256,23 +266,26 @@ class Runner:
         """The verdict on `case` (inputs filled from `seed`, default the runner's)."""
         use_seed = self.seed if seed is None else seed
         if self._backend is not None:
-            return _bounded(judge(case, self._backend, self.device, seed=use_seed))
+            return _bounded(judge(case, self._backend, self.device, seed=use_seed,
+                                  departures=self.departures))
         if self._conn is None:
             self.restarts += 1
             self._start()
         self._deadline = time.monotonic() + self.timeout_s
         try:
-            verdict = judge(case, self._remote, self.device, seed=use_seed)
+            verdict = judge(case, self._remote, self.device, seed=use_seed,
+                            departures=self.departures)
             self._deadline = time.monotonic() + _HOUSEKEEPING_S
             if self._conn is not None:  # not stopped by an abandoned diagnosis
                 self.call(("release",))
         except _Timeout:
             self._stop()
-            verdict = self._failure(case, Status.timeout,
-                                    f"no verdict within {self.timeout_s:g} s; the backend "
-                                    "process was killed and restarted")
+            verdict = self._failure(case, Status.timeout, {
+                "what": "error", "kind": "timeout", "message": f"no verdict within "
+                f"{self.timeout_s:g} s; the backend process was killed and restarted"})
         except _Died as died:
-            verdict = self._failure(case, Status.error, died.reason)
+            verdict = self._failure(case, Status.error, {"what": "error", "kind": "crash",
+                                                         "message": died.reason})
         finally:
             self._deadline = None
             self._trim_log()
@@ -368,7 +381,8 @@ class Runner:
         self._backend = load_backend(self.spec)
         device = select_device(self._backend, self.device_id)
         return Ready(self._backend.name, device, getattr(self._backend, "limitations", ()),
-                     device_problems(self._backend))
+                     device_problems(self._backend),
+                     tuple(declared_departures(self._backend)))
 
     def _start(self) -> Ready:
         context = _context()
@@ -423,9 +437,13 @@ class Runner:
 
     # -- verdicts and the log ----------------------------------------------------------------
 
-    def _failure(self, case: Case, status: Status, reason: str) -> Verdict:
-        verdict = Verdict(case.id, case.pattern, case.kind, status, reason, case.rule,
-                          {"timeout_s": self.timeout_s} if status is Status.timeout else {})
+    def _failure(self, case: Case, status: Status, facts: Facts) -> Verdict:
+        details: dict[str, object] = {"facts": facts}
+        if status is Status.timeout:
+            details["timeout_s"] = self.timeout_s
+        details["departures"] = matching_departures(self.departures, case, status, details)
+        verdict = Verdict(case.id, case.pattern, case.kind, status, reason(facts), case.rule,
+                          details)
         limitation = matching_limitation(self.limitations, case, self.device)
         return verdict if limitation is None else apply_limitation(verdict, limitation)
 

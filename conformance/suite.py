@@ -401,7 +401,8 @@ def _run_in_pool(backend: str, device: str | None, chosen: Selection, profile: P
         target = out_dir(runner.backend_name, runner.device) if callable(out_dir) else out_dir
         collector = ResultsCollector(
             runner.backend_name, runner.device, seed=seed, out_dir=target,
-            device_problems=runner.device_problems, backend_spec=backend, profile=profile.name,
+            device_problems=runner.device_problems, departures=runner.departures,
+            backend_spec=backend, profile=profile.name,
             selection=chosen.to_dict(), shard=str(shard) if shard else None,
             expectations=(expectations.header() if expectations else None), strict=strict)
         try:

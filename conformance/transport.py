@@ -46,6 +46,9 @@ class Failure:
     traceback: str = ""
     #: For a backend without a usable device (stage "unavailable"): why.
     reason: str = ""
+    #: The structured fields the exception carries (`fusionspec.backend.error_fields`): the
+    #: API call, its status, the op kind; plain strings, read instead of the message.
+    fields: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -77,6 +80,9 @@ class Ready:
     device: Any  # fusionspec.backend.Device
     limitations: tuple[Any, ...]  # fusionspec.backend.Limitation
     problems: dict[str, str] = field(default_factory=dict)
+    #: The backend's known departures as plain data (`fusionspec.backend.departure_data`),
+    #: rebuilt and checked in the runner.
+    departures: tuple[Any, ...] = ()
 
 
 def clip(text: str, limit: int) -> str:

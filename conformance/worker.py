@@ -36,9 +36,11 @@ from fusionspec.backend import (
     BackendUnavailableError,
     counters,
     device_problems,
+    error_fields,
     load_backend,
     select_device,
 )
+from fusionspec.backend.checks import declared_departures
 from fusionspec.spec.graph import Partition
 
 from .grade.verdicts import rejection_types
@@ -79,7 +81,7 @@ def _failure(stage: str, exc: BaseException, backend: object | None) -> Failure:
         f"the backend called sys.exit({exc.code!r})"
     return Failure(stage=stage, type_name=type(exc).__name__, message=clip(text, MESSAGE_LIMIT),
                    rule=str(rule) if isinstance(rule, str) else None, is_rejection=rejection,
-                   traceback="\n".join(lines[-TRACEBACK_LINES:]))
+                   traceback="\n".join(lines[-TRACEBACK_LINES:]), fields=error_fields(exc))
 
 
 def _partitions(found: object) -> list[object]:
@@ -151,6 +153,8 @@ def serve(conn: Connection, spec: str, device_id: str | None, sys_path: Sequence
         # the backend and the field.
         declared = getattr(backend, "limitations", ())
         limitations = tuple(declared) if isinstance(declared, (list, tuple)) else declared
+        ready = Ready(backend.name, device, limitations, device_problems(backend),
+                      tuple(declared_departures(backend)))
     except Exception as exc:
         unavailable = isinstance(exc, BackendUnavailableError)
         failure = _failure("unavailable" if unavailable else "load", exc, None)
@@ -158,7 +162,7 @@ def serve(conn: Connection, spec: str, device_id: str | None, sys_path: Sequence
             failure = Failure(**{**vars(failure), "reason": exc.reason})
         conn.send_bytes(dumps(failure))
         return
-    conn.send_bytes(dumps(Ready(backend.name, device, limitations, device_problems(backend))))
+    conn.send_bytes(dumps(ready))
     server = _Server(backend, device)
     while True:
         try:

@@ -22,6 +22,7 @@ from fusionspec.spec.dtypes import DataType
 from fusionspec.spec.graph import Graph, Partition
 
 from .compiled import CpuEngine, OnednnCompiledPartition
+from .departures import DEPARTURES
 from .errors import OnednnError, OnednnRejection, OnednnSetupError
 from .library import Library, load_library
 from .native_graph import NativeGraph, NativePartition
@@ -47,6 +48,8 @@ class OnednnBackend:
 
     name = "onednn"
     rejection_errors = (OnednnRejection,)
+    #: oneDNN's known departures from the pages (`fusionspec.onednn.departures`).
+    departures = DEPARTURES
 
     def __init__(self, library: str | None = None) -> None:
         self._explicit = library

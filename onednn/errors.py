@@ -38,17 +38,27 @@ class OnednnSetupError(OnednnError, BackendError):
 class OnednnCallError(OnednnError):
     """A oneDNN C API call returned an error status.
 
-    `function` is the C function, `status` oneDNN's status name (``invalid_shape``), `log` the
-    lines the library printed about the failure (its verbose ``check`` output), if any.
+    `function` is the C function, `status` oneDNN's status name (``invalid_shape``), `op_kind`
+    the kind of the op being added when the call concerns one, `log` the lines the library
+    printed about the failure (its verbose ``check`` output), if any. `fields` gives the first
+    three as structured data, which grading reads instead of the message.
     """
 
-    def __init__(self, function: str, status: str, context: str = "", log: str = "") -> None:
+    def __init__(self, function: str, status: str, context: str = "", log: str = "",
+                 op_kind: str = "") -> None:
         self.function = function
         self.status = status
+        self.op_kind = op_kind
         self.log = log
         where = f" ({context})" if context else ""
         said = f": {log}" if log else ""
         super().__init__(f"oneDNN {function} returned {status}{where}{said}")
+
+
+    @property
+    def fields(self) -> dict[str, str]:
+        said = {"function": self.function, "status": self.status, "op_kind": self.op_kind}
+        return {k: v for k, v in said.items() if v}
 
 
 class OnednnRejection(OnednnCallError):
@@ -63,4 +73,5 @@ class OnednnUnsupportedError(OnednnRejection):
         OnednnError.__init__(self, f"oneDNN {version} cannot express this graph: {what}")
         self.function = ""
         self.status = "not expressible"
+        self.op_kind = ""
         self.log = ""

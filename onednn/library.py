@@ -178,7 +178,7 @@ class Library:
         return names.get(code, f"status {code}")
 
     def call(self, name: str, *args: object, context: str = "",
-             refusal_is_rejection: bool = False) -> None:
+             refusal_is_rejection: bool = False, op_kind: str = "") -> None:
         """Call `name`; an error status raises `OnednnCallError`, or `OnednnRejection` for a
         refusal of the graph when `refusal_is_rejection`. What the library prints meanwhile
         (its ``check`` lines, also on successful executions) is captured, never shown."""
@@ -192,7 +192,7 @@ class Library:
                          if line.strip() and ",info," not in line)[:2000]
         cls = OnednnRejection if refusal_is_rejection and status in _REFUSALS else \
             OnednnCallError
-        raise cls(name, status, context, log)
+        raise cls(name, status, context, log, op_kind)
 
 
 def _runtime_name(headers: Headers, value: int) -> str:

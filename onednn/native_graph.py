@@ -110,11 +110,12 @@ class NativeGraph:
                     native = to_native(t, lib.headers, lib.version)
                     lib.call(f"dnnl_graph_op_add_{direction}", handle, ctypes.byref(native),
                              context=f"op {op.id} ({op.kind}) {direction} {t.id}",
-                             refusal_is_rejection=True)
+                             refusal_is_rejection=True, op_kind=op.kind)
             for name, value in op.attrs.items():
                 self._set_attr(handle, op, name, value)
             lib.call("dnnl_graph_add_op", self._handle, handle,
-                     context=f"adding op {op.id} ({op.kind})", refusal_is_rejection=True)
+                     context=f"adding op {op.id} ({op.kind})", refusal_is_rejection=True,
+                     op_kind=op.kind)
         finally:
             lib.call("dnnl_graph_op_destroy", handle)
 
@@ -141,7 +142,7 @@ class NativeGraph:
             array = (ctype * max(len(items), 1))(*items)
             args = (f"dnnl_graph_op_set_attr_{fn}", handle, attr, array, len(items))
         lib.call(*args, context=f"op {op.id} ({op.kind}) attribute {name}",
-                 refusal_is_rejection=True)
+                 refusal_is_rejection=True, op_kind=op.kind)
 
     # -- partitions ----------------------------------------------------------------------------
 

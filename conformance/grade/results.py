@@ -32,6 +32,8 @@ and checks its schema version). Its top-level keys:
 - ``device_problems``: the backend's other devices that could not be used, and why (a compiler
   that failed its probe); ``backend_counters``: what the backend reported doing (the OpenCL
   backend: programs built and taken from its caches), summed over the run's worker processes;
+- ``departures``: the known departures the backend declares (`fusionspec.backend.Departure`
+  as plain data); a verdict's ``details.departures`` names those it matched;
 - ``unavailable``: present (with the reason) only in the document of a run that could not
   start because the backend had no usable device; it has no cases;
 - ``incomplete``: present (with the reason) when the run did not judge everything it was asked
@@ -65,14 +67,15 @@ import platform
 import re
 import shlex
 from collections import Counter, defaultdict
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from importlib import resources
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
-from fusionspec.backend import Device
+from fusionspec.backend import Departure, Device
+from fusionspec.backend.departures import departure_data
 from fusionspec.reference.arrays import write_npz
 from fusionspec.reference.filling import fill_inputs
 from fusionspec.spec.errors import FusionspecError
@@ -172,6 +175,7 @@ class ResultsCollector:
     def __init__(self, backend: str, device: Device, *, seed: int = 0,
                  out_dir: str | Path | None = None,
                  device_problems: Mapping[str, str] | None = None,
+                 departures: Sequence[Departure] = (),
                  unavailable: str | None = None, backend_spec: str | None = None,
                  profile: str | None = None, selection: Mapping[str, Any] | None = None,
                  shard: str | None = None, expectations: Mapping[str, Any] | None = None,
@@ -189,6 +193,8 @@ class ResultsCollector:
         self.expectations = dict(expectations) if expectations is not None else None
         self.strict = strict
         self.device_problems = dict(device_problems or {})
+        #: The backend's declared known departures (what verdicts' ``departures`` refer to).
+        self.departures = [departure_data(d) for d in departures]
         self.unavailable = unavailable
         self.counters: dict[str, int] = {}
         #: Why the run did not judge everything it was asked to (Ctrl-C, no case at all).
@@ -373,7 +379,8 @@ class ResultsCollector:
             "verdicts": _by_index(self.verdicts), "failures": _by_index(self.failures),
             "limitations": _by_index(self.limitations),
             "extensions": _by_index(self.extensions),
-            "device_problems": self.device_problems, "backend_counters": self.counters}
+            "device_problems": self.device_problems, "backend_counters": self.counters,
+            "departures": self.departures}
         if self.unavailable is not None:
             document["unavailable"] = self.unavailable
         if self.incomplete is not None:

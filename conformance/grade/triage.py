@@ -10,10 +10,12 @@ every value a backend keeping its intermediates exact computes, so where the ref
 further from that value than its own bound allows, the reference is the suspect
 (``reference_off``): a bug of the suite, not a finding.
 
-`explain(graph, inputs, partitions, tensor, actual, radius)` re-runs the reference under each
-`Departure` that applies to the graph (an alternative semantics a library is known to have,
-with where it is documented) and names those under which the backend's output is within its
-bound: the finding is then that departure, with its source, not an unexplained difference.
+`explain(graph, inputs, partitions, tensor, actual, radius, names)` re-runs the reference under
+each named `Substitute` that applies to the graph (an alternative semantics some library has:
+`SUBSTITUTES`, by name) and returns the names under which the backend's output is within its
+bound. A backend names the substitutes of its numeric departures
+(`fusionspec.backend.Departure.substitute`); the departure that names a reproducing substitute
+explains the finding, with its source, instead of an unexplained difference.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from fusionspec.reference.registry import REGISTRY, substituted
 from fusionspec.spec.graph import Graph, Partition
 from fusionspec.spec.types import Array
 
-__all__ = ["who_is_right", "explain", "Departure", "DEPARTURES"]
+__all__ = ["who_is_right", "explain", "Substitute", "SUBSTITUTES"]
 
 
 def _failing(expected: Array, actual: Array, radius: Array) -> Array:
@@ -88,17 +90,17 @@ def _num(value: float) -> float | str:
     return value if np.isfinite(value) else str(value)
 
 
-# -- known departures -------------------------------------------------------------------------
+# -- alternative semantics ---------------------------------------------------------------------
 
 @dataclass(frozen=True)
-class Departure:
-    """An alternative semantics some library has: `applies` says whether the graph can show
-    it; `substitutes` are the op implementations that compute it (by kind), or `transform`
-    maps the inputs and outputs (for a property of the device, such as flushing subnormals)."""
+class Substitute:
+    """An alternative semantics some library has, named: `applies` says whether the graph can
+    show it; `substitutes` are the op implementations that compute it (by kind), or
+    `transform` maps the inputs and outputs (for a property of the device, such as flushing
+    subnormals)."""
 
-    id: str
-    statement: str
-    source: str
+    name: str
+    description: str
     applies: Callable[[Graph], bool]
     substitutes: Callable[[], Mapping[str, Callable[..., Any]]] | None = None
     transform: Callable[[Array], Array] | None = None
@@ -152,33 +154,30 @@ def _flush(array: Array) -> Array:
     return flushed.astype(arr.dtype)
 
 
-#: The departures the suite knows, each with where it is documented.
-DEPARTURES: tuple[Departure, ...] = (
-    Departure("nan-select-max", "Maximum and Minimum compare and select, so a NaN on src_0 "
-              "is dropped (max(NaN, 1) = 1, max(1, NaN) = NaN)",
-              "oneDNN's binary max/min kernels (verified on v3.2); benchdnn tolerates it",
-              _kinds("Maximum", "Minimum"), substitutes=_select_max),
-    Departure("gelu-erf-only", "GELU has no mode attribute before oneDNN 3.9: the tanh form "
-              "asked for is computed as the erf form",
-              "oneDNN's GELU op docs: the mode attribute arrives in v3.9",
-              lambda g: any(op.kind == "GELU" and op.attrs.get("mode") == "gelu_tanh"
-                            for op in g.ops), substitutes=_gelu_erf_only),
-    Departure("maxpool-nan", "MaxPool propagates a NaN of its window (the spec skips it, as "
-              "the kernel's greater-than test does)", "docs/semantics.md, Pooling",
-              _kinds("MaxPool"), substitutes=_maxpool_nan),
-    Departure("flush-subnormals", "subnormal inputs and results are flushed to zero (the "
-              "CPU runs with FTZ/DAZ)", "x86 MXCSR FTZ/DAZ modes, set by oneDNN's JIT kernels",
-              lambda g: True, transform=_flush),
-)
+#: The alternative semantics the suite can evaluate, by name (what a backend's numeric
+#: departures name as their substitute).
+SUBSTITUTES: dict[str, Substitute] = {sub.name: sub for sub in (
+    Substitute("select-max", "Maximum and Minimum compare and select, so a NaN on src_0 is "
+               "dropped", _kinds("Maximum", "Minimum"), substitutes=_select_max),
+    Substitute("gelu-erf-only", "GELU in the tanh mode is computed as the erf form",
+               lambda g: any(op.kind == "GELU" and op.attrs.get("mode") == "gelu_tanh"
+                             for op in g.ops), substitutes=_gelu_erf_only),
+    Substitute("maxpool-nan", "MaxPool propagates a NaN of its window",
+               _kinds("MaxPool"), substitutes=_maxpool_nan),
+    Substitute("flush-subnormals", "subnormal inputs and results are flushed to zero",
+               lambda g: True, transform=_flush),
+)}
 
 
 def explain(graph: Graph, inputs: Mapping[int, Array], partitions: Sequence[Partition],
-            tensor: int, actual: Array, radius: Array) -> list[str]:
-    """The ids of the departures under which `actual` is within `radius` of the reference's
-    value of `tensor` (see the module docstring)."""
+            tensor: int, actual: Array, radius: Array, names: Sequence[str]) -> list[str]:
+    """The `names` of substitutes under which `actual` is within `radius` of the reference's
+    value of `tensor` (see the module docstring); a name the suite does not know explains
+    nothing."""
     found = []
-    for departure in DEPARTURES:
-        if not departure.applies(graph):
+    for name in names:
+        departure = SUBSTITUTES.get(name)
+        if departure is None or not departure.applies(graph):
             continue
         try:
             with np.errstate(all="ignore"):
@@ -194,5 +193,5 @@ def explain(graph: Graph, inputs: Mapping[int, Array], partitions: Sequence[Part
             continue
         if tensor in value and not _failing(np.asarray(value[tensor]), np.asarray(actual),
                                             radius).any():
-            found.append(departure.id)
+            found.append(name)
     return found

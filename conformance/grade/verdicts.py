@@ -19,6 +19,11 @@ Any other exception from the backend is an ``error`` with its message and the en
 traceback. A case covered by one of the backend's declared ``limitations`` is still run, then
 reported ``unsupported`` with the limitation's reason; ``limitation_passed`` in the details
 says whether it would have passed.
+
+Every verdict other than a pass carries its facts as data (``details["facts"]``, see
+`fusionspec.conformance.grade.facts`), and its reason is rendered from them. The known
+departures the backend declares are matched against the facts and the case graph
+(`fusionspec.conformance.grade.departures`); those that match are ``details["departures"]``.
 """
 
 from __future__ import annotations
@@ -27,11 +32,12 @@ import traceback
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import nullcontext
 from functools import partial
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import numpy as np
 
-from fusionspec.backend import Backend, Device, Limitation
+from fusionspec.backend import Backend, Departure, Device, Limitation, error_fields
+from fusionspec.backend.departures import FIELD_LIMIT, MAX_FIELDS
 from fusionspec.reference import execute, fill_inputs
 from fusionspec.reference.dtypes import numpy_dtype
 from fusionspec.reference.partitioner import external_tensors, partition
@@ -44,9 +50,11 @@ from ..cases import STRUCTURAL_RULES, Case, CaseKind, Status, Verdict
 from ..transport import BackendFailure, Failure, Foreign, clip
 from .bounds import ancestors, error_bounds, in_order
 from .culprit import MAX_SECONDS, isolate
+from .departures import matching_departures
+from .facts import Facts, fusion_facts, nonfinite_differ, partition_facts, reason
 from .signatures import match_signature
 from .tolerances import Bound, chain_of, compare, dtype_name, dtype_reason
-from .triage import DEPARTURES, explain, who_is_right
+from .triage import explain, who_is_right
 
 __all__ = ["judge", "matching_limitation", "apply_limitation", "rejection_types",
            "rule_statement", "TRACEBACK_LINES", "ancestors"]
@@ -62,28 +70,44 @@ _DIAGNOSIS_ERROR_LIMIT = 500
 
 
 class _Stop(Exception):
-    """Ends grading early with a verdict (raised and caught inside this module only)."""
+    """Ends grading early with a verdict (raised and caught inside this module only): its
+    reason is rendered from its facts."""
 
-    def __init__(self, status: Status, reason: str, **details: object) -> None:
-        super().__init__(reason)
+    def __init__(self, status: Status, facts: Facts, **details: object) -> None:
+        self.reason = reason(facts)
+        super().__init__(self.reason)
         self.status = status
-        self.reason = reason
-        self.details = details
+        self.details = {**details, "facts": facts}
 
 
-def judge(case: Case, backend: Backend, device: Device, *, seed: int = 0) -> Verdict:
-    """The suite's verdict on `case` for `backend` on `device`, inputs filled from `seed`."""
+def _contract(status: Status, problem: str, message: str, **details: object) -> _Stop:
+    """A verdict on a backend that broke the interface (`problem` names how)."""
+    return _Stop(status, {"what": "contract", "problem": problem, "message": message},
+                 **details)
+
+
+def judge(case: Case, backend: Backend, device: Device, *, seed: int = 0,
+          departures: Sequence[Departure] | None = None) -> Verdict:
+    """The suite's verdict on `case` for `backend` on `device`, inputs filled from `seed`;
+    the known `departures` it matches (default: those the backend declares) are recorded in
+    its details."""
+    known = departures if departures is not None else tuple(
+        d for d in getattr(backend, "departures", ()) or () if isinstance(d, Departure))
     try:
         if case.kind is CaseKind.ill_formed:
-            status, reason, details = _judge_ill_formed(case, backend, device)
+            status, said, details = _judge_ill_formed(case, backend, device)
         else:
-            status, reason, details = _judge_well_formed(case, backend, device, seed)
+            status, said, details = _judge_well_formed(case, backend, device, seed, known)
     except _Stop as stop:
-        status, reason, details = stop.status, stop.reason, stop.details
+        status, said, details = stop.status, stop.reason, stop.details
     except Exception as exc:  # a bug of the suite itself: report it on this case, go on
-        status, reason = Status.error, f"the suite failed: {type(exc).__name__}: {exc}"
-        details = {"suite_error": True, "traceback": _short_traceback(exc)}
-    verdict = Verdict(case.id, case.pattern, case.kind, status, reason, case.rule, details)
+        facts: Facts = {"what": "error", "kind": "suite",
+                        "message": f"the suite failed: {type(exc).__name__}: {exc}"}
+        status, said = Status.error, reason(facts)
+        details = {"suite_error": True, "traceback": _short_traceback(exc), "facts": facts}
+    if status is not Status.passed and known:
+        details = {**details, "departures": matching_departures(known, case, status, details)}
+    verdict = Verdict(case.id, case.pattern, case.kind, status, said, case.rule, details)
     limitation = matching_limitation(getattr(backend, "limitations", ()), case, device)
     return verdict if limitation is None else apply_limitation(verdict, limitation)
 
@@ -146,7 +170,7 @@ def _described(exc: BaseException, backend: object) -> Failure:
     return _cleaned(Failure(stage="", type_name=type(exc).__name__, message=message,
                             rule=rule if isinstance(rule, str) else None,
                             is_rejection=isinstance(exc, rejection_types(backend)),
-                            traceback=_short_traceback(exc)))
+                            traceback=_short_traceback(exc), fields=error_fields(exc)))
 
 
 def _cleaned(said: Failure) -> Failure:
@@ -155,12 +179,15 @@ def _cleaned(said: Failure) -> Failure:
     def text(value: object, limit: int) -> str:
         return clean_text(value if isinstance(value, str) else "", limit)
 
+    fields = said.fields if isinstance(said.fields, dict) else {}
     return Failure(stage=text(said.stage, 40), type_name=text(said.type_name, 200) or "?",
                    message=text(said.message, MESSAGE_LIMIT),
                    rule=text(said.rule, 200) if isinstance(said.rule, str) else None,
                    is_rejection=said.is_rejection is True,
                    traceback=text(said.traceback, 4 * MESSAGE_LIMIT),
-                   reason=text(said.reason, MESSAGE_LIMIT))
+                   reason=text(said.reason, MESSAGE_LIMIT),
+                   fields={text(k, FIELD_LIMIT): text(v, FIELD_LIMIT)
+                           for k, v in list(fields.items())[:MAX_FIELDS]})
 
 
 def _call_backend(stage: str, backend: object, fn: Callable[[], T], *,
@@ -171,13 +198,15 @@ def _call_backend(stage: str, backend: object, fn: Callable[[], T], *,
         return fn()
     except (Exception, SystemExit) as exc:  # a backend may even try to end the process
         said = _described(exc, backend)
+        facts: Facts = {"what": "rejection", "kind": "rejection", "stage": stage,
+                        "type": said.type_name, "message": said.message, "rule": said.rule,
+                        "fields": dict(said.fields)}
         if rejection is not None and said.is_rejection:
-            raise _Stop(rejection, f"{stage}() rejected the graph: {said.type_name}: "
-                        f"{said.message}", stage=stage, error_type=said.type_name,
+            raise _Stop(rejection, facts, stage=stage, error_type=said.type_name,
                         message=said.message, error_rule=said.rule) from None
-        raise _Stop(Status.error, f"{stage}() raised {said.type_name}: {said.message}",
-                    stage=stage, error_type=said.type_name, message=said.message,
-                    traceback=said.traceback) from None
+        facts["what"], facts["kind"] = "error", "exception"
+        raise _Stop(Status.error, facts, stage=stage, error_type=said.type_name,
+                    message=said.message, traceback=said.traceback) from None
 
 
 def _call_reference(what: str, fn: Callable[[], T]) -> T:
@@ -185,9 +214,10 @@ def _call_reference(what: str, fn: Callable[[], T]) -> T:
     try:
         return fn()
     except Exception as exc:
-        raise _Stop(Status.error, f"the reference could not {what} (a problem of the suite, "
-                    f"not the backend): {type(exc).__name__}: {exc}", suite_error=True,
-                    traceback=_short_traceback(exc)) from exc
+        raise _Stop(Status.error, {"what": "error", "kind": "suite", "message":
+                                   f"the reference could not {what} (a problem of the suite, "
+                                   f"not the backend): {type(exc).__name__}: {exc}"},
+                    suite_error=True, traceback=_short_traceback(exc)) from exc
 
 
 # -- ill-formed ------------------------------------------------------------------------------
@@ -201,23 +231,26 @@ def _judge_ill_formed(case: Case, backend: Backend, device: Device,
             _call_backend("compile", backend, partial(backend.compile, part, device),
                           rejection=Status.passed)
     except _Stop as stop:
-        if stop.status is Status.error:
-            stop.reason = f"unexpected exception for an ill-formed graph: {stop.reason}"
+        stopped = stop.details.get("facts")
+        if stop.status is Status.error and isinstance(stopped, dict):
+            stopped["ill_formed"] = True
+            stop.reason = reason(cast(Facts, stopped))
             raise
         got_rule = stop.details.get("error_rule")
         details = {**stop.details, "expected_rule": case.rule,
                    "rule_matches": None if got_rule is None else got_rule == case.rule}
         note = "" if got_rule in (None, case.rule) else f" (the case breaks {case.rule})"
         return Status.passed, stop.reason + note, details
-    return (Status.accepted_invalid,
-            f"accepted an ill-formed graph without complaint ({rule_statement(case.rule)})",
-            {"expected_rule": case.rule, "actual_partitions": _describe_all(parts)})
+    facts: Facts = {"what": "accepted", "rule": case.rule}
+    return (Status.accepted_invalid, reason(facts, rule_statement(case.rule)),
+            {"expected_rule": case.rule, "actual_partitions": _describe_all(parts),
+             "facts": facts})
 
 
 # -- valid and near-miss ---------------------------------------------------------------------
 
 def _judge_well_formed(case: Case, backend: Backend, device: Device, seed: int,
-                       ) -> tuple[Status, str, dict[str, object]]:
+                       known: Sequence[Departure]) -> tuple[Status, str, dict[str, object]]:
     graph = _call_reference("finalize this graph", case.graph.finalize)
     expected = _call_reference("partition this graph", lambda: partition(graph))
     parts = _call_backend("partition", backend, lambda: list(backend.partition(case.graph)),
@@ -236,17 +269,21 @@ def _judge_well_formed(case: Case, backend: Backend, device: Device, seed: int,
             details["numerics"] = f"{stop.status.value}: {stop.reason}"
         except Exception as exc:
             details["numerics"] = f"not run: {type(exc).__name__}: {exc}"
-        return Status.fusion_mismatch, _fusion_reason(graph, expected, parts), details
+        facts = fusion_facts(graph, expected, parts, case.rule)
+        return Status.fusion_mismatch, reason(facts), {**details, "facts": facts}
     numerics = _numerics(case, graph, backend, device, parts, seed, expected)
     details["numerics"] = numerics["summary"]
     if numerics["failure"] is not None:
         failure = numerics["failure"]
-        failure.update(_diagnose(graph, backend, device, parts, numerics["context"], failure))
+        failure.update(_diagnose(graph, backend, device, parts, numerics["context"], failure,
+                                 known))
         return Status.numeric_mismatch, str(failure["reason"]), {**details, **failure}
     if fusion == "extension":
-        merged = [_kinds(p.ops) for p in parts if _key(p) not in {_key(e) for e in expected}]
-        return (Status.extension, f"fused {', '.join(merged)} past "
-                f"{rule_statement(case.rule)}, and computed it right", details)
+        merged = [partition_facts(p)["kinds"] for p in parts
+                  if _key(p) not in {_key(e) for e in expected}]
+        facts = {"what": "extension", "merged": merged, "rule": case.rule}
+        return (Status.extension, reason(facts, rule_statement(case.rule)),
+                {**details, "facts": facts})
     return Status.passed, "", details
 
 
@@ -280,21 +317,23 @@ def _check_cover(graph: Graph, parts: Sequence[object]) -> None:
     for index, part in enumerate(parts):
         if not isinstance(part, Partition):
             kind = part.type_name if isinstance(part, Foreign) else type(part).__name__
-            raise _Stop(Status.error, f"partition() returned a {kind}, not a fusionspec "
-                        "Partition", stage="partition")
+            raise _contract(Status.error, "not-a-partition", f"partition() returned a {kind}, "
+                            "not a fusionspec Partition", stage="partition")
         for op in part.ops:
             if op.id not in graph.op_by_id:
-                raise _Stop(Status.fusion_mismatch, f"partition {index} holds op {op.id}, "
-                            "which is not in the graph", actual_partitions=_describe_all(parts))
+                raise _contract(Status.fusion_mismatch, "op-outside-graph", f"partition {index} "
+                                f"holds op {op.id}, which is not in the graph",
+                                actual_partitions=_describe_all(parts))
             if op.id in seen:
-                raise _Stop(Status.fusion_mismatch, f"op {op.id} ({op.kind}) is in partitions "
-                            f"{seen[op.id]} and {index}", actual_partitions=_describe_all(parts))
+                raise _contract(Status.fusion_mismatch, "op-twice", f"op {op.id} ({op.kind}) is "
+                                f"in partitions {seen[op.id]} and {index}",
+                                actual_partitions=_describe_all(parts))
             seen[op.id] = index
     left = [op for op in graph.ops if op.id not in seen]
     if left:
-        raise _Stop(Status.fusion_mismatch, f"ops {[op.id for op in left]} "
-                    f"({', '.join(op.kind for op in left)}) are in no partition",
-                    actual_partitions=_describe_all(parts))
+        raise _contract(Status.fusion_mismatch, "op-uncovered", f"ops {[op.id for op in left]} "
+                        f"({', '.join(op.kind for op in left)}) are in no partition",
+                        actual_partitions=_describe_all(parts))
 
 
 def _io_ok(graph: Graph, part: Partition) -> bool:
@@ -309,14 +348,16 @@ def _fusion(case: Case, graph: Graph, expected: Sequence[Partition],
     for a backend partition marked unsupported (a rejection of a valid graph)."""
     for part in parts:
         if not part.supported:
-            raise _Stop(Status.rejected_valid, f"the backend marks partition {_kinds(part.ops)} "
-                        "unsupported", actual_partitions=_describe_all(parts))
+            raise _Stop(Status.rejected_valid, {"what": "unsupported",
+                                                "kinds": partition_facts(part)["kinds"]},
+                        actual_partitions=_describe_all(parts))
     # The reference may label an instance with an overlapping pattern that comes first in the
     # catalog (convtranspose.int8 vs int8.convtranspose_post_ops); the op sets are what count.
     if case.kind is CaseKind.valid and all(p.pattern is None for p in expected):
-        raise _Stop(Status.error, f"the reference fuses nothing in this valid case of "
-                    f"{case.pattern} (a problem of the suite)", suite_error=True,
-                    expected_partitions=_describe_all(expected))
+        raise _Stop(Status.error, {"what": "error", "kind": "suite", "message":
+                                   f"the reference fuses nothing in this valid case of "
+                                   f"{case.pattern} (a problem of the suite)"},
+                    suite_error=True, expected_partitions=_describe_all(expected))
     want = {_key(p) for p in expected}
     got = {_key(p) for p in parts}
     if not all(_io_ok(graph, p) for p in parts):
@@ -329,31 +370,14 @@ def _fusion(case: Case, graph: Graph, expected: Sequence[Partition],
     return "mismatch"
 
 
-def _fusion_reason(graph: Graph, expected: Sequence[Partition],
-                   parts: Sequence[Partition]) -> str:
-    want = {_key(p): p for p in expected}
-    got = {_key(p): p for p in parts}
-    wrong_io = [p for p in parts if _key(p) in want and not _io_ok(graph, p)]
-    if wrong_io:
-        part = wrong_io[0]
-        ins, outs = external_tensors(graph, part.ops)
-        return (f"partition {_kinds(part.ops)} has inputs {sorted(t.id for t in part.inputs)} "
-                f"and outputs {sorted(t.id for t in part.outputs)}; the spec requires "
-                f"{sorted(t.id for t in ins)} and {sorted(t.id for t in outs)}")
-    missing = [_kinds(p.ops) for k, p in want.items() if k not in got]
-    extra = [_kinds(p.ops) for k, p in got.items() if k not in want]
-    return (f"expected partition(s) {', '.join(missing)}; the backend formed "
-            f"{', '.join(extra) or 'other partitions'}")
-
-
 # -- numerics --------------------------------------------------------------------------------
 
 def _order(parts: Sequence[Partition]) -> list[Partition]:
     ordered, acyclic = in_order(parts)
     if not acyclic:
-        raise _Stop(Status.fusion_mismatch, "the backend's partitions depend on each other "
-                    "in a cycle (a partition is not convex)",
-                    actual_partitions=_describe_all(parts))
+        raise _contract(Status.fusion_mismatch, "cycle", "the backend's partitions depend on "
+                        "each other in a cycle (a partition is not convex)",
+                        actual_partitions=_describe_all(parts))
     return ordered
 
 
@@ -389,31 +413,32 @@ def _numerics(case: Case, graph: Graph, backend: Backend, device: Device,
         sources.append(_kernel_source(compiled, part))
         unfed = [t.id for t in part.inputs if t.id not in values]
         if unfed:  # an intermediate the backend keeps inside another partition
-            raise _Stop(Status.fusion_mismatch, f"partition {_kinds(part.ops)} reads tensor(s) "
-                        f"{unfed}, which no partition outputs", tensors=unfed,
-                        actual_partitions=_describe_all(parts))
+            raise _contract(Status.fusion_mismatch, "unfed-input", f"partition "
+                            f"{_kinds(part.ops)} reads tensor(s) {unfed}, which no partition "
+                            "outputs", tensors=unfed, actual_partitions=_describe_all(parts))
         feed: dict[int, Any] = {t.id: values[t.id] for t in part.inputs}
         produced: object = _call_backend("execute", backend, partial(compiled.execute, feed),
                                          rejection=None)
         if not isinstance(produced, Mapping):
             kind = produced.type_name if isinstance(produced, Foreign) else \
                 type(produced).__name__
-            raise _Stop(Status.numeric_mismatch, f"execute() returned a {kind}, not a mapping "
-                        "of tensor id to array")
+            raise _contract(Status.numeric_mismatch, "not-a-mapping", f"execute() returned a "
+                            f"{kind}, not a mapping of tensor id to array")
         for t in part.outputs:
             if t.id not in produced:
-                raise _Stop(Status.numeric_mismatch, f"execute() of partition "
-                            f"{_kinds(part.ops)} returned no array for output tensor {t.id}",
-                            tensor=t.id)
+                raise _contract(Status.numeric_mismatch, "missing-output", f"execute() of "
+                                f"partition {_kinds(part.ops)} returned no array for output "
+                                f"tensor {t.id}", tensor=t.id)
             array = produced[t.id]
             if isinstance(array, Foreign):
-                raise _Stop(Status.numeric_mismatch, f"execute() returned a {array.type_name} "
-                            f"for output tensor {t.id}, not an array", tensor=t.id)
+                raise _contract(Status.numeric_mismatch, "not-an-array", f"execute() returned "
+                                f"a {array.type_name} for output tensor {t.id}, not an array",
+                                tensor=t.id)
             want = graph.tensors[t.id].dtype
             if isinstance(array, np.ndarray) and array.dtype != numpy_dtype(want):
-                raise _Stop(Status.numeric_mismatch,
-                            dtype_reason(dtype_name(array.dtype), want, ancestors(graph, t.id)),
-                            tensor=t.id, dtype=want.value, actual_dtype=str(array.dtype))
+                raise _contract(Status.numeric_mismatch, "wrong-dtype", dtype_reason(
+                    dtype_name(array.dtype), want, ancestors(graph, t.id)),
+                    tensor=t.id, dtype=want.value, actual_dtype=str(array.dtype))
             values[t.id] = array
     radii = _call_reference("bound the errors", lambda: error_bounds(
         graph, inputs, expected, rounding_differs=_rounding_differs(graph, expected, parts)))
@@ -429,7 +454,10 @@ def _numerics(case: Case, graph: Graph, backend: Backend, device: Device,
                         "max_excess": said["max_excess"],
                         "max_radius": said["bound"]["max_radius"]})
         if failure is None and not result.passed:
-            failure = {"reason": f"tensor {t.id}: {result.reason}", "tensor": t.id,
+            facts: Facts = {"what": "numeric", "tensor": t.id, "chain": list(bound.chain),
+                            "dtype": t.dtype.value, "summary": result.reason,
+                            "nonfinite": nonfinite_differ(reference[t.id], values.get(t.id))}
+            failure = {"reason": reason(facts), "facts": facts, "tensor": t.id,
                        "dtype": t.dtype.value, "shape": list(reference[t.id].shape),
                        **{k: v for k, v in result.to_dict().items()
                           if k not in ("reason", "passed")}}
@@ -441,9 +469,11 @@ def _numerics(case: Case, graph: Graph, backend: Backend, device: Device,
 
 
 def _diagnose(graph: Graph, backend: Backend, device: Device, parts: Sequence[Partition],
-              context: Mapping[str, Any], failure: Mapping[str, object]) -> dict[str, object]:
+              context: Mapping[str, Any], failure: Mapping[str, object],
+              known: Sequence[Departure]) -> dict[str, object]:
     """What the details of a numeric mismatch add: who is right (the float64 evaluation,
-    also on each worst element), the known departures that explain it, and the culprit (the
+    also on each worst element), the substitutes of `known` departures that reproduce the
+    backend's values (``reproduced``), and the culprit (the
     smallest piece that still fails). A failure here is noted, never the verdict's end."""
     added: dict[str, object] = {}
     tensor = failure.get("tensor")
@@ -462,10 +492,8 @@ def _diagnose(graph: Graph, backend: Backend, device: Device, parts: Sequence[Pa
             added["worst"] = [{**w, "high_precision": _json_float(float(high[tuple(
                 w["index"])]))} for w in worst if isinstance(w, dict)]
         added["triage"] = verdict
-        known = {d.id: d for d in DEPARTURES}
-        added["departures"] = [{"id": i, "statement": known[i].statement,
-                                "source": known[i].source}
-                               for i in explain(graph, inputs, parts, tensor, actual, radius)]
+        names = sorted({d.substitute for d in known if d.substitute is not None})
+        added["reproduced"] = explain(graph, inputs, parts, tensor, actual, radius, names)
     except Exception as exc:  # the diagnosis is a courtesy; the verdict stands without it
         added["diagnosis_error"] = clip(f"{type(exc).__name__}: {exc}", _DIAGNOSIS_ERROR_LIMIT)
     try:

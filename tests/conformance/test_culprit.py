@@ -62,8 +62,8 @@ def test_gelu_tanh_mutant_is_one_finding_naming_gelu() -> None:
         f"{findings[0].known}"
 
 
-def test_maximum_dropping_nan_is_a_known_departure() -> None:
-    results = _run("MaximumDropsFirstNaN", ["fp.binary_post_ops", "fp.pool_binary"])
+def test_maximum_dropping_nan_is_a_known_departure_where_the_backend_declares_it() -> None:
+    results = _run("MaximumDropsFirstNaNDeclared", ["fp.binary_post_ops", "fp.pool_binary"])
     numeric = [f for f in results.failures if f["status"] == "numeric-mismatch"]
     assert numeric, f"the NaN-dropping Maximum must fail numerically: {dict(results.totals)}"
     named = [f for f in numeric
@@ -72,6 +72,17 @@ def test_maximum_dropping_nan_is_a_known_departure() -> None:
                   f"departure: {[f['details'].get('departures') for f in numeric[:3]]}"
     assert all(d.get("source") for f in named for d in f["details"]["departures"]), \
         "a known departure carries where it is documented"
+    declared = results.to_dict()["departures"]
+    assert [d["id"] for d in declared] == ["nan-select-max"], \
+        f"the results document records the backend's declarations: {declared}"
+
+
+def test_an_undeclared_departure_stays_unexplained() -> None:
+    results = _run("MaximumDropsFirstNaN", ["fp.binary_post_ops"])
+    numeric = [f for f in results.failures if f["status"] == "numeric-mismatch"]
+    assert numeric, f"the NaN-dropping Maximum must fail numerically: {dict(results.totals)}"
+    assert not any(f["details"].get("departures") for f in numeric), \
+        "a backend that declares no departure is explained by none (not by another library's)"
 
 
 def _exp_graph() -> Graph:

@@ -20,6 +20,8 @@ TESTS = str(Path(__file__).resolve().parents[1])  # holds the testkit package
     ("DeviceIdNotText", "device.id"),
     ("LimitationNotALimitation", "limitations[0]"),
     ("CatchAllLimitation", "covers every case"),
+    ("DepartureNotADeparture", "departures[0] is a str"),
+    ("CatchAllDeparture", "matches every case"),
     ("NameNotText", "name"),
 ])
 @pytest.mark.parametrize("isolate", [True, False])

@@ -15,23 +15,26 @@ from fusionspec.reports.findings import group_findings, signature
 
 
 def test_signature_abstracts_members_and_numbers_but_not_ordered_binaries() -> None:
-    def rec(reason: str) -> dict[str, str]:
-        return {"status": "fusion-mismatch", "reason": reason}
+    def rec(expected: list[str], *formed: list[str]) -> dict[str, object]:
+        return {"status": "fusion-mismatch", "reason": "ignored",
+                "facts": {"what": "fusion", "expected": [expected], "formed": list(formed)}}
 
-    a = signature(rec("expected partition(s) [Elu->Add->Maximum]; the backend formed [Elu], "
-                      "[Add->Maximum] (op 12)"))
-    b = signature(rec("expected partition(s) [ReLU->Multiply->Minimum->Add]; the backend "
-                      "formed [ReLU], [Multiply->Minimum->Add] (op 3)"))
+    a = signature(rec(["Elu", "Add", "Maximum"], ["Elu"], ["Add", "Maximum"]))
+    b = signature(rec(["ReLU", "Multiply", "Minimum", "Add"], ["ReLU"],
+                      ["Multiply", "Minimum", "Add"]))
     assert a == b, f"member kinds, repeat counts and ids are incidental: {a!r} vs {b!r}"
-    c = signature(rec("expected partition(s) [Elu->Subtract]; the backend formed [Elu], "
-                      "[Subtract] (op 1)"))
-    assert "Subtract" in c and c != signature(rec("expected partition(s) [Elu->Add]; the "
-                                                  "backend formed [Elu], [Add] (op 1)")), \
+    c = signature(rec(["Elu", "Subtract"], ["Elu"], ["Subtract"]))
+    assert "Subtract" in c and c != signature(rec(["Elu", "Add"], ["Elu"], ["Add"])), \
         f"Subtract enters chains on one port only, so it stays literal: {c!r}"
-    numeric = signature({"status": "numeric-mismatch", "dtype": "bf16",
-                         "reason": "tensor 7: 3 of 8 exceed (max abs error 0.5) [MatMul->ReLU]"})
+    numeric = signature({"status": "numeric-mismatch", "dtype": "bf16", "reason": "ignored",
+                         "facts": {"what": "numeric", "chain": ["MatMul", "ReLU"],
+                                   "dtype": "bf16", "nonfinite": False}})
     assert numeric.endswith("[MatMul->Unary] (bf16)"), \
         f"a numeric finding is its chain and dtype, with bf16/f32 intact: {numeric!r}"
+    legacy = signature({"status": "numeric-mismatch", "pattern": "matmul.post_ops",
+                        "reason": "tensor 7: 3 of 8 exceed [MatMul->ReLU]"})
+    assert legacy == "numeric-mismatch: matmul.post_ops (no facts recorded)", \
+        f"a record written before verdicts carried facts groups by status and pattern: {legacy!r}"
 
 
 def test_findings_document_covers_every_failure_with_a_replayable_example(

@@ -12,7 +12,7 @@ import pickle
 from multiprocessing.connection import Connection
 from typing import Any
 
-from fusionspec.backend import Device, Limitation
+from fusionspec.backend import Departure, Device, Limitation
 from fusionspec.spec.graph import Graph, Partition
 
 from .toy_backends import _Toy
@@ -77,6 +77,20 @@ class LimitationNotALimitation(_Toy):
 
     name = "limitation-not-a-limitation"
     limitations = ("everything is hard",)
+
+
+class DepartureNotADeparture(_Toy):
+    """Declares a string as its known departure."""
+
+    name = "departure-not-a-departure"
+    departures = ("our Maximum drops NaN",)
+
+
+class CatchAllDeparture(_Toy):
+    """Declares one departure that matches every case (it would explain every finding)."""
+
+    name = "catch-all-departure"
+    departures = (Departure("everything", "whatever fails is known"),)
 
 
 class CatchAllLimitation(_Toy):

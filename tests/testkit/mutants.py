@@ -21,7 +21,7 @@ from typing import Any, ClassVar
 import ml_dtypes
 import numpy as np
 
-from fusionspec.backend import CompiledPartition, Device
+from fusionspec.backend import CompiledPartition, Departure, Device
 from fusionspec.reference import execute
 from fusionspec.reference.backend import ReferenceBackend
 from fusionspec.reference.dtypes import cast_to
@@ -535,6 +535,16 @@ class MaximumDropsFirstNaN(_SwapsOps):
 
     name = "maximum-drops-first-nan"
     swaps: ClassVar[Mapping[str, Maker]] = {"Maximum": _select_max, "Minimum": _select_min}
+
+
+class MaximumDropsFirstNaNDeclared(MaximumDropsFirstNaN):
+    """The same, declaring it as a known departure (the suite evaluates the named substitute
+    and names the departure where it reproduces the values)."""
+
+    name = "maximum-drops-first-nan-declared"
+    departures = (Departure("nan-select-max", "Maximum and Minimum compare and select, so a "
+                            "NaN on src_0 is dropped", "this backend's Maximum kernel",
+                            statuses=("numeric-mismatch",), substitute="select-max"),)
 
 
 def _quantize_wrapping(original: Callable[..., Any]) -> Callable[..., Any]:
