@@ -22,13 +22,13 @@ from fusionspec.spec.graph import Op, Partition
 
 from ..codegen.access import Domain, known_shape, stride_exprs
 from ..codegen.args import KernelArgs
-from ..codegen.epilogue import Value, emit_epilogue, supported_kinds
+from ..codegen.epilogue import supported_kinds
 from ..codegen.source import render
 from ..codegen.types import TypePolicy, check_supported
 from ..errors import UnsupportedPartitionError
 from ..plan import KernelPlan, Launch
 from .base import BuildContext, KernelFamily
-from .table import table_post_ops
+from .table import post_ops_body
 
 __all__ = ["FAMILY", "KERNEL_NAME", "is_interpolate", "build_interpolate"]
 
@@ -130,17 +130,8 @@ def build_interpolate(partition: Partition, ctx: BuildContext) -> KernelPlan:
     preamble.need(helpers)
     domain = Domain(out_shape, args)
     # Small domains run the post-ops in the table form (fusionspec.accel.families.table).
-    body = table_post_ops(post, ctx, work=domain.size, shape=domain.shape,
-                          outputs=partition.outputs, given=dst.id, args=args, preamble=preamble,
-                          index="idx", acc="acc")
-    if body is None:
-        code = emit_epilogue(post, domain=domain, policy=policy, preamble=preamble,
-                             given={dst.id: Value("acc")}, outputs=partition.outputs,
-                             acc="acc", linear="i")
-        missing = [t.id for t in partition.outputs if t.id not in code.stored]
-        if missing:
-            raise fail(f"outputs {missing} are not computed by the ops")
-        body = code.body
+    body = post_ops_body(post, ctx, domain=domain, outputs=partition.outputs, given=dst.id,
+                         args=args, preamble=preamble, fail=fail)
     splits = domain.split("rest")
     size = domain.size_arg()
     source = render("interpolate.cl.j2", preamble=preamble.render(), name=KERNEL_NAME,

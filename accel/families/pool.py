@@ -28,14 +28,14 @@ from fusionspec.spec.shapes import filled_default, pads_for
 
 from ..codegen.access import Domain, known_shape
 from ..codegen.args import KernelArgs
-from ..codegen.epilogue import Value, emit_epilogue, supported_kinds
+from ..codegen.epilogue import emit_epilogue, supported_kinds
 from ..codegen.opctx import attr_of
 from ..codegen.source import render
 from ..codegen.types import c_float, check_supported
 from ..errors import UnsupportedPartitionError
 from ..plan import KernelPlan, Launch
 from .base import BuildContext, KernelFamily
-from .table import table_post_ops
+from .table import post_ops_body
 
 __all__ = ["FAMILY", "KERNEL_NAME", "is_pool", "build_pool"]
 
@@ -126,17 +126,8 @@ def build_pool(partition: Partition, ctx: BuildContext) -> KernelPlan:
         load_body = f"{deq.body}\nconst float x = {value};"
     domain = Domain(out_shape, args)
     # Small domains run the post-ops in the table form (fusionspec.accel.families.table).
-    body = table_post_ops(post, ctx, work=domain.size, shape=domain.shape,
-                          outputs=partition.outputs, given=dst.id, args=args, preamble=preamble,
-                          index="idx", acc="acc")
-    if body is None:
-        code = emit_epilogue(post, domain=domain, policy=ctx.policy, preamble=preamble,
-                             given={dst.id: Value("acc")}, outputs=partition.outputs,
-                             acc="acc", linear="i")
-        missing = [t.id for t in partition.outputs if t.id not in code.stored]
-        if missing:
-            raise fail(f"outputs {missing} are not computed by the ops")
-        body = code.body
+    body = post_ops_body(post, ctx, domain=domain, outputs=partition.outputs, given=dst.id,
+                         args=args, preamble=preamble, fail=fail)
     taps = [(a, args.index(f"ker{n}", k), args.index(f"stride{n}", s),
              args.index(f"dil{n}", d), args.index(f"pad{n}", p), src_domain.extent(a))
             for n, (a, k, s, d, p) in enumerate(zip(axes, kernel, strides, dilations, begin))]

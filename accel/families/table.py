@@ -15,7 +15,7 @@ problems are far above it).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from fusionspec.spec.graph import LogicalTensor, Op, Partition
 
@@ -37,7 +37,7 @@ from ..plan import (
 from .base import BuildContext
 
 __all__ = ["TABLE_LIMIT", "TABLE_KERNEL", "FORMS", "DECLS", "choose_table", "build_table",
-           "table_post_ops"]
+           "table_post_ops", "post_ops_body"]
 
 TABLE_KERNEL = "fs_table"
 #: The largest domain (elements) that ``form="auto"`` runs in the table form.
@@ -132,3 +132,21 @@ def table_post_ops(post: Sequence[Op], ctx: BuildContext, *, work: int,
     return table_epilogue(post, shape=shape, outputs=outputs, given=given, args=args,
                           preamble=preamble, coords=[f"{index}[{j}]" for j in range(len(shape))],
                           acc=acc)
+
+
+def post_ops_body(post: Sequence[Op], ctx: BuildContext, *, domain: Domain,
+                  outputs: Sequence[LogicalTensor], given: int, args: KernelArgs,
+                  preamble: Preamble, fail: Callable[[str], Exception]) -> str:
+    """The statements that run a main op's `post` ops on ``acc`` at each element of `domain`
+    (index ``idx``, linear ``i``): the table form where `table_post_ops` takes it, else the
+    specialised epilogue; `fail` makes the error for an output the ops do not compute."""
+    body = table_post_ops(post, ctx, work=domain.size, shape=domain.shape, outputs=outputs,
+                          given=given, args=args, preamble=preamble, index="idx", acc="acc")
+    if body is not None:
+        return body
+    code = emit_epilogue(post, domain=domain, policy=ctx.policy, preamble=preamble,
+                         given={given: Value("acc")}, outputs=outputs, acc="acc", linear="i")
+    missing = [t.id for t in outputs if t.id not in code.stored]
+    if missing:
+        raise fail(f"outputs {missing} are not computed by the ops")
+    return code.body
