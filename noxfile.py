@@ -79,10 +79,11 @@ def _install(session: nox.Session, *extras: str, editable: bool = False) -> None
 
 @nox.session(python=PYTHON)
 def tests(session: nox.Session) -> None:
-    """Run the test suite; extra arguments go to pytest (e.g. -k notation)."""
+    """Run the test suite, one pytest-xdist worker per core (many tests wait on subprocesses);
+    extra arguments go to pytest instead of the defaults (e.g. -k notation)."""
     _install(session, "accel", "intel-opencl", "conformance", "report", "dev", "onednn")
     session.install(TORCH)
-    session.run("pytest", *(session.posargs or ["-q", "-m", "not slow"]),
+    session.run("pytest", *(session.posargs or ["-q", "-m", "not slow", "-n", "auto"]),
                 env={"FUSIONSPEC_REQUIRE": _required("onednn")})
 
 
