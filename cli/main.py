@@ -12,6 +12,7 @@ Every command that prints results takes ``--json`` for machine-readable output
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import zipfile
 from collections.abc import Sequence
@@ -77,6 +78,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         # SIGTERM stops a command as Ctrl-C does, so no backend worker outlives it.
         with terminate_cleanly():
             code: int = module.run(args)
+    except BrokenPipeError:
+        # The reader went away (``fusionspec ... --json | head``): nothing more can be said
+        # there. Point standard output at nothing so the interpreter's final flush is quiet.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141  # as a shell reports a command ended by SIGPIPE
     except UsageError as exc:
         return _fail(args, "error", exc, 2)
     except FusionspecError as exc:

@@ -25,7 +25,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
 from fusionspec.spec.catalog import PatternEntry
-from fusionspec.spec.categories import BINARY, CATEGORIES, UNARY
+from fusionspec.spec.categories import BINARY, CATEGORIES, REDUCTION, UNARY
 from fusionspec.spec.dtypes import DataType
 from fusionspec.spec.graph import AttrValue, Graph, LogicalTensor, Op
 from fusionspec.spec.match import MatchError
@@ -64,6 +64,12 @@ UNARY_VARIANTS: dict[str, tuple[dict[str, AttrValue], ...]] = {
     "Pow": ({"beta": 2.0}, {"beta": -1.0}, {"beta": 0.0}),
     "SoftPlus": ({"beta": -1.0}, {"beta": 2.0}),
 }
+#: Each reduction's ``keep_dims`` both ways, taken in turn like the unary variants, so the
+#: deterministic floor shows both output ranks whatever the random draws happen to reach.
+REDUCTION_VARIANTS: dict[str, tuple[dict[str, AttrValue], ...]] = {
+    kind: ({"keep_dims": False}, {"keep_dims": True}) for kind in REDUCTION}
+#: Every op's variants the instances take in turn.
+_VARIANTS = {**UNARY_VARIANTS, **REDUCTION_VARIANTS}
 #: The first variant of each (what a lone instance takes).
 UNARY_ATTRS: dict[str, dict[str, AttrValue]] = {k: v[0] for k, v in UNARY_VARIANTS.items()}
 
@@ -173,8 +179,8 @@ class _Builder:
         self.engine_kind = engine_kind
         self.turns = turns
 
-    def unary_attrs(self, kind: str) -> dict[str, AttrValue]:
-        variants = UNARY_VARIANTS.get(kind, ({},))
+    def variant_attrs(self, kind: str) -> dict[str, AttrValue]:
+        variants = _VARIANTS.get(kind, ({},))
         if self.turns is None:
             return dict(variants[0])
         turn = self.turns.get(kind, 0)
@@ -258,8 +264,10 @@ def _head(b: _Builder, kind: str, plan: Plan) -> LogicalTensor:
                     {"mode": "nearest", "sizes": (6, 6), "data_format": "NCX"})
     if kind.startswith("Reduce"):
         # The axes from the optional input (the random draws mostly take the attribute).
-        return b.op(kind, [b.tensor(_ACT), b.tensor((1,), DataType.s32)],
-                    [b.tensor((1, 6, 6))], {"keep_dims": False})
+        attrs = b.variant_attrs(kind)
+        out = (1, 1, 6, 6) if attrs.get("keep_dims") else (1, 6, 6)
+        return b.op(kind, [b.tensor(_ACT), b.tensor((1,), DataType.s32)], [b.tensor(out)],
+                    attrs)
     if kind == "SoftMax":
         return b.op(kind, [b.tensor((4, 8))], [b.tensor((4, 8))], {"axis": 1})
     if kind == "ConvolutionBackwardWeights":
@@ -296,7 +304,7 @@ def _follower(b: _Builder, kind: str, cur: LogicalTensor) -> LogicalTensor:
     out = b.tensor(shape)
     channels = (shape[1],) if len(shape) > 1 else (shape[-1],)
     if kind in UNARY_ATTRS or kind in _UNARY_PLAIN:
-        return b.op(kind, [cur], [out], b.unary_attrs(kind))
+        return b.op(kind, [cur], [out], b.variant_attrs(kind))
     if kind == "BiasAdd":
         fmt = "NCX" if len(shape) == 4 else "NXC"
         size = (shape[1],) if fmt == "NCX" else (shape[-1],)
@@ -338,9 +346,9 @@ def instance_cases(entry: PatternEntry, engine_kind: str = "cpu") -> list[Case]:
     clean values; then, for each op kind reading a graph input and each corner specific to it
     (`fusionspec.conformance.generate.values.TARGETED`), the shortest instance showing that
     pair once more with that corner (the fewer ops after it, the less can hide it: a Minimum
-    after an Exp clips its overflow away); then, for each unary op with attributes, the
-    `UNARY_VARIANTS` its uses did not reach in turn, on the shortest plan holding it; last,
-    `narrow_product_cases`."""
+    after an Exp clips its overflow away); then, for each unary op with attributes and each
+    reduction, the `UNARY_VARIANTS` and `REDUCTION_VARIANTS` its uses did not reach in turn, on
+    the shortest plan holding it; last, `narrow_product_cases`."""
     cases: list[Case] = []
     corners: dict[tuple[str, int, str], tuple[int, int, Case]] = {}
     turns: dict[str, int] = {}
@@ -354,7 +362,7 @@ def instance_cases(entry: PatternEntry, engine_kind: str = "cpu") -> list[Case]:
             if key not in corners or rank < corners[key][:2]:
                 corners[key] = (*rank, with_values(case, corner))
     # The variants the plans did not reach in turn: each on the shortest plan holding its op.
-    for kind, variants in UNARY_VARIANTS.items():
+    for kind, variants in _VARIANTS.items():
         holding = sorted((p for p in plans if kind in p.kinds), key=lambda p: len(p.kinds))
         for turn in range(turns.get(kind, 0), len(variants) if holding else 0):
             graph = build_instance(entry, holding[0], engine_kind, {**turns, kind: turn})
