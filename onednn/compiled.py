@@ -91,8 +91,11 @@ class OnednnCompiledPartition:
         items = max(-(-size.value // dtype.itemsize), 1)
         raw = np.zeros(items * dtype.itemsize, np.uint8)
         shape, strides = native_dims(native)
-        view = as_strided(raw.view(dtype), shape=shape,
-                          strides=tuple(s * dtype.itemsize for s in strides))
+        # NumPy's as_strided rebuilds the array from its type string, which it cannot read back
+        # for ml_dtypes' float8 types ('<f1'): stride an unsigned carrier of the same width.
+        carrier = np.dtype(f"u{dtype.itemsize}")
+        view = as_strided(raw.view(carrier), shape=shape,
+                          strides=tuple(s * dtype.itemsize for s in strides)).view(dtype)
         return raw, view
 
     def _tensor(self, native: NativeLogicalTensor, raw: Array) -> ctypes.c_void_p:

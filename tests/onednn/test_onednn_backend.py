@@ -108,6 +108,18 @@ def test_dtypes_outside_the_headers_are_limitations(onednn: OnednnBackend) -> No
             onednn.partition(graph)
 
 
+def test_f8_buffers_are_read_and_written(onednn: OnednnBackend) -> None:
+    """float8 tensors go through strided views like every other type (NumPy cannot stride an
+    ml_dtypes float8 array directly)."""
+    if DataType.f8_e5m2 not in supported_dtypes(onednn.library.headers):
+        pytest.skip(f"oneDNN {onednn.devices()[0].driver} has no f8 data types")
+    graph = Graph([Op(0, "Dequantize", [_t(0, (2, 3), DataType.f8_e5m2)], [_t(1, (2, 3))],
+                      {"scales": [0.5]})])
+    want, got, _ = _run(onednn, graph)
+    np.testing.assert_array_equal(got[1], want[1],
+                                  err_msg="Dequantize f8_e5m2 -> f32 is exact [Dequantize]")
+
+
 def test_missing_library_makes_the_backend_unavailable(tmp_path: object) -> None:
     backend = OnednnBackend(library="/nonexistent/libdnnl.so")
     assert backend.devices() == (), "no library: no devices, and no exception"
