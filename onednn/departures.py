@@ -72,6 +72,12 @@ DEPARTURES: tuple[Departure, ...] = (
     Departure("batchnorm-no-bf16", "batch normalization has no bf16 implementation",
               "oneDNN's BatchNormInference op docs", statuses=("rejected-valid",),
               unsupported=("BatchNormInference",), dtypes=("bf16",)),
+    Departure("not-in-version", "this library version's C API has no way to say what the case "
+              "asks (an op kind, attribute or data type the pages give, such as MatMul's "
+              "accumulation_mode before v3.10), so the graph cannot be handed to it",
+              "the installed headers' enumerations (dnnl_graph_types.h), read by the adapter",
+              label="Limitation", statuses=("rejected-valid",),
+              error_fields=(("status", "not expressible"),)),
     Departure("op-schema-refusal", "the library's op schema check refuses the op as the case "
               "writes it (a dtype or attribute combination the pages allow)",
               "oneDNN's op schemas (dnnl_graph_add_op returns an error status)",

@@ -164,6 +164,18 @@ def _from_facts(record: Record, facts: Mapping[str, Any],
         return (f"{status}: {where} ({alone})",
                 f"Bug: {culprit.get('summary', '')}; the smallest reproducer is its "
                 f"culprit.json ({culprit.get('benchdnn', '')})")
+    triage = record.get("triage") or {}
+    if what == "numeric" and triage.get("closer") == "reference" and \
+            triage.get("reference_closer") == triage.get("failing"):
+        # Without a culprit (its isolation gave up), the third evaluation still says who is
+        # wrong: on every failing element the reference is the nearer to float64.
+        return (f"{status}: {signature(record).split(': ', 1)[-1]}",
+                f"Bug: on all {triage.get('failing')} failing element(s) the backend is further "
+                "from the float64 evaluation than the reference (the example replays it)")
+    if status == "accepted-invalid" and record.get("rule"):
+        return (signature(record),
+                f"Bug: the backend accepts a graph that breaks rule {record.get('rule')}, which "
+                "the pages require it to reject (the example is the reproducer)")
     cut = facts.get("cut")
     if what == "fusion" and isinstance(cut, Mapping) and cut.get("after"):
         at = f"{member(str(cut.get('before')))} | {member(str(cut.get('after')))}"
