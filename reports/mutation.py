@@ -19,12 +19,14 @@ __all__ = ["MutationView", "mutation_view"]
 
 @dataclass(frozen=True)
 class MutationView:
-    """The score and, per planted bug, its class, the status it must get and whether it did."""
+    """The score and, per planted bug, its class, the status it must get, whether it did,
+    and how many findings its run gave (one bug should be one finding; "" where the document
+    predates the count)."""
 
     profile: str
     mutants: int
     caught: int
-    rows: tuple[tuple[str, str, str, bool], ...]
+    rows: tuple[tuple[str, str, str, bool, str], ...]
 
     @property
     def score(self) -> str:
@@ -36,8 +38,16 @@ def mutation_view(document: Mapping[str, Any], source: str) -> MutationView:
     """The view of a mutation-score document (see the module docstring)."""
     doc = Doc(document, source)
     rows = tuple((o.text("mutant"), o.text("class"), o.text("expected"),
-                  o.raw("caught") is True) for o in doc.objects("outcomes"))
+                  o.raw("caught") is True, _count(o.raw("findings")))
+                 for o in doc.objects("outcomes"))
     if not rows:
         raise ReportError(f"{source}: a mutation-score document lists no outcomes")
     return MutationView(doc.text("profile", "ci"), len(rows),
                         sum(1 for r in rows if r[3]), rows)
+
+
+def _count(value: object) -> str:
+    """A findings count as text: the number of a list of finding names, or a plain count."""
+    if isinstance(value, list):
+        return str(len(value))
+    return str(value) if isinstance(value, int) and not isinstance(value, bool) else ""

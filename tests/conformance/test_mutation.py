@@ -25,6 +25,7 @@ from fusionspec.conformance.generate.model import required_items
 from fusionspec.conformance.grade.results import ResultsCollector
 from fusionspec.conformance.suite import run_suite
 from fusionspec.reference.filling import DOMAINS
+from fusionspec.reports.findings import group_findings
 from fusionspec.spec.catalog import pattern_ids
 from fusionspec.spec.rules import RULES
 
@@ -179,8 +180,11 @@ def test_suite_catches_planted_bug(mutant: str, bug_class: str, patterns: list[s
         wrong = [f for f in results.failures if f["status"] not in (status.value, "error")]
     caught = seen[status.value] > 0 and not wrong and (
         status is Status.extension or results.failed)
+    # One bug should make one finding: the score document lists what the findings were.
+    found = [f"{f.signature} ({len(f.records)})" for f in group_findings(results.to_dict())]
     _OUTCOMES.append({"mutant": mutant.rsplit(":", 1)[-1], "class": bug_class,
-                      "expected": status.value, "caught": caught, "statuses": dict(seen)})
+                      "expected": status.value, "caught": caught, "statuses": dict(seen),
+                      "findings": found})
     assert seen[status.value] > 0, \
         f"{mutant}: the suite never reported {status.value}; statuses seen: {dict(seen)}"
     if status is Status.extension:

@@ -12,7 +12,7 @@ from fusionspec.cli.main import main
 def _score(path: Path) -> Path:
     path.write_text(json.dumps({"profile": "ci", "mutants": 2, "caught": 1, "outcomes": [
         {"mutant": "GeluTanhForErf", "class": "approximation", "expected": "numeric-mismatch",
-         "caught": True},
+         "caught": True, "findings": ["numeric-mismatch: GELU (alone) (4)"]},
         {"mutant": "<b>Planted</b>", "class": "overflow", "expected": "numeric-mismatch",
          "caught": False}]}), encoding="utf-8")
     return path
@@ -28,6 +28,8 @@ def test_report_shows_the_mutation_score(tmp_path: Path, reference_results: Path
         "the report has a mutation-score section stating caught of planted"
     assert "GeluTanhForErf" in html and "&lt;b&gt;Planted&lt;/b&gt;" in html, \
         "each planted bug is listed, its name escaped"
+    assert "<td>yes</td><td>1</td>" in html, \
+        "the number of findings a planted bug's run gave is shown beside it"
 
 
 def test_report_refuses_a_mutation_document_without_outcomes(
