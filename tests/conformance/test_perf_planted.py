@@ -73,3 +73,22 @@ def test_records_carry_rates_and_a_rerun_command() -> None:
         assert r["roofline"]["gb_s"] > 0, f"{r['id']}: an achieved bandwidth"
         assert r["rerun"].startswith("fusionspec bench --backend testkit.perf_backends:") \
             and r["id"] in r["rerun"], f"{r['id']}: the rerun command selects it: {r['rerun']}"
+
+
+def test_a_backend_that_crashes_costs_only_its_workload() -> None:
+    """Two workers: the blame lands on the workload the dead worker held, and a fresh worker
+    measures the rest."""
+    doc = run_bench("testkit.perf_backends:CrashingBackend", CHEAP, policy=POLICY,
+                    measure_yardsticks=False, jobs=2)
+    found = {r["id"]: r for r in doc["workloads"]}
+    assert [r["id"] for r in doc["workloads"]] == [w.id for w in CHEAP], \
+        "the records keep the workloads' order"
+    for ident, record in found.items():
+        if ident.startswith(SLOW_PATTERN + "/"):
+            assert "SIGSEGV" in record.get("error", ""), \
+                f"{ident}: the crash is recorded with its signal: {record}"
+            assert record["rerun"].endswith(f"--workload {ident}"), \
+                f"{ident}: the record says how to rerun it: {record['rerun']}"
+        else:
+            assert record.get("verdict") == FUSION_PAYS, \
+                f"{ident}: measured despite the other workload's crash: {record}"
