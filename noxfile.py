@@ -25,6 +25,7 @@
     nox -s bench-perf     fusionspec bench (does each fusion pay?) on the reference and accel,
                           perf documents under results/perf/, their report and findings
     nox -s bench-perf-onednn  the same on oneDNN 3.2 and 3.13 (installed from PyPI)
+    nox -s bench-perf-noise   ten small bench runs compared pairwise by the perf gate (0 flags)
     nox -s gpu-check      on a GPU machine without network, from a wheel directory
                           (-- --wheels DIR or FUSIONSPEC_WHEELS): the accel tests, the ci run on
                           the GPU and the GPU bench next to PyTorch (results/gpu_check/)
@@ -343,6 +344,17 @@ def bench_perf_onednn(session: nox.Session, version: str) -> None:
     _install(session, "conformance", "report")
     session.install(*ONEDNN[version])
     _bench_perf(session, "onednn", f"onednn-{version}-cpu", "--device", "cpu")
+
+
+@nox.session(name="bench-perf-noise", python=PYTHON)
+@nox.parametrize("backend", ["reference", "accel"], ids=["reference", "accel"])
+def bench_perf_noise(session: nox.Session, backend: str) -> None:
+    """The perf gate's noise check: ten `small` bench runs of `backend` over the catalog,
+    every pair compared both ways with the gate; fails when it flags any (noise taken for a
+    slowdown). Writes results/perf/noise-<backend>/ (run-NN/perf.json, noise.json)."""
+    _install(session, *(["accel"] if backend == "accel" else []), "conformance")
+    session.run("python", "bench/bench_perf_noise.py", "--backend", backend, "--out",
+                str(ROOT / "results" / "perf" / f"noise-{backend}"), *session.posargs)
 
 
 @nox.session(name="bench-runtimes", python=PYTHON)
