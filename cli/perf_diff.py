@@ -7,8 +7,9 @@
 a workload regresses when its fused side slowed against its op-by-op side by more than
 ``--threshold``, or a side slowed beyond the run-wide drift by more than 50%, in the most
 favourable reading of the confidence intervals, each widened by its own spread (the level of
-a side moves between runs about as far as the run's own spread). Exit codes: 0 without a regression, 1 with one (or a
-workload measured in the baseline that no longer runs), 2 for a usage error.
+a side moves between runs about as far as the run's own spread). Exit codes: 0 without a
+regression, 1 with one (or a workload measured in the baseline that no longer runs), 2 for a
+usage error.
 """
 
 from __future__ import annotations
