@@ -169,9 +169,18 @@ def run_bench(spec: str, workloads: Sequence[Workload], *, device_id: str | None
     # and formatting those messages costs more than a small partition's computation. Set
     # before the backend loads, so that the worker processes inherit it.
     os.environ.setdefault("ONEDNN_VERBOSE", "none")
+    # OpenMP workers wait for work by spinning (GNU OpenMP's default), which on a machine
+    # shared with other jobs turns each barrier into a wait for a descheduled thread: oneDNN
+    # 3.2's 3x3 convolution took a median of 56 ms so under a load average of 5 on 2 cores,
+    # 0.42 ms with passive waiting. Timing wants the kernels, not the scheduler.
+    os.environ.setdefault("OMP_WAIT_POLICY", "passive")
+    # The yardsticks are measured before the backend loads: a runtime loaded in this process
+    # (Intel's OpenCL CPU runtime, oneDNN's SYCL engine) keeps threads that took NumPy's
+    # sgemm from about 300 to 11 GFLOP/s.
+    roofs = yardsticks(policy) if measure_yardsticks else None
     backend = load_backend(spec)
     device = select_device(backend, device_id)
-    yardstick = yardsticks(policy) if measure_yardsticks and device.kind == "cpu" else None
+    yardstick = roofs if device.kind == "cpu" else None
     records: list[dict[str, Any]] = []
     if jobs <= 1 and not isolate:
         for w in workloads:
@@ -200,7 +209,9 @@ def run_bench(spec: str, workloads: Sequence[Workload], *, device_id: str | None
                    "settle_s": settle_s, "jobs": jobs},
         "environment": {"python": platform.python_version(), "numpy": np.__version__,
                         "machine": platform.machine(), "cpus": os.cpu_count(),
-                        "load_average": list(os.getloadavg())},
+                        "load_average": list(os.getloadavg()),
+                        "settings": {name: os.environ.get(name, "") for name in
+                                     ("ONEDNN_VERBOSE", "OMP_WAIT_POLICY", "OMP_NUM_THREADS")}},
         "workloads": records}
     if yardstick is not None:
         document["yardsticks"] = yardstick
