@@ -174,9 +174,8 @@ def run_bench(spec: str, workloads: Sequence[Workload], *, device_id: str | None
     # 3.2's 3x3 convolution took a median of 56 ms so under a load average of 5 on 2 cores,
     # 0.42 ms with passive waiting. Timing wants the kernels, not the scheduler.
     os.environ.setdefault("OMP_WAIT_POLICY", "passive")
-    # The yardsticks are measured before the backend loads: a runtime loaded in this process
-    # (Intel's OpenCL CPU runtime, oneDNN's SYCL engine) keeps threads that took NumPy's
-    # sgemm from about 300 to 11 GFLOP/s.
+    # The yardsticks are measured before the backend loads, so that no runtime's threads
+    # (an OpenCL runtime's, oneDNN's) share the cores with NumPy's.
     roofs = yardsticks(policy) if measure_yardsticks else None
     backend = load_backend(spec)
     device = select_device(backend, device_id)

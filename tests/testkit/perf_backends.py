@@ -20,7 +20,7 @@ from fusionspec.spec.graph import Partition
 from fusionspec.spec.types import Array
 
 #: Seconds one kernel of a paced backend takes.
-UNIT = 0.005
+UNIT = 0.01
 #: The pattern whose fused kernel `SlowPatternBackend` makes 30% slower.
 SLOW_PATTERN = "fp.binary_post_ops"
 
