@@ -118,7 +118,10 @@ def run_isolated(job: Job, idents: Sequence[str], measure: Measure, jobs: int,
 def _hand_out(worker: _Worker, pending: list[str]) -> None:
     if pending:
         worker.holding = pending.pop()
-        worker.conn.send(worker.holding)
+        # A worker that died before taking it leaves a closed pipe: its end of file is read
+        # next, and the workload it was handed is recorded with the death.
+        with contextlib.suppress(OSError):
+            worker.conn.send(worker.holding)
 
 
 def _stop(worker: _Worker) -> None:
