@@ -8,6 +8,7 @@ from __future__ import annotations
 import functools
 from typing import Any
 
+import pytest
 from testkit.perf_backends import SLOW_PATTERN
 
 from fusionspec.backend.timing import TimingPolicy
@@ -76,11 +77,12 @@ def test_records_carry_rates_and_a_rerun_command() -> None:
             and r["id"] in r["rerun"], f"{r['id']}: the rerun command selects it: {r['rerun']}"
 
 
-def test_a_backend_that_crashes_costs_only_its_workload() -> None:
-    """Two workers: the blame lands on the workload the dead worker held, and a fresh worker
-    measures the rest."""
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_a_backend_that_crashes_costs_only_its_workload(jobs: int) -> None:
+    """The blame lands on the workload the dead worker held (with two workers, the other one
+    is busy too), and a fresh worker measures the rest."""
     doc = run_bench("testkit.perf_backends:CrashingBackend", CHEAP, policy=POLICY,
-                    measure_yardsticks=False, jobs=2)
+                    measure_yardsticks=False, jobs=jobs)
     found = {r["id"]: r for r in doc["workloads"]}
     assert [r["id"] for r in doc["workloads"]] == [w.id for w in CHEAP], \
         "the records keep the workloads' order"
