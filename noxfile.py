@@ -13,18 +13,19 @@
     nox -s corpus         load/finalize every oneDNN benchdnn graph under $FUSIONSPEC_ONEDNN_INPUTS
     nox -s bench-reference  reference executor vs PyTorch CPU on realistic shapes
     nox -s bench-partition  partitioner on 10,000- and 20,000-op graphs
-    nox -s bench-accel      OpenCL kernels: fused vs op-by-op, copy bandwidth, reference
+    nox -s bench-accel      fusionspec bench on an OpenCL device, with its copy bandwidth
     nox -s bench-conform    the reference's ci run with --jobs 1 and --jobs 2, side by side
     nox -s mutation       the mutation score: every planted bug through the ci profile
     nox -s bench-values   the share of NaN/inf and weak-signal outputs of the drawn cases
     nox -s conformance-onednn   the suite on the real oneDNN library, each graded version
                           (3.2 and 3.13, installed from PyPI), results next to the others,
                           the HTML report and docs/onednn-findings.md
-    nox -s bench-onednn     the OpenCL backend against oneDNN on the same partitions
+    nox -s bench-onednn     fusionspec bench on oneDNN 3.2 and the OpenCL devices, side by side
     nox -s bench-runtimes   the OpenCL runtimes side by side (probe, cold and warm compile cost)
     nox -s bench-perf     fusionspec bench (does each fusion pay?) on the reference and accel,
                           perf documents under results/perf/, their report and findings
     nox -s bench-perf-onednn  the same on oneDNN 3.2 and 3.13 (installed from PyPI)
+    nox -s bench-perf-noise   ten small bench runs compared pairwise by the perf gate (0 flags)
     nox -s gpu-check      on a GPU machine without network, from a wheel directory
                           (-- --wheels DIR or FUSIONSPEC_WHEELS): the accel tests, the ci run on
                           the GPU and the GPU bench next to PyTorch (results/gpu_check/)
@@ -256,14 +257,16 @@ def bench_values(session: nox.Session) -> None:
 
 @nox.session(name="bench-accel", python=PYTHON)
 def bench_accel(session: nox.Session) -> None:
-    """OpenCL kernels fused vs op by op, vs the copy bandwidth and vs the reference; writes
-    results/bench_accel.json. With FUSIONSPEC_BENCH_INTEL_OCL=1 the Intel CPU OpenCL runtime is
-    installed and made visible (select it with `-- --device intel-cpu`)."""
-    _install(session, "accel")
+    """`fusionspec bench` on an OpenCL device (size full, a GEMM, a convolution, SoftMax and
+    the element-wise patterns; `-- --all` for the catalog) with the device's copy bandwidth
+    as a roof; writes results/perf/bench-accel/perf.json. With FUSIONSPEC_BENCH_INTEL_OCL=1
+    the Intel CPU OpenCL runtime is installed and made visible (select it with
+    `-- --device intel-cpu`)."""
+    _install(session, "accel", "conformance")
     _maybe_intel_opencl(session)
-    (ROOT / "results").mkdir(exist_ok=True)
     session.run("python", "bench/bench_accel.py", "--out",
-                str(ROOT / "results" / "bench_accel.json"), *session.posargs)
+                str(ROOT / "results" / "perf" / "bench-accel"), *session.posargs,
+                success_codes=[0, 1])
 
 
 @nox.session(name="conformance-onednn", python=PYTHON)
@@ -291,12 +294,14 @@ def conformance_onednn(session: nox.Session, version: str) -> None:
 
 @nox.session(name="bench-onednn", python=PYTHON)
 def bench_onednn(session: nox.Session) -> None:
-    """accel vs oneDNN 3.2 on the same partitions; with FUSIONSPEC_BENCH_INTEL_OCL=1 the Intel
-    CPU OpenCL runtime (intel-opencl-rt) is installed and benchmarked as an accel device too."""
-    _install(session, "accel", "onednn")
+    """`fusionspec bench` on oneDNN 3.2 and on every OpenCL device, then their fused sides
+    side by side; writes results/perf/bench-onednn/ (a perf.json per backend and device,
+    comparison.json). With FUSIONSPEC_BENCH_INTEL_OCL=1 the Intel CPU OpenCL runtime
+    (intel-opencl-rt) is installed and benchmarked as an accel device too."""
+    _install(session, "accel", "onednn", "conformance")
     _maybe_intel_opencl(session)
     session.run("python", "bench/bench_onednn.py", "--out",
-                str(ROOT / "results" / "bench_onednn.json"), *session.posargs)
+                str(ROOT / "results" / "perf" / "bench-onednn"), *session.posargs)
 
 
 def _bench_perf(session: nox.Session, backend: str, label: str, *device: str) -> None:
@@ -339,6 +344,17 @@ def bench_perf_onednn(session: nox.Session, version: str) -> None:
     _install(session, "conformance", "report")
     session.install(*ONEDNN[version])
     _bench_perf(session, "onednn", f"onednn-{version}-cpu", "--device", "cpu")
+
+
+@nox.session(name="bench-perf-noise", python=PYTHON)
+@nox.parametrize("backend", ["reference", "accel"], ids=["reference", "accel"])
+def bench_perf_noise(session: nox.Session, backend: str) -> None:
+    """The perf gate's noise check: ten `small` bench runs of `backend` over the catalog,
+    every pair compared both ways with the gate; fails when it flags any (noise taken for a
+    slowdown). Writes results/perf/noise-<backend>/ (run-NN/perf.json, noise.json)."""
+    _install(session, *(["accel"] if backend == "accel" else []), "conformance")
+    session.run("python", "bench/bench_perf_noise.py", "--backend", backend, "--out",
+                str(ROOT / "results" / "perf" / f"noise-{backend}"), *session.posargs)
 
 
 @nox.session(name="bench-runtimes", python=PYTHON)

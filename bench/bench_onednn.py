@@ -1,196 +1,156 @@
-"""The OpenCL backend against the real oneDNN, on the same partitions and shapes.
+"""The OpenCL backend against the real oneDNN on the same workloads: `fusionspec bench` on
+oneDNN's CPU engine and on every OpenCL device, one run each, then their fused sides side by
+side.
 
-Each partition below is built as a fusionspec graph that both the reference partitioner and
-oneDNN turn into one partition with the same ops (checked, and recorded when not), then run in
-one process, alternating within each repetition:
+Everything measured comes from `fusionspec.conformance.perf` (docs/perf.md): per workload the
+partitions each backend forms, the fused side against the op-by-op side on that backend
+(interleaved, outputs checked against each other first, `fusionspec.backend.timing`), the
+verdict and the roofline figures. Each backend writes its own performance document; this
+script puts their fused medians in one table with the ratio of each OpenCL device to oneDNN.
+The backends run one after another, so a ratio between backends is two runs apart (seconds to
+minutes on a shared machine); a fused/op-by-op ratio is measured side by side within one.
+The table names each figure's method: the OpenCL devices report their kernels' time by
+profiling events (inputs staged, no host transfer), oneDNN is timed by the host's clock
+around the adapter's ``execute`` (which copies inputs in and outputs out), so a ratio between
+them favours the OpenCL device by the transfers' cost.
 
-- oneDNN's compiled partition on its CPU engine (`OnednnCompiledPartition.time_executions`:
-  buffers filled beforehand, the execute call and the stream wait timed);
-- the fused OpenCL kernel on every OpenCL device found (`AccelCompiledPartition.time_launches`:
-  inputs uploaded beforehand, outputs left on the device).
+oneDNN is timed as an application runs it: `run_bench` leaves the library's verbose checks
+off (``ONEDNN_VERBOSE=none``) unless the caller set them.
 
-Both therefore time the computation with the data in place. Every figure is the median of
-`--repeats` samples; the outputs of each side are compared with the reference once. A sample
-of a side is: `--settle-ms` of idle time (default 20), three untimed runs, then the median of
-five timed runs. The idle time lets the other side's worker threads go to sleep: oneDNN's
-OpenMP workers spin for a while after each call (the library's default wait policy, which
-its own speed relies on), and a side timed while they spin shares the cores with them
-(accel's MatMul measured 3.7 ms right after oneDNN, 2.0 ms with passive OpenMP workers). The
-untimed runs wake the side's own threads, so no side is timed waking them either (one run
-after the idle time cost oneDNN's MatMul 8.3 ms against 1.6 ms back to back).
+    python bench/bench_onednn.py --out results/perf/bench-onednn [--size full]
+        [--workload GLOB] [--all] [--accel-device ID | --no-accel] [--budget S]
 
-    python bench/bench_onednn.py --out results/bench_onednn.json [--repeats 11] [--settle-ms 20]
-
-The Intel CPU OpenCL runtime is one of the devices when the OpenCL loader can see it (the
-``bench-onednn`` nox session arranges that when ``intel-opencl-rt`` is installed).
+The Intel CPU OpenCL runtime is one of the OpenCL devices when the OpenCL loader can see it
+(the ``bench-onednn`` nox session arranges that when ``intel-opencl-rt`` is installed).
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import platform
-import statistics
 import sys
-import time
-from collections.abc import Callable
-from dataclasses import dataclass
+from fnmatch import fnmatchcase
+from pathlib import Path
 from typing import Any
-
-import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _results import write_json
 
-from fusionspec.accel.backend import AccelBackend
-from fusionspec.onednn import OnednnBackend
-from fusionspec.reference import execute, fill_inputs
-from fusionspec.reference.partitioner import partition as reference_partition
-from fusionspec.spec.dtypes import DataType
-from fusionspec.spec.graph import Graph, LogicalTensor, Op
-from fusionspec.spec.types import Array
+from fusionspec.backend import BackendUnavailableError, load_backend
+from fusionspec.backend.timing import TimingPolicy
+from fusionspec.conformance.grade.results import artifact_name
+from fusionspec.conformance.perf.bench import FULL_POLICY, SMALL_POLICY, run_bench
+from fusionspec.conformance.perf.document import write_perf
+from fusionspec.conformance.perf.workloads import WORKLOADS, Workload
 
-F32 = DataType.f32
-
-
-def _t(tid: int, shape: tuple[int, ...]) -> LogicalTensor:
-    return LogicalTensor(tid, F32, shape)
-
-
-def binary_chain(elements: int) -> Graph:
-    """Add -> ReLU -> Multiply over `elements` f32 values (fp.binary_post_ops)."""
-    shape = (elements // 1024, 1024)
-    return Graph([
-        Op(0, "Add", [_t(0, shape), _t(1, shape)], [_t(2, shape)]),
-        Op(1, "ReLU", [_t(2, shape)], [_t(3, shape)]),
-        Op(2, "Multiply", [_t(3, shape), _t(4, shape)], [_t(5, shape)]),
-    ])
+#: The workloads compared without --workload or --all: the partitions this script compared
+#: before it called `fusionspec bench` (an element-wise chain, MatMul with post-ops, a 3x3
+#: convolution with post-ops, SoftMax), from the catalog's workloads.
+DEFAULT_WORKLOADS = ("fp.binary_post_ops/*", "fp.matmul_post_ops/*",
+                     "fp.conv_post_ops/resnet50-conv3-3x3", "softmax.post_ops/*")
 
 
-def matmul_bias_gelu(m: int, k: int, n: int) -> Graph:
-    return Graph([
-        Op(0, "MatMul", [_t(0, (m, k)), _t(1, (k, n))], [_t(2, (m, n))]),
-        Op(1, "BiasAdd", [_t(2, (m, n)), _t(3, (n,))], [_t(4, (m, n))]),
-        Op(2, "GELU", [_t(4, (m, n))], [_t(5, (m, n))]),
-    ])
+def chosen(globs: list[str] | None, everything: bool) -> list[Workload]:
+    if everything:
+        return list(WORKLOADS)
+    patterns = globs or list(DEFAULT_WORKLOADS)
+    found = [w for w in WORKLOADS if any(fnmatchcase(w.id, g) for g in patterns)]
+    if not found:
+        raise SystemExit(f"--workload {','.join(patterns)} matches no workload "
+                         "(see fusionspec bench --list)")
+    return found
 
 
-def conv_bias_relu(n: int, c: int, hw: int) -> Graph:
-    src, wei, dst = (n, c, hw, hw), (c, c, 3, 3), (n, c, hw, hw)
-    attrs = {"strides": [1, 1], "pads_begin": [1, 1], "pads_end": [1, 1],
-             "dilations": [1, 1], "data_format": "NCX", "weights_format": "OIX", "groups": 1}
-    return Graph([
-        Op(0, "Convolution", [_t(0, src), _t(1, wei)], [_t(2, dst)], attrs),
-        Op(1, "BiasAdd", [_t(2, dst), _t(3, (c,))], [_t(4, dst)], {"data_format": "NCX"}),
-        Op(2, "ReLU", [_t(4, dst)], [_t(5, dst)]),
-    ])
+def label(document: dict[str, Any]) -> str:
+    device = document["device"]
+    return f"{document['backend']} {device['id']} ({device['driver']})"
 
 
-def softmax(rows: int, cols: int) -> Graph:
-    return Graph([Op(0, "SoftMax", [_t(0, (rows, cols))], [_t(1, (rows, cols))], {"axis": -1})])
+def compare(documents: list[dict[str, Any]]) -> dict[str, Any]:
+    """Per workload, each document's fused median (ms), verdict or error, and each later
+    document's fused median over the first's (oneDNN's)."""
+    names = [label(d) for d in documents]
+    rows = []
+    for index, record in enumerate(documents[0]["workloads"]):
+        row: dict[str, Any] = {"workload": record["id"], "fused_ms": {}, "method": {},
+                               "verdict": {}, "partitions": {}}
+        for name, doc in zip(names, documents):
+            r = doc["workloads"][index]
+            row["partitions"][name] = r.get("partitions")
+            if "error" in r:
+                row["verdict"][name] = f"error: {r['error']}"
+                continue
+            row["fused_ms"][name] = r["timings"]["fused"]["median"]
+            row["method"][name] = r["timings"]["fused"]["method"]
+            row["verdict"][name] = f"{r['verdict']} (x{r['ratio']:.2f} op by op)"
+        base = row["fused_ms"].get(names[0])
+        row["over_first"] = {n: ms / base for n, ms in row["fused_ms"].items()
+                             if n != names[0] and base}
+        rows.append(row)
+    return {"backends": names, "rows": rows}
 
 
-CASES: dict[str, Callable[[], Graph]] = {
-    "Add -> ReLU -> Multiply, 4 Mi f32": lambda: binary_chain(4 * 1024 * 1024),
-    "MatMul 512x512x512 + BiasAdd + GELU": lambda: matmul_bias_gelu(512, 512, 512),
-    "Convolution 1x64x56x56, 3x3 + BiasAdd + ReLU": lambda: conv_bias_relu(1, 64, 56),
-    "SoftMax 256x4096": lambda: softmax(256, 4096),
-}
-
-
-@dataclass
-class Side:
-    """One contender: a label and a function timing one execution."""
-
-    label: str
-    once: Callable[[], float]
-    outputs: Callable[[], dict[int, Array]]
-
-
-def _close(got: dict[int, Array], want: dict[int, Array]) -> float:
-    return max(float(np.max(np.abs(got[k].astype(np.float64) - want[k].astype(np.float64))))
-               for k in want if k in got)
-
-
-def measure(name: str, graph: Graph, onednn: OnednnBackend, accel: AccelBackend,
-            repeats: int, settle_s: float = 0.02) -> dict[str, Any]:
-    final = graph.finalize()
-    (expected,) = reference_partition(final)
-    inputs = fill_inputs(final, seed=0)
-    reference = execute(final, inputs)
-    want = {t.id: reference[t.id] for t in expected.outputs}
-    row: dict[str, Any] = {"case": name, "ops": [op.kind for op in expected.ops]}
-    parts = onednn.partition(graph)
-    same = len(parts) == 1 and parts[0].op_ids == expected.op_ids
-    row["onednn_same_partition"] = same
-    if not same:
-        row["onednn_partitions"] = [[op.kind for op in p.ops] for p in parts]
-        return row
-    sides: list[Side] = []
-    cpu = onednn.devices()[0]
-    compiled = onednn.compile(parts[0], cpu)
-    sides.append(Side(f"oneDNN {onednn.library.version}",
-                      lambda: compiled.time_executions(inputs, 1)[0],
-                      lambda: compiled.execute(inputs)))
-    for device in accel.devices():
-        kernel = accel.compile(expected, device)
-        sides.append(Side(f"accel {device.id}", lambda k=kernel: k.time_launches(inputs, 1)[0],
-                          lambda k=kernel: k.execute(inputs)))
-    times: dict[str, list[float]] = {s.label: [] for s in sides}
-    for side in sides:
-        side.once()  # warm-up: first-touch allocation, lazy initialisation
-    for _ in range(repeats):
-        for side in sides:
-            time.sleep(settle_s)  # the previous side's worker threads go idle first
-            for _ in range(3):
-                side.once()  # wakes this side's own threads
-            times[side.label].append(statistics.median(side.once() for _ in range(5)))
-    row["median_ms"] = {label: 1e3 * statistics.median(ts) for label, ts in times.items()}
-    row["max_abs_error"] = {s.label: _close(s.outputs(), want) for s in sides}
-    base = row["median_ms"][sides[0].label]
-    row["accel_over_onednn"] = {label: ms / base for label, ms in row["median_ms"].items()
-                                if label != sides[0].label}
-    return row
+def table(comparison: dict[str, Any]) -> str:
+    names = comparison["backends"]
+    lines = []
+    for row in comparison["rows"]:
+        lines.append(row["workload"])
+        for name in names:
+            ms = row["fused_ms"].get(name)
+            ratio = row["over_first"].get(name)
+            how = f" ({row['method'][name]})" if ms is not None else ""
+            lines.append(f"  {name:<46}" + (f"{ms:>9.3f} ms{how:<9}" if ms is not None
+                                             else f"{'-':>21}")
+                         + (f"  x{ratio:.2f} of {names[0].split(' (')[0]}" if ratio else "")
+                         + f"  {row['verdict'][name]}")
+    return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
-    # oneDNN's verbose checks would format a line on every execution; time the library as a
-    # user runs it (the adapter turns them on only where the user left ONEDNN_VERBOSE unset).
-    os.environ.setdefault("ONEDNN_VERBOSE", "none")
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
-    parser.add_argument("--out", help="results JSON to write")
-    parser.add_argument("--repeats", type=int, default=11)
-    parser.add_argument("--settle-ms", type=float, default=20.0,
-                        help="idle time before each timed run (default 20 ms)")
+    parser.add_argument("--out", type=Path, required=True,
+                        help="folder for each backend's perf.json and comparison.json")
+    parser.add_argument("--size", choices=("small", "full"), default="full")
+    parser.add_argument("--workload", action="append", metavar="GLOB",
+                        help="workload ids or globs (default: " + ", ".join(DEFAULT_WORKLOADS)
+                             + ")")
+    parser.add_argument("--all", action="store_true", help="every workload of the catalog")
+    parser.add_argument("--accel-device", action="append", metavar="ID",
+                        help="OpenCL device to compare (default: every one found)")
+    parser.add_argument("--no-accel", action="store_true", help="oneDNN alone")
+    parser.add_argument("--budget", type=float, default=None,
+                        help="seconds a side may sample after its minimum of runs")
     args = parser.parse_args(argv)
-    onednn, accel = OnednnBackend(), AccelBackend()
-    if not onednn.devices():
-        print(f"oneDNN is not available: {onednn.unavailable_reason()}", file=sys.stderr)
-        return 2
-    if not accel.devices():
-        print(f"no OpenCL device: {accel.unavailable_reason()}", file=sys.stderr)
-        return 2
-    rows = []
-    for name, build in CASES.items():
-        row = measure(name, build(), onednn, accel, args.repeats, args.settle_ms / 1e3)
-        rows.append(row)
-        if not row["onednn_same_partition"]:
-            print(f"{name}: oneDNN partitions it as {row['onednn_partitions']}; not compared")
+    workloads = chosen(args.workload, args.all)
+    policy = SMALL_POLICY if args.size == "small" else FULL_POLICY
+    if args.budget is not None:
+        policy = TimingPolicy(policy.warmup, policy.min_repeats, policy.max_repeats,
+                              args.budget, policy.target_spread, policy.confidence)
+    runs: list[tuple[str, str | None]] = [("onednn", "cpu")]
+    if not args.no_accel:
+        try:
+            found = [d.id for d in load_backend("accel").devices()]
+        except BackendUnavailableError:
+            found = []
+        runs += [("accel", d) for d in (args.accel_device or found)]
+    command = " ".join(["python", "bench/bench_onednn.py", *(argv or sys.argv[1:])])
+    documents = []
+    for spec, device in runs:
+        try:
+            document = run_bench(spec, workloads, device_id=device, size=args.size,
+                                 policy=policy, command=command)
+        except BackendUnavailableError as exc:
+            print(f"{spec} {device}: not available ({exc})", file=sys.stderr)
+            if spec == "onednn":
+                return 3
             continue
-        cells = ", ".join(f"{label} {ms:.2f} ms" for label, ms in row["median_ms"].items())
-        ratios = ", ".join(f"{label} {r:.2f}x" for label, r in row["accel_over_onednn"].items())
-        print(f"{name}: {cells} (accel / oneDNN: {ratios})")
-    document = {
-        "benchmark": "accel vs oneDNN", "repeats": args.repeats,
-        "settle_ms": args.settle_ms, "rows": rows,
-        "onednn": {"version": onednn.library.version, "runtime": onednn.library.cpu_runtime},
-        "accel_devices": [{"id": d.id, "name": d.name, "driver": d.driver}
-                          for d in accel.devices()],
-        "machine": {"cpus": os.cpu_count(), "platform": platform.platform(),
-                    "load_average": os.getloadavg()[0]},
-    }
-    if args.out:
-        write_json(args.out, document)
+        name = artifact_name(f"{document['backend']}-{document['device']['id']}")
+        print(f"{label(document)}: {write_perf(document, args.out / name / 'perf.json')}",
+              flush=True)
+        documents.append(document)
+    comparison = compare(documents)
+    print(table(comparison))
+    write_json(args.out / "comparison.json", comparison)
     return 0
 
 

@@ -5,9 +5,11 @@
 `fusionspec.cli.diff` hands over here when it is given performance documents
 (`fusionspec bench` writes them). The comparison is `fusionspec.conformance.perf.gate.compare`:
 a workload regresses when its fused side slowed against its op-by-op side by more than
-``--threshold``, or a side slowed beyond the run-wide drift by more than 50%, in the most
-favourable reading of the confidence intervals. Exit codes: 0 without a regression, 1 with one (or a
-workload measured in the baseline that no longer runs), 2 for a usage error.
+``--threshold``, or a side slowed beyond the run-wide drift more than 2.5 times, in the most
+favourable reading of the confidence intervals, each widened by its own spread (the level of
+a side moves between runs about as far as the run's own spread). Exit codes: 0 without a
+regression, 1 with one (or a workload measured in the baseline that no longer runs), 2 for a
+usage error.
 """
 
 from __future__ import annotations
@@ -36,7 +38,8 @@ def run_perf(args: argparse.Namespace) -> int:
     lines = [f"{new['backend']} on {new['device']['id']} against {args.old}: "
              f"{len(d.regressions)} slower, {len(d.speedups)} faster of {d.compared} "
              f"workload(s) compared (fused against op by op beyond {threshold:.0%}, a side "
-             f"beyond the run-wide drift x{d.drift:.2f} by {DEFAULT_ABSOLUTE_THRESHOLD:.0%})"]
+             f"beyond the run-wide drift x{d.drift:.2f} by x{1 + DEFAULT_ABSOLUTE_THRESHOLD:.1f}, "
+             "each interval widened by its own spread)"]
     if d.note:
         lines.append(f"  note: {d.note}")
     lines += [f"  slower: {c.describe()}" for c in d.regressions[:SHOWN]]

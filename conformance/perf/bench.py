@@ -5,16 +5,16 @@ fused and op-by-op outputs agree, times the sides in alternation (`interleave` o
 `fusionspec.backend.timing`, an idle pause before each sample) and turns the figures into the
 workload's record: timings, the op-by-op over fused ratio, the verdict
 (`fusionspec.conformance.perf.verdicts`) and the roofline figures
-(`fusionspec.conformance.perf.roofline`). `run_bench` does that for a selection of workloads,
-one at a time or spread over worker processes (``jobs``), and returns the performance
-document (`fusionspec.conformance.perf.document`).
+(`fusionspec.conformance.perf.roofline`). `run_bench` does that for a selection of workloads
+in ``jobs`` worker processes (`fusionspec.conformance.perf.workers`: a backend that crashes
+on one workload ends only that workload's measurement), or in the calling process
+(``isolate=False``, one job), and returns the performance document
+(`fusionspec.conformance.perf.document`).
 """
 
 from __future__ import annotations
 
-import concurrent.futures
 import functools
-import multiprocessing
 import os
 import platform
 import shlex
@@ -31,6 +31,7 @@ from .document import PERF_FORMAT, PERF_VERSION, check_perf
 from .roofline import opbyop_bytes, partition_bytes, partition_flops, rate
 from .sides import PerfError, Prepared, outputs_agree, prepare, reference_sampler
 from .verdicts import verdict
+from .workers import Job, run_isolated
 from .workloads import Workload, workload
 
 __all__ = ["SMALL_POLICY", "FULL_POLICY", "SETTLE_S", "measure_workload", "run_bench",
@@ -105,7 +106,11 @@ def measure_workload(prepared: Prepared, policy: TimingPolicy, *, reference: boo
 def yardsticks(policy: TimingPolicy, elements: int = 1 << 24, gemm: int = 512
                ) -> dict[str, Any]:
     """NumPy's copy bandwidth (read and write `elements` f32) and sgemm rate (`gemm` cubed)
-    on this machine: the ceilings a CPU device's figures are shares of."""
+    on this machine: the ceilings a CPU device's figures are shares of. A ceiling is the
+    best the machine did, so each comes from the fastest run: on a shared machine the median
+    of a multi-threaded sgemm falls by tens of times when another job takes a core (a
+    2-thread BLAS waits on its slower thread), which would put kernels far above their
+    roof."""
     rng = np.random.default_rng(0)
     src = rng.standard_normal(elements).astype(np.float32)
     dst = np.empty_like(src)
@@ -113,8 +118,10 @@ def yardsticks(policy: TimingPolicy, elements: int = 1 << 24, gemm: int = 512
     out = np.empty_like(a)
     copy = measure(wall_clock(lambda: np.copyto(dst, src)), policy)
     sgemm = measure(wall_clock(lambda: np.matmul(a, a, out=out)), policy)
-    return {"copy_gb_s": rate(2 * src.nbytes, copy.median),
-            "gemm_gflop_s": rate(2 * gemm ** 3, sgemm.median), "gemm_shape": [gemm] * 3}
+    return {"copy_gb_s": rate(2 * src.nbytes, copy.minimum),
+            "gemm_gflop_s": rate(2 * gemm ** 3, sgemm.minimum), "gemm_shape": [gemm] * 3,
+            "copy_median_gb_s": rate(2 * src.nbytes, copy.median),
+            "gemm_median_gflop_s": rate(2 * gemm ** 3, sgemm.median)}
 
 
 def _one(backend: Backend, device: Device, spec: str, w: Workload, size: str, seed: int,
@@ -138,42 +145,57 @@ def _worker_backend(spec: str, device_id: str | None) -> tuple[Backend, Device]:
     return backend, select_device(backend, device_id)
 
 
-def _in_worker(spec: str, device_id: str | None, ident: str, size: str, seed: int,
-               policy: TimingPolicy, reference: bool, settle_s: float,
-               yardstick: dict[str, Any] | None) -> dict[str, Any]:
-    backend, device = _worker_backend(spec, device_id)
-    return _one(backend, device, spec, workload(ident), size, seed, policy, reference,
-                settle_s, yardstick)
+def _in_worker(job: Job, ident: str) -> dict[str, Any]:
+    """One workload measured in a worker process (`fusionspec.conformance.perf.workers`)."""
+    backend, device = _worker_backend(job.spec, job.device_id)
+    return _one(backend, device, job.spec, workload(ident), job.size, job.seed, job.policy,
+                job.reference, job.settle_s, job.yardstick)
 
 
 def run_bench(spec: str, workloads: Sequence[Workload], *, device_id: str | None = None,
               size: str = "small", policy: TimingPolicy | None = None, seed: int = 0,
               reference: bool = False, settle_s: float = SETTLE_S, jobs: int = 1,
               shard: str | None = None, measure_yardsticks: bool = True,
-              command: str = "",
+              command: str = "", isolate: bool = True,
               progress: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
     """Measure `workloads` on backend `spec` (a registered name or ``module:attr``) and return
-    the performance document; `BackendUnavailableError` when it has no usable device."""
+    the performance document; `BackendUnavailableError` when it has no usable device. With
+    `isolate` (the default) the workloads are measured in `jobs` worker processes, so that a
+    backend's crash costs one workload; ``isolate=False`` with one job measures them in this
+    process."""
     policy = policy or (SMALL_POLICY if size == "small" else FULL_POLICY)
+    # A library is timed as an application runs it: the oneDNN adapter turns the library's
+    # verbose checks on where the user left them unset (the suite wants a refusal's reason),
+    # and formatting those messages costs more than a small partition's computation. Set
+    # before the backend loads, so that the worker processes inherit it.
+    os.environ.setdefault("ONEDNN_VERBOSE", "none")
+    # OpenMP workers wait for work by spinning (GNU OpenMP's default), which on a machine
+    # shared with other jobs turns each barrier into a wait for a descheduled thread: oneDNN
+    # 3.2's 3x3 convolution took a median of 56 ms so under a load average of 5 on 2 cores,
+    # 0.42 ms with passive waiting. Timing wants the kernels, not the scheduler.
+    os.environ.setdefault("OMP_WAIT_POLICY", "passive")
+    # The yardsticks are measured before the backend loads, so that no runtime's threads
+    # (an OpenCL runtime's, oneDNN's) share the cores with NumPy's.
+    roofs = yardsticks(policy) if measure_yardsticks else None
     backend = load_backend(spec)
     device = select_device(backend, device_id)
-    yardstick = yardsticks(policy) if measure_yardsticks and device.kind == "cpu" else None
+    yardstick = roofs if device.kind == "cpu" else None
     records: list[dict[str, Any]] = []
-    if jobs <= 1:
+    if jobs <= 1 and not isolate:
         for w in workloads:
             records.append(_one(backend, device, spec, w, size, seed, policy, reference,
                                 settle_s, yardstick))
             if progress is not None:
                 progress(records[-1])
     else:
-        context = multiprocessing.get_context("spawn")
-        with concurrent.futures.ProcessPoolExecutor(jobs, mp_context=context) as pool:
-            futures = [pool.submit(_in_worker, spec, device.id, w.id, size, seed, policy,
-                                   reference, settle_s, yardstick) for w in workloads]
-            for future in futures:
-                records.append(future.result())
-                if progress is not None:
-                    progress(records[-1])
+        def crashed(ident: str, why: str) -> dict[str, Any]:
+            return {**_header(workload(ident), size), "error": why,
+                    "rerun": rerun_command(spec, device.id, size, ident)}
+
+        job = Job(spec, device.id, size, seed, policy, reference, settle_s, yardstick)
+        found = run_isolated(job, [w.id for w in workloads], _in_worker, jobs, crashed,
+                             progress or (lambda record: None))
+        records = [found[w.id] for w in workloads]
     document: dict[str, Any] = {
         "format": PERF_FORMAT, "version": PERF_VERSION, "backend": backend.name,
         "backend_spec": spec,
@@ -186,7 +208,9 @@ def run_bench(spec: str, workloads: Sequence[Workload], *, device_id: str | None
                    "settle_s": settle_s, "jobs": jobs},
         "environment": {"python": platform.python_version(), "numpy": np.__version__,
                         "machine": platform.machine(), "cpus": os.cpu_count(),
-                        "load_average": list(os.getloadavg())},
+                        "load_average": list(os.getloadavg()),
+                        "settings": {name: os.environ.get(name, "") for name in
+                                     ("ONEDNN_VERBOSE", "OMP_WAIT_POLICY", "OMP_NUM_THREADS")}},
         "workloads": records}
     if yardstick is not None:
         document["yardsticks"] = yardstick

@@ -105,16 +105,26 @@ class Prepared:
         return {i: fused[i] for i in ids}, {i: opbyop[i] for i in ids}
 
 
-def _compiled(backend: Backend, device: Device, parts: Sequence[Partition], what: str
-              ) -> Chain:
-    ordered, acyclic = in_order(list(parts))
+def _check_supported(part: Partition, what: str) -> None:
+    if not part.supported:
+        kinds = ", ".join(op.kind for op in part.ops)
+        raise PerfError(f"{what}: the backend does not support the partition of {kinds}")
+
+
+def _chain(parts: Sequence[tuple[Partition, CompiledPartition]], what: str) -> Chain:
+    """The compiled partitions with every producer before its consumers."""
+    compiled = {id(p): c for p, c in parts}
+    ordered, acyclic = in_order([p for p, _ in parts])
     if not acyclic:
         raise PerfError(f"{what}: the backend's partitions depend on each other in a cycle")
-    for part in ordered:
-        if not part.supported:
-            kinds = ", ".join(op.kind for op in part.ops)
-            raise PerfError(f"{what}: the backend does not support the partition of {kinds}")
-    return Chain([(p, backend.compile(p, device)) for p in ordered])
+    return Chain([(p, compiled[id(p)]) for p in ordered])
+
+
+def _compiled(backend: Backend, device: Device, parts: Sequence[Partition], what: str
+              ) -> Chain:
+    for part in parts:
+        _check_supported(part, what)
+    return _chain([(p, backend.compile(p, device)) for p in parts], what)
 
 
 def _single(backend: Backend, graph: Graph, index: int) -> Partition:
@@ -125,6 +135,18 @@ def _single(backend: Backend, graph: Graph, index: int) -> Partition:
         raise PerfError(f"op by op: the backend forms {len(parts)} partition(s) of a lone "
                         f"{op.kind}, not one")
     return parts[0]
+
+
+def _op_by_op(backend: Backend, device: Device, graph: Graph) -> Chain:
+    """Every op partitioned alone and compiled at once, before the next op is partitioned: a
+    backend may keep the native state of only its last few ``partition`` calls (the oneDNN
+    adapter keeps four graphs), and a workload has up to nine ops."""
+    parts = []
+    for index in range(len(graph.ops)):
+        part = _single(backend, graph, index)
+        _check_supported(part, "op by op")
+        parts.append((part, backend.compile(part, device)))
+    return _chain(parts, "op by op")
 
 
 def prepare(workload: Workload, size: str, backend: Backend, device: Device, seed: int = 0
@@ -138,8 +160,7 @@ def prepare(workload: Workload, size: str, backend: Backend, device: Device, see
         raise PerfError(f"the backend's partitions cover ops {covered} of "
                         f"{len(graph.ops)}; every op must be in one partition")
     fused = _compiled(backend, device, formed, "fused")
-    opbyop = _compiled(backend, device,
-                       [_single(backend, graph, i) for i in range(len(graph.ops))], "op by op")
+    opbyop = _op_by_op(backend, device, graph)
     (reference,) = reference_partition(graph)
     return Prepared(workload, size, graph, fill_inputs(graph, seed), formed, fused, opbyop,
                     reference)

@@ -1,12 +1,13 @@
-"""The OpenCL benchmark's building blocks on a tiny size: the chains are single partitions, the
-kernel timer and the copy kernels run, the fused and op-by-op kernels agree with the reference,
-the MatMul + BiasAdd + GELU and SoftMax partitions are single partitions the backend computes
-within the suite's tolerances, and the script runs end to end (no timing is asserted)."""
+"""The OpenCL benchmark's building blocks (`bench/accel_kernels.py`) on a tiny size: the chains
+are single partitions, the kernel timer and the copy kernels run, the fused and op-by-op
+kernels agree with the reference, the MatMul + BiasAdd + GELU and SoftMax partitions are
+single partitions the backend computes within the suite's tolerances; and
+`bench/bench_accel.py`, a caller of `fusionspec bench`, writes a performance document with the
+device's copy yardstick (no timing is asserted)."""
 
 from __future__ import annotations
 
 import importlib.util
-import json
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -27,14 +28,20 @@ pytestmark = [requires_device]
 ELEMENTS = 1000  # not a multiple of any work-group size, so the loops' tails run too
 
 
-def _bench() -> ModuleType:
-    path = Path(__file__).resolve().parents[2] / "bench" / "bench_accel.py"
-    spec = importlib.util.spec_from_file_location("bench_accel", path)
+def _load(name: str) -> ModuleType:
+    path = Path(__file__).resolve().parents[2] / "bench" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(name, path)
     assert spec is not None and spec.loader is not None, f"cannot load {path}"
     module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("bench_accel", module)
+    sys.modules.setdefault(name, module)
     spec.loader.exec_module(module)
     return module
+
+
+def _bench() -> ModuleType:
+    """The building blocks (loaded the way the script loads them: from its folder)."""
+    _load("bench_accel")
+    return _load("accel_kernels")
 
 
 @pytest.mark.parametrize("length", [2, 3, 4])
@@ -132,30 +139,28 @@ def test_compute_partitions_are_single_and_within_tolerance(which: str) -> None:
         assert result.passed, f"{which} output {tensor.id}: {result.reason}"
 
 
-def test_script_runs_end_to_end(tmp_path: Path) -> None:
-    bench = _bench()
-    out = tmp_path / "bench.json"
-    code = bench.main(["--out", str(out), "--elements", str(ELEMENTS), "--repeats", "1",
-                       "--lengths", "2", "--matmul", "8,16,8", "--conv", "1,4,6",
-                       "--softmax", "3,40"])
+def test_script_writes_a_perf_document_with_the_device_copy(tmp_path: Path) -> None:
+    script = _load("bench_accel")
+    code = script.main(["--out", str(tmp_path), "--size", "small", "--workload",
+                        "fp.binary_post_ops/*", "--elements", str(ELEMENTS), "--budget",
+                        "0.02", "--device", first_device().id])
     assert code == 0, f"the benchmark exited with {code}"
-    doc = json.loads(out.read_text())
-    names = [r["name"] for r in doc["partitions"]]
-    assert names == ["MatMul 8x16x8 + BiasAdd + GELU", "Conv 1x4x6x6 3x3 + BiasAdd + ReLU",
-                     "SoftMax 3x40"], f"partitions benchmarked: {names}"
-    gemms = doc["partitions"][:2]
-    assert [r["sgemm_shape"] for r in gemms] == [[8, 16, 8], [36, 36, 4]] and \
-        all(r["fused_gflop_s"] > 0 and r["sgemm_gflop_s"] > 0 for r in gemms), \
-        f"GEMM rows carry their rate and NumPy's sgemm on the same shapes: {gemms}"
-    assert "sgemm_ms" not in doc["partitions"][2], "SoftMax has no GEMM rate"
-    assert doc["yardstick"] in ("scalar", "vector") and doc["chains"][0]["byte_ratio"] > 1, \
-        f"yardstick {doc['yardstick']}, op-by-op byte ratio {doc['chains'][0]['byte_ratio']}"
-    methods = {name: t["method"] for name, t in doc["chains"][0]["timings_ms"].items()}
-    assert methods == {"fused": "events", "fused_cold": "wall", "opbyop": "events",
-                       "opbyop_cold": "wall", "reference": "wall"}, \
-        f"kernels timed by events, the rest by the host's clock: {methods}"
-    assert {t["method"] for t in doc["copy_timings_ms"].values()} == {"events"}, \
-        f"the copy yardstick is timed by events: {doc['copy_timings_ms']}"
-    first = doc["partitions"][0]["timings_ms"]["fused"]
-    assert first["min"] <= first["median"] and first["ci_low"] <= first["median"] <= \
-        first["ci_high"], f"minimum, median and interval recorded: {first}"
+    from fusionspec.conformance.perf.document import load_perf
+
+    doc = load_perf(tmp_path / "perf.json")
+    (record,) = doc["workloads"]
+    assert record["id"] == "fp.binary_post_ops/resnet50-residual-add-relu", \
+        f"--workload selects the workload: {record['id']}"
+    assert set(record["timings"]) == {"fused", "opbyop", "reference"}, \
+        f"the reference is a side by default: {sorted(record['timings'])}"
+    methods = {side: t["method"] for side, t in record["timings"].items()}
+    assert methods == {"fused": "events", "opbyop": "events", "reference": "wall"}, \
+        f"the kernels are timed by events, the reference by the host's clock: {methods}"
+    yard = doc["yardsticks"]
+    assert yard["device_copy_gb_s"] > 0 and yard["device_copy_variant"] in ("scalar", "vector"), \
+        f"the device's copy yardstick is recorded: {yard}"
+    share = record["roofline"]["device_copy_share"]
+    assert share == pytest.approx(record["roofline"]["gb_s"] / yard["device_copy_gb_s"]), \
+        f"the fused side's share of the device copy: {record['roofline']}"
+    assert doc["command"].startswith("python bench/bench_accel.py"), \
+        f"the document says how it was made: {doc['command']}"

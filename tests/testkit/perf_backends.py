@@ -8,6 +8,8 @@ is the time of one kernel. Loaded by ``testkit.perf_backends:<Class>``.
 
 from __future__ import annotations
 
+import os
+import signal
 import time
 from collections.abc import Mapping
 
@@ -18,7 +20,7 @@ from fusionspec.spec.graph import Partition
 from fusionspec.spec.types import Array
 
 #: Seconds one kernel of a paced backend takes.
-UNIT = 0.005
+UNIT = 0.01
 #: The pattern whose fused kernel `SlowPatternBackend` makes 30% slower.
 SLOW_PATTERN = "fp.binary_post_ops"
 
@@ -90,3 +92,15 @@ class SplittingBackend(PacedBackend):
 
         assert isinstance(graph, Graph)
         return single_op_partitions(graph.finalize() if not graph.finalized else graph)
+
+
+class CrashingBackend(PacedBackend):
+    """`PacedBackend` whose process dies (SIGSEGV, as a native library's fault would) when it
+    compiles the fused partition of `SLOW_PATTERN`."""
+
+    name = "crashing"
+
+    def compile(self, partition: Partition, device: Device) -> _Paced | _OneByOne:
+        if partition.pattern == SLOW_PATTERN and len(partition.ops) > 1:
+            os.kill(os.getpid(), signal.SIGSEGV)
+        return super().compile(partition, device)
