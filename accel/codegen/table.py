@@ -41,7 +41,8 @@ from .opctx import attr_of
 from .table_ops import DTYPE_CODES, FLOAT_BINARY, FLOAT_UNARY, OPCODES, WITH_ATTR
 from .types import Kind, is_integer
 
-__all__ = ["SLOTS", "RANK", "REGS", "TABLE_KINDS", "TableCode", "translate", "translate_ops"]
+__all__ = ["SLOTS", "RANK", "REGS", "TABLE_KINDS", "TableCode", "translate", "translate_ops",
+           "translate_operand"]
 
 #: Buffer slots, domain axes and registers (of each kind) of the interpreter kernel.
 SLOTS, RANK, REGS = 8, 6, 32
@@ -309,6 +310,27 @@ def translate_ops(ops: Sequence[Op], outputs: Sequence[LogicalTensor], shape: Se
     translator = _Translator(ops, outputs, shape)
     try:
         translator.run(given)
+    except _TooBig:
+        return None
+    return TableCode(tuple(translator.code), tuple(translator.floats),
+                     tuple(translator.buffers), tuple(translator.strides))
+
+
+def translate_operand(ops: Sequence[Op], operand: LogicalTensor) -> TableCode | None:
+    """The table computing `operand` in f32 over its own shape: loaded from its buffer, or,
+    when `ops` (a Dequantize, or Quantize -> Dequantize, folded into a main op's operand) end
+    in it, computed by them from their inputs. The value is left in register 0; nothing is
+    stored. None when it does not fit the interpreter."""
+    shape = known_shape(operand)
+    if len(shape) > RANK:
+        return None
+    translator = _Translator(ops, (), shape)
+    try:
+        translator.reg("float")  # register 0 receives the value
+        for op in translator.ops:
+            translator.values[op.outputs[0].id] = translator.op(op)
+        reg, kind = translator.value(operand)
+        translator.raw("to_float" if kind == "int" else "Copy", 0, reg)
     except _TooBig:
         return None
     return TableCode(tuple(translator.code), tuple(translator.floats),
