@@ -85,6 +85,7 @@ from .base import BuildContext, KernelFamily
 from .gemm_backward import BIAS_KERNEL, backward_geometry, bias_backward_kernel
 from .gemm_geometry import MAIN_KINDS, Geometry, IndexCode, OperandRun, geometry_of
 from .gemm_table import build_gemm_table
+from .table_gather import MAP_LIMIT
 from .table import choose_table, table_post_ops
 
 __all__ = ["FAMILY", "KERNEL_NAME", "Tiles", "RegisterTiles", "choose_tiles",
@@ -429,7 +430,8 @@ def build_gemm(partition: Partition, ctx: BuildContext) -> KernelPlan:
     docstring), and, after a ConvolutionBackwardWeights, the BiasAddBackward kernel."""
     plan, geo = _build_specialised(partition, ctx)
     (main,) = [op for op in partition.ops if op.kind in _ALL_MAINS]
-    if main.kind == _BACKWARD or not choose_table(ctx, geo.z * geo.m * geo.n * geo.k):
+    if main.kind == _BACKWARD or not choose_table(ctx, geo.z * geo.m * geo.n * geo.k) or \
+            max(geo.m * geo.k, geo.k * geo.n, geo.m * geo.n) * geo.z > MAP_LIMIT:
         return plan
     chains = [_operand_chain(partition, main, port) for port in (0, 1)]
     folded = {op.id for chain in chains for op in chain}

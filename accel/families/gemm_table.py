@@ -15,7 +15,8 @@ programs. In the table form all of that is data:
   ``fs_tgemm`` after each dot product.
 
 Three launches: gather A, gather B, then the product. The program text
-(``gemm_table.cl.j2`` with the interpreter) is the same for every partition on a device.
+(``table_gather.cl.j2``, `fusionspec.accel.families.table_gather`) is the same for every
+partition on a device, and shared with the pool, reduction and interpolate families.
 `build_gemm_table` returns None for what the interpreter cannot hold (more slots, registers
 or axes); the caller then keeps the specialised plan, which has already validated the
 partition, so both forms reject the same partitions with the same errors.
@@ -25,25 +26,18 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import numpy as np
-
-from fusionspec.spec.dtypes import DataType
 from fusionspec.spec.graph import LogicalTensor, Op, Partition
 from fusionspec.spec.shapes import channel_axis
-from fusionspec.spec.types import Array
 
 from ..codegen.access import is_dense, known_shape
 from ..codegen.opctx import attr_of
-from ..codegen.source import Preamble, render
-from ..codegen.table import RANK, SLOTS, TableCode, translate_operand, translate_ops
-from ..codegen.table_epilogue import interpreter
+from ..codegen.table import RANK, translate_operand, translate_ops
 from ..codegen.table_ops import DTYPE_CODES
 from ..plan import (
     Binding,
     BufferArg,
     KernelPlan,
     Launch,
-    Param,
     ScalarArg,
     Scratch,
     ScratchArg,
@@ -51,59 +45,20 @@ from ..plan import (
     TableArg,
 )
 from .base import BuildContext
-from .gemm_tables import IndexMaps, index_maps
+from .gemm_tables import index_maps
+from .table_gather import (
+    GEMM,
+    GEMM_KERNEL,
+    NoFit,
+    gather_launch,
+    int_table,
+    launch_1d,
+    params,
+    source,
+    table_bindings,
+)
 
-__all__ = ["GATHER_KERNEL", "GEMM_KERNEL", "build_gemm_table"]
-
-GATHER_KERNEL = "fs_tgather"
-GEMM_KERNEL = "fs_tgemm"
-
-_SLOTS = [f"s{k}" for k in range(SLOTS)]
-_TABLE = ([f"__global uchar* {s}" for s in _SLOTS]
-          + [f"const long st{k}_{d}" for k in range(SLOTS) for d in range(RANK)]
-          + [f"const long n{d}" for d in range(RANK)]
-          + ["__global const int* restrict code", "const int ncode",
-             "__global const float* restrict fa"])
-_GATHER = ["__global float* restrict out", "__global const int* restrict where",
-           "const long count", *_TABLE]
-_GEMM = ["__global const float* restrict a", "__global const float* restrict b",
-         "__global const int* restrict where", "const long count", "const long gm",
-         "const long gn", "const long gk", "__global const uchar* bias", "const int bias_dtype",
-         *[f"const long bst{d}" for d in range(RANK)], "const int dst_dtype", *_TABLE]
-
-
-def _source(ctx: BuildContext) -> str:
-    preamble = Preamble(ctx.policy)
-    interpreter(preamble, noinline=False)
-    return render("gemm_table.cl.j2", preamble=preamble.render(), gather=GATHER_KERNEL,
-                  gemm=GEMM_KERNEL, gather_params=_GATHER, gemm_params=_GEMM, buffers=_SLOTS,
-                  strides=[", ".join(f"st{k}_{d}" for d in range(RANK)) for k in range(SLOTS)],
-                  extents=[f"n{d}" for d in range(RANK)],
-                  bias_strides=[f"bst{d}" for d in range(RANK)],
-                  f16=DTYPE_CODES[DataType.f16], bf16=DTYPE_CODES[DataType.bf16])
-
-
-def _ints(values: Array) -> TableArg:
-    return TableArg(tuple(int(v) for v in np.asarray(values, dtype=np.int32).ravel()), "int")
-
-
-def _table_bindings(table: TableCode, shape: Sequence[int]) -> list[Binding]:
-    """The bindings of `_TABLE`: slots, their strides, the extents, the instruction tables."""
-    code = TableArg(table.code, "int")
-    bindings: list[Binding] = [BufferArg(table.buffers[k]) if k < len(table.buffers) else code
-                               for k in range(SLOTS)]
-    for k in range(SLOTS):
-        bindings.extend(table.strides[k] if k < len(table.strides)
-                        else [ScalarArg("long", 0)] * RANK)
-    padded = (1,) * (RANK - len(shape)) + tuple(shape)
-    bindings.extend(ScalarArg("long", n) for n in padded)
-    bindings += [code, ScalarArg("int", len(table.code) // 8), TableArg(table.floats)]
-    return bindings
-
-
-def _params(decls: Sequence[str], bindings: Sequence[Binding]) -> tuple[Param, ...]:
-    assert len(decls) == len(bindings), "a table GEMM kernel's signature and bindings disagree"
-    return tuple(Param(decl, binding) for decl, binding in zip(decls, bindings))
+__all__ = ["build_gemm_table"]
 
 
 def _bias_strides(main: Op, bias: LogicalTensor, dst_shape: tuple[int, ...]
@@ -137,7 +92,7 @@ def build_gemm_table(partition: Partition, main: Op, chains: Sequence[Sequence[O
     when it does not fit the interpreter or one launch cannot cover a domain."""
     try:
         return _build(partition, main, chains, post, outputs, ctx)
-    except _NoFit:
+    except NoFit:
         return None
 
 
@@ -152,43 +107,29 @@ def _build(partition: Partition, main: Op, chains: Sequence[Sequence[Op]],
     epilogue = translate_ops(post, outputs, dst_shape, given=dst.id)
     if epilogue is None or operands[0] is None or operands[1] is None:
         return None
-    maps: IndexMaps = index_maps(main)
+    maps = index_maps(main)
     bias = main.inputs[2] if len(main.inputs) > 2 else None
     bias_binding: Binding = BufferArg(bias.id) if bias is not None \
         else TableArg(epilogue.code, "int")
     bias_strides = _bias_strides(main, bias, dst_shape) if bias is not None \
         else [ScalarArg("long", 0)] * RANK
-    sizes = (maps.z * maps.m * maps.k, maps.z * maps.k * maps.n, maps.z * maps.m * maps.n)
-    scratch = (Scratch("table_a", max(sizes[0], 1) * 4), Scratch("table_b", max(sizes[1], 1) * 4))
+    count = maps.z * maps.m * maps.n
+    scratch = (Scratch("table_a", max(maps.a.size, 1) * 4),
+               Scratch("table_b", max(maps.b.size, 1) * 4))
     launches: list[Launch] = []
-    for port, (where, count) in enumerate(((maps.a, sizes[0]), (maps.b, sizes[1]))):
-        if not count or not sizes[2]:
-            continue
-        table = operands[port]
-        assert table is not None
-        bindings = [ScratchArg(scratch[port].name), _ints(where), ScalarArg("long", count),
-                    *_table_bindings(table, known_shape(main.inputs[port]))]
-        launches.append(_launch_1d(ctx, GATHER_KERNEL, _params(_GATHER, bindings), count))
-    if sizes[2]:
-        dtype_code = DTYPE_CODES[bias.dtype] if bias is not None else -1
-        bindings = [ScratchArg("table_a"), ScratchArg("table_b"), _ints(maps.d),
-                    ScalarArg("long", sizes[2]), ScalarArg("long", maps.m),
+    if count:
+        for port, where in ((0, maps.a), (1, maps.b)):
+            table = operands[port]
+            assert table is not None
+            if where.size:
+                launches.append(gather_launch(ctx, scratch[port].name, where, table,
+                                              known_shape(main.inputs[port])))
+        bindings = [ScratchArg("table_a"), ScratchArg("table_b"), int_table(maps.d),
+                    ScalarArg("long", count), ScalarArg("long", maps.m),
                     ScalarArg("long", maps.n), ScalarArg("long", maps.k), bias_binding,
-                    ScalarArg("int", dtype_code), *bias_strides,
-                    ScalarArg("int", DTYPE_CODES[dst.dtype]),
-                    *_table_bindings(epilogue, dst_shape)]
-        launches.append(_launch_1d(ctx, GEMM_KERNEL, _params(_GEMM, bindings), sizes[2]))
-    return KernelPlan("gemm", _source(ctx), tuple(launches), reads=tuple(partition.inputs),
+                    ScalarArg("int", DTYPE_CODES[bias.dtype] if bias is not None else -1),
+                    *bias_strides, ScalarArg("int", DTYPE_CODES[dst.dtype]),
+                    *table_bindings(epilogue, dst_shape)]
+        launches.append(launch_1d(ctx, GEMM_KERNEL, params(GEMM, bindings), count))
+    return KernelPlan("gemm", source(ctx), tuple(launches), reads=tuple(partition.inputs),
                       writes=tuple(partition.outputs), scratch=scratch)
-
-
-def _launch_1d(ctx: BuildContext, kernel: str, params: tuple[Param, ...], count: int
-               ) -> Launch:
-    global_size, local_size = ctx.launch_1d(count)
-    if global_size[0] < count:  # the kernels have no grid-stride loop
-        raise _NoFit
-    return Launch(kernel, params, global_size, local_size)
-
-
-class _NoFit(Exception):
-    """One launch cannot cover the domain."""

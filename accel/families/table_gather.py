@@ -1,0 +1,128 @@
+"""The gathering program of the table form, shared by the GEMM, pool, reduction and
+interpolate families for small problems.
+
+One program (``table_gather.cl.j2`` with the table form's interpreter) holds three kernels
+whose text depends on nothing a partition has:
+
+- ``fs_tgather`` fills a dense f32 buffer from an operand: element i reads the operand at the
+  linear index ``where[i]`` of its logical shape (-1: padding, 0.0), through the operand's
+  instruction table (`fusionspec.accel.codegen.table.translate_operand`: a load in its dtype at
+  its runtime strides, or the Dequantize chain folded into it);
+- ``fs_tgemm`` multiplies two gathered matrices (`fusionspec.accel.families.gemm_table`);
+- ``fs_twindow`` reduces each output's run of gathered values in one of the `MODES`
+  (`fusionspec.accel.families.window_table`).
+
+The last two finish each output through the post-ops' instruction table
+(`fusionspec.accel.codegen.table.translate_ops`), which also stores the outputs. Where the
+gathered values come from is data: index maps computed on the host with NumPy and uploaded
+once per compiled partition (int32 `TableArg`), so the maps are only made for small problems
+(`MAP_LIMIT` entries).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from fusionspec.spec.dtypes import DataType
+from fusionspec.spec.types import Array
+
+from ..codegen.source import Preamble, render
+from ..codegen.table import RANK, SLOTS, TableCode
+from ..codegen.table_epilogue import interpreter
+from ..codegen.table_ops import DTYPE_CODES
+from ..plan import Binding, BufferArg, Launch, Param, ScalarArg, ScratchArg, TableArg
+from .base import BuildContext
+
+__all__ = ["GATHER_KERNEL", "GEMM_KERNEL", "WINDOW_KERNEL", "MODES", "MAP_LIMIT", "TABLE",
+           "GEMM", "WINDOW", "NoFit", "source", "int_table", "table_bindings", "params",
+           "launch_1d", "gather_launch"]
+
+GATHER_KERNEL = "fs_tgather"
+GEMM_KERNEL = "fs_tgemm"
+WINDOW_KERNEL = "fs_twindow"
+#: The largest index map (entries) the table form makes; a larger problem keeps its
+#: specialised kernels.
+MAP_LIMIT = 1 << 20
+#: How ``fs_twindow`` reduces an output's values (the reductions, the two pools, and a
+#: weighted sum for interpolation).
+MODES: dict[str, int] = {"sum": 0, "mean": 1, "l1": 2, "l2": 3, "prod": 4, "max": 5, "min": 6,
+                         "pool_max": 7, "pool_avg": 8, "weighted": 9}
+
+_SLOTS = [f"s{k}" for k in range(SLOTS)]
+#: The parameters of an instruction table, in signature order (`table_bindings`).
+TABLE = ([f"__global uchar* {s}" for s in _SLOTS]
+         + [f"const long st{k}_{d}" for k in range(SLOTS) for d in range(RANK)]
+         + [f"const long n{d}" for d in range(RANK)]
+         + ["__global const int* restrict code", "const int ncode",
+            "__global const float* restrict fa"])
+GATHER = ["__global float* restrict out", "__global const int* restrict where",
+          "const long count", *TABLE]
+GEMM = ["__global const float* restrict a", "__global const float* restrict b",
+        "__global const int* restrict where", "const long count", "const long gm",
+        "const long gn", "const long gk", "__global const uchar* bias", "const int bias_dtype",
+        *[f"const long bst{d}" for d in range(RANK)], "const int dst_dtype", *TABLE]
+WINDOW = ["__global const float* restrict x", "__global const int* restrict where",
+          "__global const float* restrict weights", "const long count", "const long span",
+          "const int mode", "const float lowest", "const float divisor", *TABLE]
+
+
+class NoFit(Exception):
+    """A launch cannot cover its domain in one pass (the kernels have no grid-stride loop)."""
+
+
+def source(ctx: BuildContext) -> str:
+    """The program: the same text for every partition on a device."""
+    preamble = Preamble(ctx.policy)
+    interpreter(preamble, noinline=False)
+    return render("table_gather.cl.j2", preamble=preamble.render(), gather=GATHER_KERNEL,
+                  gemm=GEMM_KERNEL, window=WINDOW_KERNEL, gather_params=GATHER,
+                  gemm_params=GEMM, window_params=WINDOW, buffers=_SLOTS,
+                  strides=[", ".join(f"st{k}_{d}" for d in range(RANK)) for k in range(SLOTS)],
+                  extents=[f"n{d}" for d in range(RANK)],
+                  bias_strides=[f"bst{d}" for d in range(RANK)], modes=MODES,
+                  f16=DTYPE_CODES[DataType.f16], bf16=DTYPE_CODES[DataType.bf16])
+
+
+def int_table(values: Array) -> TableArg:
+    """An int32 table argument of `values` (flattened)."""
+    return TableArg(tuple(np.asarray(values, dtype=np.int32).ravel().tolist()), "int")
+
+
+def table_bindings(table: TableCode, shape: Sequence[int]) -> list[Binding]:
+    """The bindings of `TABLE` for `table` over the domain `shape`; a slot nothing uses is
+    bound to the instruction table's buffer (it is never read)."""
+    code = TableArg(table.code, "int")
+    bindings: list[Binding] = [BufferArg(table.buffers[k]) if k < len(table.buffers) else code
+                               for k in range(SLOTS)]
+    for k in range(SLOTS):
+        bindings.extend(table.strides[k] if k < len(table.strides)
+                        else [ScalarArg("long", 0)] * RANK)
+    padded = (1,) * (RANK - len(shape)) + tuple(shape)
+    bindings.extend(ScalarArg("long", n) for n in padded)
+    bindings += [code, ScalarArg("int", len(table.code) // 8), TableArg(table.floats)]
+    return bindings
+
+
+def params(decls: Sequence[str], bindings: Sequence[Binding]) -> tuple[Param, ...]:
+    assert len(decls) == len(bindings), "a gathering kernel's signature and bindings disagree"
+    return tuple(Param(decl, binding) for decl, binding in zip(decls, bindings))
+
+
+def launch_1d(ctx: BuildContext, kernel: str, bound: tuple[Param, ...], count: int) -> Launch:
+    """One work item per element of `count`; `NoFit` when one launch cannot cover them."""
+    global_size, local_size = ctx.launch_1d(count)
+    if global_size[0] < count:
+        raise NoFit
+    return Launch(kernel, bound, global_size, local_size)
+
+
+def gather_launch(ctx: BuildContext, scratch: str, where: Array, table: TableCode,
+                  shape: Sequence[int]) -> Launch:
+    """The ``fs_tgather`` launch filling scratch buffer `scratch` from the operand of
+    `table` (over its logical `shape`) at the linear indices `where`."""
+    count = int(np.asarray(where).size)
+    bindings = [ScratchArg(scratch), int_table(where), ScalarArg("long", count),
+                *table_bindings(table, shape)]
+    return launch_1d(ctx, GATHER_KERNEL, params(GATHER, bindings), count)
