@@ -85,8 +85,8 @@ from .base import BuildContext, KernelFamily
 from .gemm_backward import BIAS_KERNEL, backward_geometry, bias_backward_kernel
 from .gemm_geometry import MAIN_KINDS, Geometry, IndexCode, OperandRun, geometry_of
 from .gemm_table import build_gemm_table
-from .table_gather import MAP_LIMIT
 from .table import choose_table, table_post_ops
+from .table_gather import MAP_LIMIT
 
 __all__ = ["FAMILY", "KERNEL_NAME", "Tiles", "RegisterTiles", "choose_tiles",
            "choose_register_tiles", "register_blocked", "is_gemm", "build_gemm",

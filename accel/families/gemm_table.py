@@ -122,7 +122,7 @@ def _build(partition: Partition, main: Op, chains: Sequence[Sequence[Op]],
             table = operands[port]
             assert table is not None
             if where.size:
-                launches.append(gather_launch(ctx, scratch[port].name, where, table,
+                launches.append(gather_launch(ctx, scratch[port].name, int_table(where), table,
                                               known_shape(main.inputs[port])))
         bindings = [ScratchArg("table_a"), ScratchArg("table_b"), int_table(maps.d),
                     ScalarArg("long", count), ScalarArg("long", maps.m),

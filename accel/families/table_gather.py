@@ -48,7 +48,8 @@ MAP_LIMIT = 1 << 20
 #: How ``fs_twindow`` reduces an output's values (the reductions, the two pools, and a
 #: weighted sum for interpolation).
 MODES: dict[str, int] = {"sum": 0, "mean": 1, "l1": 2, "l2": 3, "prod": 4, "max": 5, "min": 6,
-                         "pool_max": 7, "pool_avg": 8, "weighted": 9}
+                         "pool_max": 7, "pool_avg": 8, "weighted": 9,
+                         "first": 10}
 
 _SLOTS = [f"s{k}" for k in range(SLOTS)]
 #: The parameters of an instruction table, in signature order (`table_bindings`).
@@ -118,11 +119,11 @@ def launch_1d(ctx: BuildContext, kernel: str, bound: tuple[Param, ...], count: i
     return Launch(kernel, bound, global_size, local_size)
 
 
-def gather_launch(ctx: BuildContext, scratch: str, where: Array, table: TableCode,
+def gather_launch(ctx: BuildContext, scratch: str, where: TableArg, table: TableCode,
                   shape: Sequence[int]) -> Launch:
     """The ``fs_tgather`` launch filling scratch buffer `scratch` from the operand of
-    `table` (over its logical `shape`) at the linear indices `where`."""
-    count = int(np.asarray(where).size)
-    bindings = [ScratchArg(scratch), int_table(where), ScalarArg("long", count),
+    `table` (over its logical `shape`) at the linear indices `where` (`int_table`)."""
+    count = len(where.values)
+    bindings = [ScratchArg(scratch), where, ScalarArg("long", count),
                 *table_bindings(table, shape)]
     return launch_1d(ctx, GATHER_KERNEL, params(GATHER, bindings), count)
