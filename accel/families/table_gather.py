@@ -1,7 +1,7 @@
-"""The gathering program of the table form, shared by the GEMM, pool, reduction and
-interpolate families for small problems.
+"""The gathering program of the table form, shared by the GEMM, pool, reduction, interpolate
+and softmax families for small problems.
 
-One program (``table_gather.cl.j2`` with the table form's interpreter) holds three kernels
+One program (``table_gather.cl.j2`` with the table form's interpreter) holds four kernels
 whose text depends on nothing a partition has:
 
 - ``fs_tgather`` fills a dense f32 buffer from an operand: element i reads the operand at the
@@ -10,9 +10,10 @@ whose text depends on nothing a partition has:
   its runtime strides, or the Dequantize chain folded into it);
 - ``fs_tgemm`` multiplies two gathered matrices (`fusionspec.accel.families.gemm_table`);
 - ``fs_twindow`` reduces each output's run of gathered values in one of the `MODES`
-  (`fusionspec.accel.families.window_table`).
+  (`fusionspec.accel.families.window_table`);
+- ``fs_tsoftmax`` normalises each gathered row (`fusionspec.accel.families.window_table`).
 
-The last two finish each output through the post-ops' instruction table
+The last three finish each output through the post-ops' instruction table
 (`fusionspec.accel.codegen.table.translate_ops`), which also stores the outputs. Where the
 gathered values come from is data: index maps computed on the host with NumPy and uploaded
 once per compiled partition (int32 `TableArg`), so the maps are only made for small problems
@@ -35,13 +36,15 @@ from ..codegen.table_ops import DTYPE_CODES
 from ..plan import Binding, BufferArg, Launch, Param, ScalarArg, ScratchArg, TableArg
 from .base import BuildContext
 
-__all__ = ["GATHER_KERNEL", "GEMM_KERNEL", "WINDOW_KERNEL", "MODES", "MAP_LIMIT", "TABLE",
-           "GEMM", "WINDOW", "NoFit", "source", "int_table", "table_bindings", "params",
+__all__ = ["GATHER_KERNEL", "GEMM_KERNEL", "WINDOW_KERNEL", "SOFTMAX_KERNEL", "MODES",
+           "MAP_LIMIT", "TABLE", "GEMM", "WINDOW", "SOFTMAX", "NoFit", "source", "int_table",
+           "table_bindings", "params",
            "launch_1d", "gather_launch"]
 
 GATHER_KERNEL = "fs_tgather"
 GEMM_KERNEL = "fs_tgemm"
 WINDOW_KERNEL = "fs_twindow"
+SOFTMAX_KERNEL = "fs_tsoftmax"
 #: The largest index map (entries) the table form makes; a larger problem keeps its
 #: specialised kernels.
 MAP_LIMIT = 1 << 20
@@ -67,6 +70,9 @@ GEMM = ["__global const float* restrict a", "__global const float* restrict b",
 WINDOW = ["__global const float* restrict x", "__global const int* restrict where",
           "__global const float* restrict weights", "const long count", "const long span",
           "const int mode", "const float lowest", "const float divisor", *TABLE]
+SOFTMAX = ["__global const float* restrict x", "__global const int* restrict where",
+           "const long count", "const long span", "const int inf_as_zero",
+           "__global float* stats", "const int has_stats", *TABLE]
 
 
 class NoFit(Exception):
@@ -77,9 +83,11 @@ def source(ctx: BuildContext) -> str:
     """The program: the same text for every partition on a device."""
     preamble = Preamble(ctx.policy)
     interpreter(preamble, noinline=False)
+    preamble.need(("fs_exp_hl",))
     return render("table_gather.cl.j2", preamble=preamble.render(), gather=GATHER_KERNEL,
-                  gemm=GEMM_KERNEL, window=WINDOW_KERNEL, gather_params=GATHER,
-                  gemm_params=GEMM, window_params=WINDOW, buffers=_SLOTS,
+                  gemm=GEMM_KERNEL, window=WINDOW_KERNEL, softmax=SOFTMAX_KERNEL,
+                  gather_params=GATHER, gemm_params=GEMM, window_params=WINDOW,
+                  softmax_params=SOFTMAX, buffers=_SLOTS,
                   strides=[", ".join(f"st{k}_{d}" for d in range(RANK)) for k in range(SLOTS)],
                   extents=[f"n{d}" for d in range(RANK)],
                   bias_strides=[f"bst{d}" for d in range(RANK)], modes=MODES,

@@ -30,11 +30,13 @@ from fusionspec.spec.types import Array
 
 from ..codegen.access import known_shape
 from ..codegen.table import translate_operand, translate_ops
-from ..plan import KernelPlan, Launch, ScalarArg, Scratch, ScratchArg, TableArg
+from ..plan import BufferArg, KernelPlan, Launch, ScalarArg, Scratch, ScratchArg, TableArg
 from .base import BuildContext
 from .table_gather import (
     MAP_LIMIT,
     MODES,
+    SOFTMAX,
+    SOFTMAX_KERNEL,
     WINDOW,
     WINDOW_KERNEL,
     NoFit,
@@ -46,7 +48,7 @@ from .table_gather import (
     table_bindings,
 )
 
-__all__ = ["window_plan", "reduction_map", "pool_map", "interpolate_map"]
+__all__ = ["window_plan", "softmax_plan", "reduction_map", "pool_map", "interpolate_map"]
 
 
 def _grid(shape: Sequence[int], axis: int, rank: int) -> Array:
@@ -158,4 +160,45 @@ def window_plan(partition: Partition, family: str, main: Op, feeder: Sequence[Op
     except NoFit:
         return None
     return KernelPlan(family, source(ctx), tuple(launches), reads=tuple(partition.inputs),
+                      writes=tuple(partition.outputs), scratch=(scratch,))
+
+
+def softmax_plan(partition: Partition, main: Op, post: Sequence[Op], axis: int,
+                 ctx: BuildContext) -> KernelPlan | None:
+    """The table-form plan of a SoftMax along `axis` and its `post` ops, or None when it does
+    not fit: one row per work item (``fs_tsoftmax``), the rows gathered first; the optional
+    statistics output (f32) is stored per row."""
+    src, dst = main.inputs[0], main.outputs[0]
+    shape = known_shape(dst)
+    size = math.prod(shape)
+    stats = main.outputs[1] if len(main.outputs) > 1 else None
+    stored = stats is not None and any(t.id == stats.id for t in partition.outputs)
+    if size > MAP_LIMIT or (stored and stats is not None and stats.dtype.name != "f32"):
+        return None
+    operand = translate_operand((), src)
+    epilogue = translate_ops(post, [t for t in partition.outputs
+                                    if stats is None or t.id != stats.id],
+                             shape, given=dst.id)
+    if operand is None or epilogue is None:
+        return None
+    length = shape[axis]
+    rows = size // length if length else 0
+    linear = np.arange(size, dtype=np.int64).reshape(shape)
+    where = np.moveaxis(linear, axis, -1).reshape(rows, length) if rows else \
+        np.zeros((0, 0), dtype=np.int64)
+    where_arg = int_table(where)
+    scratch = Scratch("table_x", max(size, 1) * 4)
+    launches: list[Launch] = []
+    try:
+        if rows:
+            launches.append(gather_launch(ctx, scratch.name, where_arg, operand, shape))
+            bindings = [ScratchArg(scratch.name), where_arg, ScalarArg("long", rows),
+                        ScalarArg("long", length),
+                        ScalarArg("int", int(main.attrs.get("mode", "none") == "inf_as_zero")),
+                        BufferArg(stats.id) if stored and stats is not None else where_arg,
+                        ScalarArg("int", int(stored)), *table_bindings(epilogue, shape)]
+            launches.append(launch_1d(ctx, SOFTMAX_KERNEL, params(SOFTMAX, bindings), rows))
+    except NoFit:
+        return None
+    return KernelPlan("softmax", source(ctx), tuple(launches), reads=tuple(partition.inputs),
                       writes=tuple(partition.outputs), scratch=(scratch,))
