@@ -265,6 +265,8 @@ class _Translator:
                 "float"
         if kind == "Reorder":
             return self.value(op.inputs[0])
+        if kind == "ReLUBackward":  # the training family's, beside the element-wise ops
+            return self.emit(kind, "float", self.f(op, 0), self.f(op, 1)), "float"
         raise AssertionError(f"op kind {kind} passed validation but has no table entry")
 
     def quant_params(self, op: Op) -> tuple[int, int]:

@@ -1,7 +1,7 @@
-"""The gathering program of the table form, shared by the GEMM, pool, reduction, interpolate
-and softmax families for small problems.
+"""The gathering program of the table form, shared by the GEMM, pool, reduction, interpolate,
+softmax and training families for small problems.
 
-One program (``table_gather.cl.j2`` with the table form's interpreter) holds four kernels
+One program (``table_gather.cl.j2`` with the table form's interpreter) holds these kernels
 whose text depends on nothing a partition has:
 
 - ``fs_tgather`` fills a dense f32 buffer from an operand: element i reads the operand at the
@@ -11,10 +11,13 @@ whose text depends on nothing a partition has:
 - ``fs_tgemm`` multiplies two gathered matrices (`fusionspec.accel.families.gemm_table`);
 - ``fs_twindow`` reduces each output's run of gathered values in one of the `MODES`
   (`fusionspec.accel.families.window_table`);
-- ``fs_tsoftmax`` normalises each gathered row (`fusionspec.accel.families.window_table`).
+- ``fs_tsoftmax`` normalises each gathered row (`fusionspec.accel.families.window_table`);
+- ``fs_tbnstats`` and ``fs_tbnsrc`` are BatchNormTrainingBackward over gathered channels
+  (`fusionspec.accel.families.training_table`).
 
-The last three finish each output through the post-ops' instruction table
-(`fusionspec.accel.codegen.table.translate_ops`), which also stores the outputs. Where the
+``fs_tgemm``, ``fs_twindow`` and ``fs_tsoftmax`` finish each output through the post-ops'
+instruction table (`fusionspec.accel.codegen.table.translate_ops`), which also stores the
+outputs. Where the
 gathered values come from is data: index maps computed on the host with NumPy and uploaded
 once per compiled partition (int32 `TableArg`), so the maps are only made for small problems
 (`MAP_LIMIT` entries).
@@ -36,8 +39,9 @@ from ..codegen.table_ops import DTYPE_CODES
 from ..plan import Binding, BufferArg, Launch, Param, ScalarArg, ScratchArg, TableArg
 from .base import BuildContext
 
-__all__ = ["GATHER_KERNEL", "GEMM_KERNEL", "WINDOW_KERNEL", "SOFTMAX_KERNEL", "MODES",
-           "MAP_LIMIT", "TABLE", "GEMM", "WINDOW", "SOFTMAX", "NoFit", "source", "int_table",
+__all__ = ["GATHER_KERNEL", "GEMM_KERNEL", "WINDOW_KERNEL", "SOFTMAX_KERNEL",
+           "BN_STATS_KERNEL", "BN_SRC_KERNEL", "MODES", "MAP_LIMIT", "TABLE", "GEMM", "WINDOW",
+           "SOFTMAX", "BN_STATS", "BN_SRC", "NoFit", "source", "int_table",
            "table_bindings", "params",
            "launch_1d", "gather_launch"]
 
@@ -45,6 +49,8 @@ GATHER_KERNEL = "fs_tgather"
 GEMM_KERNEL = "fs_tgemm"
 WINDOW_KERNEL = "fs_twindow"
 SOFTMAX_KERNEL = "fs_tsoftmax"
+BN_STATS_KERNEL = "fs_tbnstats"
+BN_SRC_KERNEL = "fs_tbnsrc"
 #: The largest index map (entries) the table form makes; a larger problem keeps its
 #: specialised kernels.
 MAP_LIMIT = 1 << 20
@@ -73,6 +79,17 @@ WINDOW = ["__global const float* restrict x", "__global const int* restrict wher
 SOFTMAX = ["__global const float* restrict x", "__global const int* restrict where",
            "const long count", "const long span", "const int inf_as_zero",
            "__global float* stats", "const int has_stats", *TABLE]
+_CHANNEL = ["__global const uchar* {0}_b", "const int {0}_dtype", "const long {0}_stride"]
+BN_STATS = ["__global const float* restrict x", "__global const float* restrict dy",
+            "const long channels", "const long per_channel",
+            *(d.format(t) for t in ("mean", "var") for d in _CHANNEL), "const float epsilon",
+            "__global float* stats", "__global uchar* gamma_out", "const int gamma_out_dtype",
+            "__global uchar* beta_out", "const int beta_out_dtype"]
+BN_SRC = ["__global const float* restrict x", "__global const float* restrict dy",
+          "__global const int* restrict where", "const long count", "const long per_channel",
+          *(d.format(t) for t in ("mean", "var", "gamma") for d in _CHANNEL),
+          "const float epsilon", "const float channel_count",
+          "__global const float* restrict stats", "__global uchar* out", "const int out_dtype"]
 
 
 class NoFit(Exception):
@@ -86,8 +103,9 @@ def source(ctx: BuildContext) -> str:
     preamble.need(("fs_exp_hl",))
     return render("table_gather.cl.j2", preamble=preamble.render(), gather=GATHER_KERNEL,
                   gemm=GEMM_KERNEL, window=WINDOW_KERNEL, softmax=SOFTMAX_KERNEL,
-                  gather_params=GATHER, gemm_params=GEMM, window_params=WINDOW,
-                  softmax_params=SOFTMAX, buffers=_SLOTS,
+                  bn_stats=BN_STATS_KERNEL, bn_src=BN_SRC_KERNEL, gather_params=GATHER,
+                  gemm_params=GEMM, window_params=WINDOW, softmax_params=SOFTMAX,
+                  bn_stats_params=BN_STATS, bn_src_params=BN_SRC, buffers=_SLOTS,
                   strides=[", ".join(f"st{k}_{d}" for d in range(RANK)) for k in range(SLOTS)],
                   extents=[f"n{d}" for d in range(RANK)],
                   bias_strides=[f"bst{d}" for d in range(RANK)], modes=MODES,
