@@ -96,12 +96,12 @@ def interpolate_map(main: Op, in_shape: tuple[int, ...], out_shape: tuple[int, .
     rank = len(out_shape)
     per_axis: list[list[tuple[Array, Array]]] = []
     for a in axes:
-        coords = source_coords(out_shape[a], in_shape[a], ctm)
+        position = source_coords(out_shape[a], in_shape[a], ctm)
         if mode == "nearest":
-            index = np.asarray(nearest_index(coords, in_shape[a]), dtype=np.int64)
+            index = np.asarray(nearest_index(position, in_shape[a]), dtype=np.int64)
             per_axis.append([(index, np.ones(out_shape[a], dtype=np.float32))])
             continue
-        left, right, w_left, w_right = linear_taps(coords, in_shape[a])
+        left, right, w_left, w_right = linear_taps(position, in_shape[a])
         per_axis.append([(np.asarray(left, dtype=np.int64), np.asarray(w_left, np.float32)),
                          (np.asarray(right, dtype=np.int64),
                           np.asarray(w_right, np.float32))])
