@@ -47,7 +47,17 @@ from fusionspec.spec.types import Array
 
 from .codegen.access import known_shape
 from .codegen.types import HOST, check_supported, from_host, to_host
-from .plan import BufferArg, KernelPlan, Launch, Param, ScalarArg, ScratchArg, StrideArg, TableArg
+from .plan import (
+    BufferArg,
+    KernelPlan,
+    Launch,
+    LongsArg,
+    Param,
+    ScalarArg,
+    ScratchArg,
+    StrideArg,
+    TableArg,
+)
 from .runtime import Runtime
 
 __all__ = ["AccelCompiledPartition"]
@@ -73,7 +83,7 @@ class AccelCompiledPartition:
         self._pool_lock = threading.Lock()
         self._kernels: list[list[Any]] = []
         # Tables are constant for the partition: uploaded now, bound on every execute.
-        self._tables: dict[TableArg, Any] = {}
+        self._tables: dict[TableArg | LongsArg, Any] = {}
         for plan in self.plans:
             program = runtime.program(plan.source, plan.options,
                                       kernels=[launch.kernel for launch in plan.launches])
@@ -85,6 +95,10 @@ class AccelCompiledPartition:
                     if isinstance(table, TableArg) and table not in self._tables:
                         host = np.asarray(table.values, dtype=np.int32 if table.ctype == "int"
                                           else np.float32)
+                        self._tables[table] = _buffer(runtime.context, host.nbytes, host)
+                    elif isinstance(table, LongsArg) and table.constant and \
+                            table not in self._tables:
+                        host = _longs(table, {})
                         self._tables[table] = _buffer(runtime.context, host.nbytes, host)
 
     def work_group_overrun(self) -> int | None:
@@ -270,8 +284,9 @@ class AccelCompiledPartition:
                     layouts[tensor.id] = row_major_strides(shape)
             scratch = {s.name: self._take(s.nbytes, taken, fresh) for s in plan.scratch}
             for launch, kernel in zip(plan.launches, kernels):
-                calls.append((kernel, launch, [_bind(p, buffers, layouts, scratch, self._tables)
-                                               for p in launch.params]))
+                calls.append((kernel, launch, [
+                    _bind(p, buffers, layouts, scratch, self._tables, self.runtime.context)
+                    for p in launch.params]))
         return buffers, calls
 
 def _buffer(context: Any, nbytes: int, host: Array | None) -> Any:
@@ -283,9 +298,21 @@ def _buffer(context: Any, nbytes: int, host: Array | None) -> Any:
     return cl.Buffer(context, flags, size=max(nbytes, 16))  # OpenCL forbids empty buffers
 
 
+def _longs(binding: LongsArg, layouts: Mapping[int, tuple[int, ...]]) -> Array:
+    return np.asarray([layouts[e.tensor_id][e.dim] if isinstance(e, StrideArg) else e.value
+                       for e in binding.entries], dtype=np.int64)
+
+
 def _bind(param: Param, buffers: Mapping[int, Any], layouts: Mapping[int, tuple[int, ...]],
-          scratch: Mapping[str, Any], tables: Mapping[TableArg, Any]) -> Any:
+          scratch: Mapping[str, Any], tables: Mapping[TableArg | LongsArg, Any],
+          context: Any) -> Any:
     binding = param.binding
+    if isinstance(binding, LongsArg):
+        found = tables.get(binding)
+        if found is not None:
+            return found
+        host = _longs(binding, layouts)  # an input's runtime strides: this execution's
+        return _buffer(context, host.nbytes, host)
     if isinstance(binding, BufferArg):
         return buffers[binding.tensor_id]
     if isinstance(binding, StrideArg):

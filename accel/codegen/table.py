@@ -34,7 +34,7 @@ from fusionspec.spec.graph import LogicalTensor, Op, Partition, row_major_stride
 from fusionspec.spec.shapes import channel_axis
 
 from ..errors import UnsupportedPartitionError
-from ..plan import Binding, ScalarArg, StrideArg
+from ..plan import Binding, LongsArg, ScalarArg, StrideArg
 from .access import is_dense, known_shape
 from .epilogue import ordered_ops
 from .opctx import attr_of
@@ -42,10 +42,10 @@ from .table_ops import DTYPE_CODES, FLOAT_BINARY, FLOAT_UNARY, OPCODES, WITH_ATT
 from .types import Kind, is_integer
 
 __all__ = ["SLOTS", "RANK", "REGS", "TABLE_KINDS", "TableCode", "translate", "translate_ops",
-           "translate_operand"]
+           "translate_operand", "slot_strides"]
 
 #: Buffer slots, domain axes and registers (of each kind) of the interpreter kernel.
-SLOTS, RANK, REGS = 8, 6, 32
+SLOTS, RANK, REGS = 16, 6, 64
 
 #: The attribute of each op of `WITH_ATTR`.
 _ATTRIBUTE = {"Elu": "alpha", "LeakyReLU": "alpha", "Pow": "beta"}
@@ -337,3 +337,15 @@ def translate_operand(ops: Sequence[Op], operand: LogicalTensor) -> TableCode | 
         return None
     return TableCode(tuple(translator.code), tuple(translator.floats),
                      tuple(translator.buffers), tuple(translator.strides))
+
+
+def slot_strides(table: TableCode) -> LongsArg:
+    """The strides argument of `table`: `RANK` per slot, in slot order, 0 for unused slots
+    (a buffer the interpreter reads, so the slot count costs no kernel parameters)."""
+    entries: list[StrideArg | ScalarArg] = []
+    for k in range(SLOTS):
+        row = table.strides[k] if k < len(table.strides) else (ScalarArg("long", 0),) * RANK
+        for binding in row:
+            assert isinstance(binding, StrideArg | ScalarArg), "a stride is a stride"
+            entries.append(binding)
+    return LongsArg(tuple(entries))

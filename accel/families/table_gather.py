@@ -33,7 +33,7 @@ from fusionspec.spec.dtypes import DataType
 from fusionspec.spec.types import Array
 
 from ..codegen.source import Preamble, render
-from ..codegen.table import RANK, SLOTS, TableCode
+from ..codegen.table import RANK, SLOTS, TableCode, slot_strides
 from ..codegen.table_epilogue import interpreter
 from ..codegen.table_ops import DTYPE_CODES
 from ..plan import Binding, BufferArg, Launch, Param, ScalarArg, ScratchArg, TableArg
@@ -63,7 +63,7 @@ MODES: dict[str, int] = {"sum": 0, "mean": 1, "l1": 2, "l2": 3, "prod": 4, "max"
 _SLOTS = [f"s{k}" for k in range(SLOTS)]
 #: The parameters of an instruction table, in signature order (`table_bindings`).
 TABLE = ([f"__global uchar* {s}" for s in _SLOTS]
-         + [f"const long st{k}_{d}" for k in range(SLOTS) for d in range(RANK)]
+         + ["__global const long* restrict st"]
          + [f"const long n{d}" for d in range(RANK)]
          + ["__global const int* restrict code", "const int ncode",
             "__global const float* restrict fa"])
@@ -106,7 +106,6 @@ def source(ctx: BuildContext) -> str:
                   bn_stats=BN_STATS_KERNEL, bn_src=BN_SRC_KERNEL, gather_params=GATHER,
                   gemm_params=GEMM, window_params=WINDOW, softmax_params=SOFTMAX,
                   bn_stats_params=BN_STATS, bn_src_params=BN_SRC, buffers=_SLOTS,
-                  strides=[", ".join(f"st{k}_{d}" for d in range(RANK)) for k in range(SLOTS)],
                   extents=[f"n{d}" for d in range(RANK)],
                   bias_strides=[f"bst{d}" for d in range(RANK)], modes=MODES,
                   f16=DTYPE_CODES[DataType.f16], bf16=DTYPE_CODES[DataType.bf16])
@@ -123,9 +122,7 @@ def table_bindings(table: TableCode, shape: Sequence[int]) -> list[Binding]:
     code = TableArg(table.code, "int")
     bindings: list[Binding] = [BufferArg(table.buffers[k]) if k < len(table.buffers) else code
                                for k in range(SLOTS)]
-    for k in range(SLOTS):
-        bindings.extend(table.strides[k] if k < len(table.strides)
-                        else [ScalarArg("long", 0)] * RANK)
+    bindings.append(slot_strides(table))
     padded = (1,) * (RANK - len(shape)) + tuple(shape)
     bindings.extend(ScalarArg("long", n) for n in padded)
     bindings += [code, ScalarArg("int", len(table.code) // 8), TableArg(table.floats)]
