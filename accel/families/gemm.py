@@ -430,13 +430,13 @@ def build_gemm(partition: Partition, ctx: BuildContext) -> KernelPlan:
     docstring), and, after a ConvolutionBackwardWeights, the BiasAddBackward kernel."""
     plan, geo = _build_specialised(partition, ctx)
     (main,) = [op for op in partition.ops if op.kind in _ALL_MAINS]
-    if main.kind == _BACKWARD or not choose_table(ctx, geo.z * geo.m * geo.n * geo.k) or \
+    if not choose_table(ctx, geo.z * geo.m * geo.n * geo.k) or \
             max(geo.m * geo.k, geo.k * geo.n, geo.m * geo.n) * geo.z > MAP_LIMIT:
         return plan
     chains = [_operand_chain(partition, main, port) for port in (0, 1)]
     folded = {op.id for chain in chains for op in chain}
     post = [op for op in partition.ops if op is not main and op.id not in folded]
-    table = build_gemm_table(partition, main, chains, post, partition.outputs, ctx)
+    table = build_gemm_table(partition, main, chains, post, ctx)
     return plan if table is None else table
 
 

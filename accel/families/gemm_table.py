@@ -1,5 +1,5 @@
-"""The table form of the GEMM family: one program for every small MatMul, Convolution and
-ConvTranspose.
+"""The table form of the GEMM family: one program for every small MatMul, Convolution,
+ConvTranspose and ConvolutionBackwardWeights (with the BiasAddBackward that may follow it).
 
 The specialised GEMM kernels (`fusionspec.accel.families.gemm`) compile the main op's index
 code, its operand dtypes, folded Dequantize ops, bias and rounding into the program, so a
@@ -14,7 +14,9 @@ programs. In the table form all of that is data:
   dtype code) and the post-ops with the stores (the post-ops' instruction table), applied by
   ``fs_tgemm`` after each dot product.
 
-Three launches: gather A, gather B, then the product. The program text
+Three launches: gather A, gather B, then the product; after a ConvolutionBackwardWeights, a
+BiasAddBackward sums diff_weights per channel as the reduction's table form does
+(`fusionspec.accel.families.window_table`: a gather and ``fs_twindow``). The program text
 (``table_gather.cl.j2``, `fusionspec.accel.families.table_gather`) is the same for every
 partition on a device, and shared with the pool, reduction and interpolate families.
 `build_gemm_table` returns None for what the interpreter cannot hold (more slots, registers
@@ -57,6 +59,7 @@ from .table_gather import (
     source,
     table_bindings,
 )
+from .window_table import reduction_map, window_plan
 
 __all__ = ["build_gemm_table"]
 
@@ -86,29 +89,37 @@ def _bias_strides(main: Op, bias: LogicalTensor, dst_shape: tuple[int, ...]
 
 
 def build_gemm_table(partition: Partition, main: Op, chains: Sequence[Sequence[Op]],
-                     post: Sequence[Op], outputs: Sequence[LogicalTensor], ctx: BuildContext
-                     ) -> KernelPlan | None:
-    """The table-form plan of a forward GEMM partition (see the module docstring), or None
-    when it does not fit the interpreter or one launch cannot cover a domain."""
+                     post: Sequence[Op], ctx: BuildContext) -> KernelPlan | None:
+    """The table-form plan of a GEMM partition (see the module docstring): `chains` the ops
+    folded into each operand, `post` the rest (after a ConvolutionBackwardWeights, its
+    BiasAddBackward); None when it does not fit the interpreter or one launch cannot cover a
+    domain."""
     try:
-        return _build(partition, main, chains, post, outputs, ctx)
+        return _build(partition, main, chains, post, ctx)
     except NoFit:
         return None
 
 
 def _build(partition: Partition, main: Op, chains: Sequence[Sequence[Op]],
-           post: Sequence[Op], outputs: Sequence[LogicalTensor], ctx: BuildContext
-           ) -> KernelPlan | None:
+           post: Sequence[Op], ctx: BuildContext) -> KernelPlan | None:
     dst = main.outputs[0]
     dst_shape = known_shape(dst)
     if len(dst_shape) > RANK:
         return None
+    bias_bwd = [op for op in post if op.kind == "BiasAddBackward"]
+    post = [op for op in post if op.kind != "BiasAddBackward"]
+    reduced = {op.outputs[0].id for op in bias_bwd}
+    outputs = [t for t in partition.outputs if t.id not in reduced]
+    # diff_weights reduced by BiasAddBackward is stored first, the partition's output or not.
+    kept = [dst] if bias_bwd and dst.id not in {t.id for t in outputs} else []
     operands = [translate_operand(chains[port], main.inputs[port]) for port in (0, 1)]
-    epilogue = translate_ops(post, outputs, dst_shape, given=dst.id)
+    epilogue = translate_ops(post, [*outputs, *kept], dst_shape, given=dst.id)
     if epilogue is None or operands[0] is None or operands[1] is None:
         return None
     maps = index_maps(main)
-    bias = main.inputs[2] if len(main.inputs) > 2 else None
+    # The backward op's input 2 is the weights' shape, not a bias.
+    bias = main.inputs[2] if (len(main.inputs) > 2 and main.kind == "MatMul") or \
+        (len(main.inputs) > 2 and main.kind in ("Convolution", "ConvTranspose")) else None
     bias_binding: Binding = BufferArg(bias.id) if bias is not None \
         else TableArg(epilogue.code, "int")
     bias_strides = _bias_strides(main, bias, dst_shape) if bias is not None \
@@ -131,5 +142,14 @@ def _build(partition: Partition, main: Op, chains: Sequence[Sequence[Op]],
                     *bias_strides, ScalarArg("int", DTYPE_CODES[dst.dtype]),
                     *table_bindings(epilogue, dst_shape)]
         launches.append(launch_1d(ctx, GEMM_KERNEL, params(GEMM, bindings), count))
+    all_scratch = list(scratch)
+    for op in bias_bwd:  # a per-channel sum of diff_weights, as the reduction's table form
+        axis = channel_axis(str(attr_of(op, "data_format")), len(dst_shape))
+        where = reduction_map(dst_shape, [a for a in range(len(dst_shape)) if a != axis])
+        summed = window_plan(partition, "gemm", op, [], [], where, None, "sum", ctx)
+        if summed is None:
+            return None
+        launches += summed.launches
+        all_scratch += summed.scratch
     return KernelPlan("gemm", source(ctx), tuple(launches), reads=tuple(partition.inputs),
-                      writes=tuple(partition.outputs), scratch=scratch)
+                      writes=(*partition.outputs, *kept), scratch=tuple(all_scratch))

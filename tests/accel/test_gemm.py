@@ -86,7 +86,8 @@ def _run(graph: Graph, label: str, *, kernels: int = 1, form: str | None = None)
     plan = on.compiled[0].plans[0]
     names = [launch.kernel for launch in plan.launches]
     if form == "table" and "fs_tgemm" in names:
-        assert names == ["fs_tgather", "fs_tgather", "fs_tgemm"], \
+        after = ["fs_tgather", "fs_twindow"] * (kernels - 1)  # BiasAddBackward: a sum
+        assert names == ["fs_tgather", "fs_tgather", "fs_tgemm", *after], \
             f"{label}: the table form gathers A and B, then multiplies: {names}"
         on.check(_feeds(graph), label=f"{label} [table]")
         return on

@@ -1,5 +1,6 @@
 """The table form's gathering program: its host-side index maps reproduce the reference
-(MatMul, Convolution, ConvTranspose, pooling windows, reductions) without a device; every
+(MatMul, Convolution, ConvTranspose, ConvolutionBackwardWeights, pooling windows, reductions)
+without a device; every
 small partition of the main families shares one program; a partition compiled in the table
 form is timed in the specialised form."""
 
@@ -85,6 +86,15 @@ def _main_op_graphs() -> list[tuple[str, Graph]]:
                for label, src, wei, attrs in CONVS]
     graphs += [(f"ConvTranspose {label}", Graph([_conv("ConvTranspose", src, wei, **attrs)]))
                for label, src, wei, attrs in DECONVS]
+    for label, src, wei, attrs in CONVS:  # the weight gradient of each convolution
+        dy = Graph([_conv("Convolution", src, wei, **attrs)]).finalize().ops[0].outputs[0].shape
+        nsp = len(src) - 2
+        full: dict[str, AttrValue] = {"strides": [1] * nsp, "pads_begin": [0] * nsp,
+                                      "pads_end": [0] * nsp, "dilations": [1] * nsp, **attrs,
+                                      "weights_shape": list(wei)}
+        graphs.append((f"ConvolutionBackwardWeights {label}", Graph([Op(
+            0, "ConvolutionBackwardWeights", inputs=(_t(0, src), _t(1, dy)),
+            outputs=(_t(2, None),), attrs=full)])))
     return graphs
 
 
