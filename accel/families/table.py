@@ -15,6 +15,7 @@ problems are far above it).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 
 from fusionspec.spec.graph import LogicalTensor, Op, Partition
@@ -25,6 +26,7 @@ from ..codegen.epilogue import Value, emit_epilogue
 from ..codegen.source import Preamble, render
 from ..codegen.table import RANK, SLOTS, TableCode, slot_strides, translate
 from ..codegen.table_epilogue import interpreter, table_epilogue
+from ..codegen.types import TypePolicy
 from ..plan import (
     Binding,
     BufferArg,
@@ -64,7 +66,12 @@ DECLS = ([f"__global uchar* {b}" for b in _BUFFERS]
 
 def _source(ctx: BuildContext) -> str:
     """The interpreter program: the same text for every partition on a device."""
-    preamble = Preamble(ctx.policy)
+    return _rendered(ctx.policy)
+
+
+@functools.cache
+def _rendered(policy: TypePolicy) -> str:
+    preamble = Preamble(policy)
     interpreter(preamble, noinline=False)
     return render("table.cl.j2", preamble=preamble.render(), name=TABLE_KERNEL, params=DECLS,
                   buffers=_BUFFERS,

@@ -25,6 +25,7 @@ once per compiled partition (int32 `TableArg`), so the maps are only made for sm
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 
 import numpy as np
@@ -36,6 +37,7 @@ from ..codegen.source import Preamble, render
 from ..codegen.table import RANK, SLOTS, TableCode, slot_strides
 from ..codegen.table_epilogue import interpreter
 from ..codegen.table_ops import DTYPE_CODES
+from ..codegen.types import TypePolicy
 from ..plan import Binding, BufferArg, Launch, Param, ScalarArg, ScratchArg, TableArg
 from .base import BuildContext
 
@@ -98,7 +100,12 @@ class NoFit(Exception):
 
 def source(ctx: BuildContext) -> str:
     """The program: the same text for every partition on a device."""
-    preamble = Preamble(ctx.policy)
+    return _source(ctx.policy)
+
+
+@functools.cache
+def _source(policy: TypePolicy) -> str:
+    preamble = Preamble(policy)
     interpreter(preamble, noinline=False)
     preamble.need(("fs_exp_hl",))
     return render("table_gather.cl.j2", preamble=preamble.render(), gather=GATHER_KERNEL,
