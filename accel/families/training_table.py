@@ -109,11 +109,13 @@ def training_table_plan(partition: Partition, main: Op, relu: Op | None, epsilon
         if count:
             launches += [gather_launch(ctx, "table_a", where_arg, x_table, shape),
                          gather_launch(ctx, "table_b", where_arg, dy_table, shape)]
+        if channels:  # also without elements: the sums are then 0
             stats = [ScratchArg("table_a"), ScratchArg("table_b"), ScalarArg("long", channels),
                      ScalarArg("long", per_channel), *_channel(main.inputs[2], spare),
                      *_channel(main.inputs[3], spare), eps, ScratchArg("bn_stats"), *stores]
             launches.append(launch_1d(ctx, BN_STATS_KERNEL, params(BN_STATS, stats),
                                       channels))
+        if count:
             src = [ScratchArg("table_a"), ScratchArg("table_b"), where_arg,
                    ScalarArg("long", count), ScalarArg("long", per_channel),
                    *_channel(main.inputs[2], spare), *_channel(main.inputs[3], spare),
