@@ -1,5 +1,5 @@
-"""The table form of the pool, reduction and interpolate families: each output reduces a run
-of gathered source values, in the gathering program every small problem shares.
+"""The table form of the pool, reduction, interpolate and softmax families: each output
+reduces a run of gathered source values, in the gathering program every small problem shares.
 
 A pool window, the reduced extent of a reduction and the taps of an interpolation are all "the
 source elements output o combines": an index map of ``outputs x span`` linear indices into the
@@ -10,6 +10,10 @@ then ``fs_twindow`` reduces each output's run in the family's mode and runs the 
 table at dst's coordinates (`fusionspec.accel.families.table_gather`). Semantics are the
 specialised kernels': the same compensated sums and products, NaN handling, pool starting
 value and divisors, the same interpolation coordinates (the reference's functions).
+
+SoftMax (`softmax_plan`) gathers its rows the same way (one row per work item of
+``fs_tsoftmax``: the maximum, the compensated sum of exponentials, then each element through
+the post-ops' table).
 
 The family builders call `window_plan` after their specialised plan has validated the
 partition, for problems within `fusionspec.accel.families.table.choose_table` and
