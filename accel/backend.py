@@ -14,14 +14,17 @@
   family handles raises `UnsupportedPartitionError` naming its pattern. A reduction whose axes
   come from an input is compiled when they arrive (`fusionspec.accel.axes_input`).
 
-Kernel forms (``AccelBackend(form=...)``, else ``FUSIONSPEC_ACCEL_FORM``, else ``auto``): the
-element-wise ops of a partition (all of them, or the post-ops after a GEMM, SoftMax, pooling or
-interpolation) are either generated into its own specialised program or run by the table
-form's interpreter, whose text every program shares (`fusionspec.accel.families.table`).
-``auto`` takes the table form for kernels of at most `TABLE_LIMIT` elements, where building a
-program costs far more than running it (a conformance run), and the specialised form above
-it, where kernel speed matters (the benchmarks); ``table`` and ``specialised`` force one form
-wherever it fits.
+Kernel forms (``AccelBackend(form=...)``, else ``FUSIONSPEC_ACCEL_FORM``, else ``auto``): a
+partition is either generated into its own specialised program, or runs in the table form's
+programs, whose text every partition shares: element-wise ops as instructions of one
+interpreter (`fusionspec.accel.families.table`), and the main ops (GEMM, pool, reduction,
+interpolation, SoftMax, the training ops) as index maps and dtype codes for one gathering
+program (`fusionspec.accel.families.table_gather`). ``auto`` takes the table form for
+problems of at most `TABLE_LIMIT` elements (multiply-adds for a GEMM), where building a program
+costs far more than running it (a conformance run), and the specialised form above it; a
+partition compiled in the table form is timed (``execute_timed``, ``time_launches``: the
+benchmarks) in the specialised form, so kernel figures do not depend on the size. ``table``
+and ``specialised`` force one form wherever it fits.
 
 ``AccelBackend(fused=False)`` (or `AccelOpByOpBackend`) is the unfused baseline: each op of a
 partition runs as its own kernel, intermediates in global device buffers in their declared
@@ -31,7 +34,7 @@ dtypes, as a library without fusion would run them; the benchmark compares the t
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from fusionspec.backend import Device, Limitation
 from fusionspec.reference.partitioner import partition as reference_partition
@@ -132,18 +135,36 @@ class AccelBackend:
         info = select_device(device.id)
         runtime = runtime_for(info)
         tune_if_asked(info)  # only with FUSIONSPEC_ACCEL_TUNE=1 (fusionspec.accel.tune)
-        compiled = AccelCompiledPartition(partition, runtime, self.plans(partition, device))
+        timing = self._for_timing(partition, device)
+        compiled = AccelCompiledPartition(partition, runtime, self.plans(partition, device),
+                                          for_timing=timing)
         # A kernel's own work-group limit is known only once it is built (registers, local
         # memory): if a launch exceeds it, generate the partition again within that limit.
         limit = compiled.work_group_overrun()
         if limit is not None:
             compiled = AccelCompiledPartition(partition, runtime, self.plans(
-                partition, device, work_group_limit=limit))
+                partition, device, work_group_limit=limit), for_timing=timing)
             if compiled.work_group_overrun() is not None:
                 raise AccelError(f"the kernels of {partition.pattern or 'a partition'} exceed "
                                  f"their work-group limit ({limit}) even when generated "
                                  "within it")
         return compiled
+
+
+    def _for_timing(self, partition: Partition, device: Device
+                    ) -> Callable[[], AccelCompiledPartition] | None:
+        """With ``form="auto"``, what timing the partition runs: its specialised compilation
+        (`fusionspec.accel.compiled`); None with a form asked for explicitly."""
+        if self.form != "auto":
+            return None
+        specialised = AccelBackend(self._device, fused=self.fused, form="specialised")
+
+        def make() -> AccelCompiledPartition:
+            made = specialised.compile(partition, device)
+            assert isinstance(made, AccelCompiledPartition), "axes inputs are deferred earlier"
+            return made
+
+        return make
 
 
 class AccelOpByOpBackend(AccelBackend):

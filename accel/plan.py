@@ -19,7 +19,10 @@ kernel parameter is a `Param`: its C declaration plus a binding that tells the e
 - `TableArg(values)`: a read-only buffer of f32 values (per-channel scales and zero points,
   interpolation taps) that the executor uploads once, when the partition is compiled; with
   ``ctype="int"`` a buffer of int32 values (the instructions of the table form,
-  `fusionspec.accel.codegen.table`).
+  `fusionspec.accel.codegen.table`);
+- `LongsArg(entries)`: a read-only buffer of int64 values, each a `StrideArg` or `ScalarArg`
+  (the table form's slot strides, some of them an input's runtime strides): uploaded once when
+  every entry is a constant, else filled at each execution.
 """
 
 from __future__ import annotations
@@ -28,7 +31,8 @@ from dataclasses import dataclass
 
 from fusionspec.spec.graph import LogicalTensor
 
-__all__ = ["BufferArg", "StrideArg", "ScratchArg", "ScalarArg", "TableArg", "Binding", "Param",
+__all__ = ["BufferArg", "StrideArg", "ScratchArg", "ScalarArg", "TableArg", "LongsArg", "Binding",
+           "Param",
            "Launch", "Scratch", "KernelPlan"]
 
 
@@ -60,7 +64,17 @@ class TableArg:
     ctype: str = "float"  # or "int": an int32 table (the table form's instructions)
 
 
-Binding = BufferArg | StrideArg | ScratchArg | ScalarArg | TableArg
+@dataclass(frozen=True)
+class LongsArg:
+    entries: tuple[StrideArg | ScalarArg, ...]
+
+    @property
+    def constant(self) -> bool:
+        """Whether no entry depends on how an input is laid out (then uploaded once)."""
+        return not any(isinstance(e, StrideArg) for e in self.entries)
+
+
+Binding = BufferArg | StrideArg | ScratchArg | ScalarArg | TableArg | LongsArg
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,8 @@ A cold run pays the compiler once per distinct program (source and build options
 count, not the number of cases, sets its cost. The script draws the profile's cases as
 ``fusionspec conform`` does, partitions each graph with the reference partitioner and generates
 the OpenCL backend's plans for every partition in each kernel form (code generation only: no
-program is built), then counts the distinct programs.
+program is built), then counts the distinct programs, per family and in all (a program that
+the table form shares between families, the gathering program, counts once in the total).
 
     python bench/bench_programs.py --out results/bench_programs.json [--profile ci]
                                    [--device pocl-cpu]
@@ -56,7 +57,7 @@ def count(profile_name: str, device_id: str | None) -> dict[str, Any]:
     return {"profile": profile_name, "device": device.id, "cases": len(plan.cases),
             "partitions": len(parts), "unsupported_partitions": unsupported,
             "draw_s": drawn_s,
-            "programs": {form: {"total": sum(len(v) for v in found.values()),
+            "programs": {form: {"total": len(set().union(*found.values())),
                                 "by_family": {k: len(v) for k, v in sorted(found.items())}}
                          for form, found in programs.items()}}
 

@@ -34,17 +34,18 @@ from fusionspec.spec.graph import LogicalTensor, Op, Partition, row_major_stride
 from fusionspec.spec.shapes import channel_axis
 
 from ..errors import UnsupportedPartitionError
-from ..plan import Binding, ScalarArg, StrideArg
+from ..plan import Binding, LongsArg, ScalarArg, StrideArg
 from .access import is_dense, known_shape
 from .epilogue import ordered_ops
 from .opctx import attr_of
 from .table_ops import DTYPE_CODES, FLOAT_BINARY, FLOAT_UNARY, OPCODES, WITH_ATTR
 from .types import Kind, is_integer
 
-__all__ = ["SLOTS", "RANK", "REGS", "TABLE_KINDS", "TableCode", "translate", "translate_ops"]
+__all__ = ["SLOTS", "RANK", "REGS", "TABLE_KINDS", "TableCode", "translate", "translate_ops",
+           "translate_operand", "slot_strides"]
 
 #: Buffer slots, domain axes and registers (of each kind) of the interpreter kernel.
-SLOTS, RANK, REGS = 8, 6, 32
+SLOTS, RANK, REGS = 16, 6, 64
 
 #: The attribute of each op of `WITH_ATTR`.
 _ATTRIBUTE = {"Elu": "alpha", "LeakyReLU": "alpha", "Pow": "beta"}
@@ -264,6 +265,8 @@ class _Translator:
                 "float"
         if kind == "Reorder":
             return self.value(op.inputs[0])
+        if kind == "ReLUBackward":  # the training family's, beside the element-wise ops
+            return self.emit(kind, "float", self.f(op, 0), self.f(op, 1)), "float"
         raise AssertionError(f"op kind {kind} passed validation but has no table entry")
 
     def quant_params(self, op: Op) -> tuple[int, int]:
@@ -313,3 +316,36 @@ def translate_ops(ops: Sequence[Op], outputs: Sequence[LogicalTensor], shape: Se
         return None
     return TableCode(tuple(translator.code), tuple(translator.floats),
                      tuple(translator.buffers), tuple(translator.strides))
+
+
+def translate_operand(ops: Sequence[Op], operand: LogicalTensor) -> TableCode | None:
+    """The table computing `operand` in f32 over its own shape: loaded from its buffer, or,
+    when `ops` (a Dequantize, or Quantize -> Dequantize, folded into a main op's operand) end
+    in it, computed by them from their inputs. The value is left in register 0; nothing is
+    stored. None when it does not fit the interpreter."""
+    shape = known_shape(operand)
+    if len(shape) > RANK:
+        return None
+    translator = _Translator(ops, (), shape)
+    try:
+        translator.reg("float")  # register 0 receives the value
+        for op in translator.ops:
+            translator.values[op.outputs[0].id] = translator.op(op)
+        reg, kind = translator.value(operand)
+        translator.raw("to_float" if kind == "int" else "Copy", 0, reg)
+    except _TooBig:
+        return None
+    return TableCode(tuple(translator.code), tuple(translator.floats),
+                     tuple(translator.buffers), tuple(translator.strides))
+
+
+def slot_strides(table: TableCode) -> LongsArg:
+    """The strides argument of `table`: `RANK` per slot, in slot order, 0 for unused slots
+    (a buffer the interpreter reads, so the slot count costs no kernel parameters)."""
+    entries: list[StrideArg | ScalarArg] = []
+    for k in range(SLOTS):
+        row = table.strides[k] if k < len(table.strides) else (ScalarArg("long", 0),) * RANK
+        for binding in row:
+            assert isinstance(binding, StrideArg | ScalarArg), "a stride is a stride"
+            entries.append(binding)
+    return LongsArg(tuple(entries))

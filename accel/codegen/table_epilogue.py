@@ -5,9 +5,10 @@ calls into a program's preamble; the text is the same for every partition, so a 
 runs its post-ops through it depends on its main op's structure alone, not on the chain after
 it. `table_epilogue` is what a family calls instead of `emit_epilogue` for that: it translates
 the post-ops (`fusionspec.accel.codegen.table.translate_ops`), declares the slots, strides and
-tables as parameters of fixed names (``fs_ts<k>``, ``fs_tst<k>_<d>``, ``fs_tcode``, ``fs_tn``,
-``fs_tfa``), and returns the statement that runs them at the caller's index. A slot nothing
-uses is bound to the instruction table's buffer (any buffer does: it is never read).
+tables as parameters of fixed names (``fs_ts<k>``, ``fs_tst`` (a buffer of every slot's
+strides), ``fs_tcode``, ``fs_tn``, ``fs_tfa``), and returns the statement that runs them at
+the caller's index. A slot nothing uses is bound to the instruction table's buffer (any buffer
+does: it is never read).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from fusionspec.spec.graph import LogicalTensor, Op
 from ..plan import Binding, BufferArg, ScalarArg, TableArg
 from .args import KernelArgs
 from .source import Preamble, render
-from .table import RANK, REGS, SLOTS, translate_ops
+from .table import RANK, REGS, SLOTS, slot_strides, translate_ops
 from .table_ops import DTYPE_CODES, HELPERS_USED, STATEMENTS
 
 __all__ = ["interpreter", "table_epilogue"]
@@ -51,16 +52,12 @@ def table_epilogue(ops: Sequence[Op], *, shape: Sequence[int],
     floats = args.custom("fs_tfa", "__global const float* restrict fs_tfa",
                          TableArg(table.floats))
     slots: list[str] = []
-    strides: list[str] = []
     for k in range(SLOTS):
         used = k < len(table.buffers)
         slot: Binding = BufferArg(table.buffers[k]) if used else code_table
         slots.append(args.custom(f"fs_ts{k}", f"__global uchar* fs_ts{k}", slot))
-        row = table.strides[k] if used else (ScalarArg("long", 0),) * RANK
-        strides += [args.custom(f"fs_tst{k}_{d}", f"const long fs_tst{k}_{d}", binding)
-                    for d, binding in enumerate(row)]
+    strides = args.custom("fs_tst", "__global const long* restrict fs_tst", slot_strides(table))
     padded = ["0"] * (RANK - len(coords)) + [f"(long)({c})" for c in coords]
     return (f"{{ const long fs_c[{RANK}] = {{{', '.join(padded)}}};\n"
             f"  __global uchar* const fs_s[{SLOTS}] = {{{', '.join(slots)}}};\n"
-            f"  const long fs_st[{SLOTS * RANK}] = {{{', '.join(strides)}}};\n"
-            f"  {acc} = fs_table_run({acc}, fs_c, fs_s, fs_st, {code}, {count}, {floats}); }}")
+            f"  {acc} = fs_table_run({acc}, fs_c, fs_s, {strides}, {code}, {count}, {floats}); }}")

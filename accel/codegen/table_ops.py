@@ -93,6 +93,8 @@ def _build() -> tuple[dict[str, int], list[tuple[int, str]]]:
         "BatchNormInference": "rf[r] = rf[b] * (rf[a] - rf[m]) / sqrt(rf[n] + rf[q]) + rf[k];",
         "Dequantize": "rf[r] = (rf[a] - rf[k]) * rf[b];",
         "Quantize": "ri[r] = fs_tquant(rf[a], rf[b], rf[k], q);",
+        # The training family's lone ReLUBackward: diff_dst where src > 0, else 0.
+        "ReLUBackward": "rf[r] = rf[a] > 0.0f ? rf[b] : 0.0f;",
     }
     for kind, expr in FLOAT_UNARY.items():
         statements[kind] = f"const float x = rf[a]; rf[r] = {expr};"

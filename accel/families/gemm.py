@@ -84,7 +84,9 @@ from ..plan import Binding, BufferArg, KernelPlan, Launch, Param, Scratch, Scrat
 from .base import BuildContext, KernelFamily
 from .gemm_backward import BIAS_KERNEL, backward_geometry, bias_backward_kernel
 from .gemm_geometry import MAIN_KINDS, Geometry, IndexCode, OperandRun, geometry_of
-from .table import table_post_ops
+from .gemm_table import build_gemm_table
+from .table import choose_table, table_post_ops
+from .table_gather import MAP_LIMIT
 
 __all__ = ["FAMILY", "KERNEL_NAME", "Tiles", "RegisterTiles", "choose_tiles",
            "choose_register_tiles", "register_blocked", "is_gemm", "build_gemm",
@@ -422,9 +424,24 @@ def _register_launches(ctx: BuildContext, geo: Geometry, tiles: RegisterTiles,
 
 
 def build_gemm(partition: Partition, ctx: BuildContext) -> KernelPlan:
-    """The GEMM kernels computing all of `partition`'s outputs, tiled or register-blocked
-    (see the module docstring), and, after a ConvolutionBackwardWeights, the BiasAddBackward
-    kernel."""
+    """The GEMM kernels computing all of `partition`'s outputs: for a small forward product
+    (`choose_table`) the table form's shared program where it fits
+    (`fusionspec.accel.families.gemm_table`), else tiled or register-blocked (see the module
+    docstring), and, after a ConvolutionBackwardWeights, the BiasAddBackward kernel."""
+    plan, geo = _build_specialised(partition, ctx)
+    (main,) = [op for op in partition.ops if op.kind in _ALL_MAINS]
+    if not choose_table(ctx, geo.z * geo.m * geo.n * geo.k) or \
+            max(geo.m * geo.k, geo.k * geo.n, geo.m * geo.n) * geo.z > MAP_LIMIT:
+        return plan
+    chains = [_operand_chain(partition, main, port) for port in (0, 1)]
+    folded = {op.id for chain in chains for op in chain}
+    post = [op for op in partition.ops if op is not main and op.id not in folded]
+    table = build_gemm_table(partition, main, chains, post, ctx)
+    return plan if table is None else table
+
+
+def _build_specialised(partition: Partition, ctx: BuildContext) -> tuple[KernelPlan, Geometry]:
+    """The specialised plan (tiled or register-blocked) and the product's geometry."""
     (main,) = [op for op in partition.ops if op.kind in _ALL_MAINS]
     chains = [_operand_chain(partition, main, port) for port in (0, 1)]
     folded = {op.id for chain in chains for op in chain}
@@ -511,7 +528,7 @@ def build_gemm(partition: Partition, ctx: BuildContext) -> KernelPlan:
                     store=store, m=m, n=n, k=k, **values)
     return KernelPlan("gemm", "\n".join([source, *extra]), tuple(launches),
                       reads=tuple(partition.inputs), writes=tuple(partition.outputs),
-                      scratch=tuple(scratch))
+                      scratch=tuple(scratch)), geo
 
 
 FAMILY = KernelFamily("gemm", is_gemm, build_gemm)

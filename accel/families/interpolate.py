@@ -28,7 +28,9 @@ from ..codegen.types import TypePolicy, check_supported
 from ..errors import UnsupportedPartitionError
 from ..plan import KernelPlan, Launch
 from .base import BuildContext, KernelFamily
-from .table import post_ops_body
+from .table import choose_table, post_ops_body
+from .table_gather import MAP_LIMIT
+from .window_table import interpolate_map, window_plan
 
 __all__ = ["FAMILY", "KERNEL_NAME", "is_interpolate", "build_interpolate"]
 
@@ -140,8 +142,17 @@ def build_interpolate(partition: Partition, ctx: BuildContext) -> KernelPlan:
     launches: tuple[Launch, ...] = ()
     if domain.size:
         launches = (Launch(KERNEL_NAME, args.params, *ctx.launch_1d(domain.size)),)
-    return KernelPlan("interpolate", source, launches, reads=tuple(partition.inputs),
+    plan = KernelPlan("interpolate", source, launches, reads=tuple(partition.inputs),
                       writes=tuple(partition.outputs))
+    # Small interpolations run in the gathering program of the table form (window_table).
+    taps_per_output = 1 if str(main.attrs.get("mode", "nearest")) == "nearest" \
+        else 2 ** len(axes)
+    if not choose_table(ctx, domain.size) or domain.size * taps_per_output > MAP_LIMIT:
+        return plan
+    where, weights = interpolate_map(main, in_shape, out_shape, axes)
+    table = window_plan(partition, "interpolate", main, [], post, where, weights,
+                        "first" if weights is None else "weighted", ctx)
+    return plan if table is None else table
 
 
 FAMILY = KernelFamily("interpolate", is_interpolate, build_interpolate)

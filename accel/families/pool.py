@@ -21,6 +21,10 @@ padding, -inf and NaN never win. A window without in-bounds taps averages to 0/0
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
 
 from fusionspec.spec.dtypes import DataType
 from fusionspec.spec.graph import Op, Partition
@@ -35,7 +39,9 @@ from ..codegen.types import c_float, check_supported
 from ..errors import UnsupportedPartitionError
 from ..plan import KernelPlan, Launch
 from .base import BuildContext, KernelFamily
-from .table import post_ops_body
+from .table import choose_table, post_ops_body
+from .table_gather import MAP_LIMIT
+from .window_table import pool_map, window_plan
 
 __all__ = ["FAMILY", "KERNEL_NAME", "is_pool", "build_pool"]
 
@@ -58,6 +64,45 @@ def _ints(op: Op, name: str) -> tuple[int, ...]:
         raise UnsupportedPartitionError(f"op {op.id} ({op.kind}) attribute {name!r} is "
                                         f"{value!r}, not a list of integers")
     return tuple(int(v) for v in value)
+
+
+@dataclass(frozen=True)
+class Window:
+    """A pool's window: the spatial axes of src and dst, and per spatial axis the kernel
+    size, stride, dilation and padding before (after ``auto_pad``)."""
+
+    axes: tuple[int, ...]
+    kernel: tuple[int, ...]
+    strides: tuple[int, ...]
+    dilations: tuple[int, ...]
+    begin: tuple[int, ...]
+
+
+def pool_window(pool: Op, fail: Callable[[str], UnsupportedPartitionError]) -> Window:
+    """The window of `pool` (see `Window`); `fail` makes the error for what is not supported."""
+    src, dst = pool.inputs[0], pool.outputs[0]
+    in_shape, out_shape = known_shape(src), known_shape(dst)
+    rank = len(out_shape)
+    if rank not in (3, 4, 5) or len(in_shape) != rank:
+        raise fail(f"{pool.kind} needs 1 to 3 spatial dims (src {list(in_shape)})")
+    fmt = str(attr_of(pool, "data_format"))
+    if fmt not in ("NCX", "NXC"):
+        raise fail(f"{pool.kind} data_format {fmt!r} is not supported")
+    axes = list(range(2, rank)) if fmt == "NCX" else list(range(1, rank - 1))
+    nsp = rank - 2
+    kernel = _ints(pool, "kernel")
+    strides = filled_default(_ints(pool, "strides"), 1, nsp) or (1,) * nsp
+    dilations = (1,) * nsp
+    if pool.kind == "MaxPool":
+        dilations = filled_default(_ints(pool, "dilations"), 1, nsp) or (1,) * nsp
+    if not len(kernel) == len(strides) == len(dilations) == nsp:
+        raise fail(f"{pool.kind} kernel/strides/dilations do not have {nsp} values")
+    in_sp = [in_shape[a] for a in axes]
+    begin, _ = pads_for(pool, in_sp, kernel, strides, dilations)
+    begin = filled_default(tuple(begin), 0, nsp) or (0,) * nsp
+    if len(begin) != nsp:
+        raise fail(f"{pool.kind} pads_begin does not have {nsp} values")
+    return Window(tuple(axes), tuple(kernel), tuple(strides), tuple(dilations), tuple(begin))
 
 
 def is_pool(partition: Partition) -> bool:
@@ -92,25 +137,9 @@ def build_pool(partition: Partition, ctx: BuildContext) -> KernelPlan:
         raise fail("post-ops that read the pool's dequantized source are not supported")
     in_shape, out_shape = known_shape(src), known_shape(dst)
     rank = len(out_shape)
-    if rank not in (3, 4, 5) or len(in_shape) != rank:
-        raise fail(f"{pool.kind} needs 1 to 3 spatial dims (src {list(in_shape)})")
-    fmt = str(attr_of(pool, "data_format"))
-    if fmt not in ("NCX", "NXC"):
-        raise fail(f"{pool.kind} data_format {fmt!r} is not supported")
-    axes = list(range(2, rank)) if fmt == "NCX" else list(range(1, rank - 1))
-    nsp = rank - 2
-    kernel = _ints(pool, "kernel")
-    strides = filled_default(_ints(pool, "strides"), 1, nsp) or (1,) * nsp
-    dilations = (1,) * nsp
-    if pool.kind == "MaxPool":
-        dilations = filled_default(_ints(pool, "dilations"), 1, nsp) or (1,) * nsp
-    if not len(kernel) == len(strides) == len(dilations) == nsp:
-        raise fail(f"{pool.kind} kernel/strides/dilations do not have {nsp} values")
-    in_sp = [in_shape[a] for a in axes]
-    begin, _ = pads_for(pool, in_sp, kernel, strides, dilations)
-    begin = filled_default(tuple(begin), 0, nsp) or (0,) * nsp
-    if len(begin) != nsp:
-        raise fail(f"{pool.kind} pads_begin does not have {nsp} values")
+    window = pool_window(pool, fail)
+    axes, kernel, strides = window.axes, window.kernel, window.strides
+    dilations, begin = window.dilations, window.begin
     preamble = ctx.preamble()
     args = KernelArgs(preamble)
     src_domain = Domain(in_shape, args, index="sidx")
@@ -148,8 +177,17 @@ def build_pool(partition: Partition, ctx: BuildContext) -> KernelPlan:
     if domain.size:
         global_size, local_size = ctx.launch_1d(domain.size, per_item=1)
         launches = (Launch(KERNEL_NAME, args.params, global_size, local_size),)
-    return KernelPlan("pool", source, launches, reads=tuple(partition.inputs),
+    plan = KernelPlan("pool", source, launches, reads=tuple(partition.inputs),
                       writes=tuple(partition.outputs))
+    # Small pools run in the gathering program of the table form (window_table).
+    if not choose_table(ctx, domain.size) or domain.size * math.prod(kernel) > MAP_LIMIT:
+        return plan
+    where = pool_map(in_shape, out_shape, axes, kernel, strides, dilations, begin)
+    volume = float(np.float32(math.prod(kernel))) if divisor != "(float)count" else -1.0
+    table = window_plan(partition, "pool", pool, [feeder] if feeder is not None else [], post,
+                        where, None, "pool_max" if is_max else "pool_avg", ctx,
+                        lowest=_LOWEST.get(dst.dtype, _LOWEST[DataType.f32]), divisor=volume)
+    return plan if table is None else table
 
 
 FAMILY = KernelFamily("pool", is_pool, build_pool)

@@ -35,6 +35,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import numpy as np
+
 from fusionspec.spec.categories import REDUCTION
 from fusionspec.spec.graph import Partition
 
@@ -46,6 +48,9 @@ from ..codegen.types import check_supported
 from ..errors import UnsupportedPartitionError
 from ..plan import KernelPlan, Launch
 from .base import BuildContext, KernelFamily
+from .table import choose_table
+from .table_gather import MAP_LIMIT
+from .window_table import reduction_map, window_plan
 
 __all__ = ["FAMILY", "KERNEL_NAME", "is_reduction", "build_reduction"]
 
@@ -86,6 +91,10 @@ _KINDS: dict[str, _Kind] = {
     "ReduceMin": _Kind("INFINITY", "{h} = fs_rd_min{s}({h}, {x});",
                        "h = fs_rd_min(h, {h2});", "h"),
 }
+#: The table form's mode of each kind (`fusionspec.accel.families.table_gather.MODES`).
+_MODES = {"ReduceSum": "sum", "ReduceMean": "mean", "ReduceL1": "l1", "ReduceL2": "l2",
+          "ReduceProd": "prod", "ReduceMax": "max", "ReduceMin": "min"}
+assert set(_MODES) == set(_KINDS), "every reduction has a table-form mode"
 #: Outputs per work group in the output-per-work-item form.
 OUTPUTS_PER_GROUP = 16
 
@@ -187,8 +196,14 @@ def build_reduction(partition: Partition, ctx: BuildContext) -> KernelPlan:
     elif outputs:
         groups = min(outputs, _MAX_GROUPS)
         launches = (Launch(KERNEL_NAME, args.params, (groups * wg,), (wg,)),)
-    return KernelPlan("reduction", source, launches, reads=tuple(partition.inputs),
+    plan = KernelPlan("reduction", source, launches, reads=tuple(partition.inputs),
                       writes=tuple(partition.outputs))
+    # Small reductions run in the gathering program of the table form (window_table).
+    if not choose_table(ctx, math.prod(in_shape)) or math.prod(in_shape) > MAP_LIMIT:
+        return plan
+    table = window_plan(partition, "reduction", main, [], post, reduction_map(in_shape, axes),
+                        None, _MODES[main.kind], ctx, divisor=float(np.float32(extent)))
+    return plan if table is None else table
 
 
 FAMILY = KernelFamily("reduction", is_reduction, build_reduction)

@@ -50,7 +50,8 @@ from ..codegen.types import check_supported
 from ..errors import UnsupportedPartitionError
 from ..plan import KernelPlan, Launch, Scratch, ScratchArg
 from .base import BuildContext, KernelFamily
-from .table import table_post_ops
+from .table import choose_table, table_post_ops
+from .window_table import softmax_plan
 
 __all__ = ["FAMILY", "KERNEL_NAME", "is_softmax", "build_softmax"]
 
@@ -170,8 +171,13 @@ def build_softmax(partition: Partition, ctx: BuildContext) -> KernelPlan:
     elif rows:
         groups = min(rows, _MAX_GROUPS)
         launches = (Launch(KERNEL_NAME, args.params, (groups * wg,), (wg,)),)
-    return KernelPlan("softmax", source, launches, reads=tuple(partition.inputs),
+    plan = KernelPlan("softmax", source, launches, reads=tuple(partition.inputs),
                       writes=tuple(partition.outputs), scratch=scratch)
+    # Small softmaxes run in the gathering program of the table form (window_table).
+    if not choose_table(ctx, domain.size):
+        return plan
+    table = softmax_plan(partition, main, post, axis, ctx)
+    return plan if table is None else table
 
 
 FAMILY = KernelFamily("softmax", is_softmax, build_softmax)

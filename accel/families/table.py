@@ -15,6 +15,7 @@ problems are far above it).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 
 from fusionspec.spec.graph import LogicalTensor, Op, Partition
@@ -23,8 +24,9 @@ from ..codegen.access import Domain
 from ..codegen.args import KernelArgs
 from ..codegen.epilogue import Value, emit_epilogue
 from ..codegen.source import Preamble, render
-from ..codegen.table import RANK, SLOTS, TableCode, translate
+from ..codegen.table import RANK, SLOTS, TableCode, slot_strides, translate
 from ..codegen.table_epilogue import interpreter, table_epilogue
+from ..codegen.types import TypePolicy
 from ..plan import (
     Binding,
     BufferArg,
@@ -56,7 +58,7 @@ def choose_table(ctx: BuildContext, size: int) -> bool:
 _BUFFERS = [f"s{k}" for k in range(SLOTS)]
 #: The interpreter kernel's parameters, in signature order (`_params` binds them alike).
 DECLS = ([f"__global uchar* {b}" for b in _BUFFERS]
-         + [f"const long st{k}_{d}" for k in range(SLOTS) for d in range(RANK)]
+         + ["__global const long* restrict st"]
          + [f"const long n{d}" for d in range(RANK)]
          + ["const long size", "__global const int* restrict code", "const int ncode",
             "__global const float* restrict fa"])
@@ -64,11 +66,15 @@ DECLS = ([f"__global uchar* {b}" for b in _BUFFERS]
 
 def _source(ctx: BuildContext) -> str:
     """The interpreter program: the same text for every partition on a device."""
-    preamble = Preamble(ctx.policy)
+    return _rendered(ctx.policy)
+
+
+@functools.cache
+def _rendered(policy: TypePolicy) -> str:
+    preamble = Preamble(policy)
     interpreter(preamble, noinline=False)
     return render("table.cl.j2", preamble=preamble.render(), name=TABLE_KERNEL, params=DECLS,
                   buffers=_BUFFERS,
-                  strides=[", ".join(f"st{k}_{d}" for d in range(RANK)) for k in range(SLOTS)],
                   extents=[f"n{d}" for d in range(RANK)])
 
 
@@ -78,9 +84,7 @@ def _params(table: TableCode, shape: tuple[int, ...], size: int) -> tuple[Param,
         # An unused slot is never read: any buffer does, the instruction table's costs nothing.
         bindings.append(BufferArg(table.buffers[k]) if k < len(table.buffers)
                         else TableArg(table.code, "int"))
-    for k in range(SLOTS):
-        bindings.extend(table.strides[k] if k < len(table.strides)
-                        else [ScalarArg("long", 0)] * RANK)
+    bindings.append(slot_strides(table))
     padded = (1,) * (RANK - len(shape)) + shape
     bindings.extend(ScalarArg("long", n) for n in padded)
     bindings += [ScalarArg("long", size), TableArg(table.code, "int"),

@@ -33,6 +33,8 @@ from ..codegen.types import TypePolicy, check_supported
 from ..errors import UnsupportedPartitionError
 from ..plan import KernelPlan, Launch, Scratch, ScratchArg
 from .base import BuildContext, KernelFamily
+from .table import choose_table
+from .training_table import training_table_plan
 
 __all__ = ["FAMILY", "is_training", "build_training"]
 
@@ -196,8 +198,15 @@ def build_training(partition: Partition, ctx: BuildContext) -> KernelPlan:
                           store=kernel.store(main.outputs[0], "i", "value"))
             elementwise(kernel)
     source = render("training.cl.j2", preamble=preamble.render(), **values)
-    return KernelPlan("training", source, tuple(launches), reads=tuple(partition.inputs),
+    plan = KernelPlan("training", source, tuple(launches), reads=tuple(partition.inputs),
                       writes=tuple(partition.outputs), scratch=scratch)
+    # Small problems run in the table form's shared programs (training_table).
+    if not choose_table(ctx, size):
+        return plan
+    table = training_table_plan(partition, main, relu,
+                                _epsilon(main) if main.kind == "BatchNormTrainingBackward"
+                                else 0.0, ctx)
+    return plan if table is None else table
 
 
 FAMILY = KernelFamily("training", is_training, build_training)

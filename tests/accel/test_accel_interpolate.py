@@ -16,7 +16,8 @@ from fusionspec.reference.dtypes import cast_to
 from fusionspec.spec.dtypes import DataType
 from fusionspec.spec.graph import AttrValue, Graph, LogicalTensor, Op
 
-pytestmark = [requires_device, pytest.mark.filterwarnings("ignore::RuntimeWarning")]
+pytestmark = [requires_device, pytest.mark.filterwarnings("ignore::RuntimeWarning"),
+              pytest.mark.usefixtures("kernel_form")]
 
 F32, BF16, S32 = DataType.f32, DataType.bf16, DataType.s32
 

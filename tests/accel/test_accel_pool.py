@@ -17,7 +17,8 @@ from fusionspec.reference.dtypes import cast_to
 from fusionspec.spec.dtypes import DataType
 from fusionspec.spec.graph import AttrValue, Graph, LogicalTensor, Op
 
-pytestmark = [requires_device, pytest.mark.filterwarnings("ignore::RuntimeWarning")]
+pytestmark = [requires_device, pytest.mark.filterwarnings("ignore::RuntimeWarning"),
+              pytest.mark.usefixtures("kernel_form")]
 
 F32, BF16, U8, S8 = DataType.f32, DataType.bf16, DataType.u8, DataType.s8
 

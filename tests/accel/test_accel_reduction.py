@@ -21,7 +21,8 @@ from fusionspec.spec.categories import REDUCTION
 from fusionspec.spec.dtypes import DataType
 from fusionspec.spec.graph import Graph, LogicalTensor, Op
 
-pytestmark = [requires_device, pytest.mark.filterwarnings("ignore::RuntimeWarning")]
+pytestmark = [requires_device, pytest.mark.filterwarnings("ignore::RuntimeWarning"),
+              pytest.mark.usefixtures("kernel_form")]
 
 F32, BF16, S32 = DataType.f32, DataType.bf16, DataType.s32
 FORMS = ("output", "group")

@@ -19,7 +19,8 @@ from fusionspec.reference.dtypes import cast_to
 from fusionspec.spec.dtypes import DataType
 from fusionspec.spec.graph import Graph, LogicalTensor, Op
 
-pytestmark = [requires_device, pytest.mark.filterwarnings("ignore::RuntimeWarning")]
+pytestmark = [requires_device, pytest.mark.filterwarnings("ignore::RuntimeWarning"),
+              pytest.mark.usefixtures("kernel_form")]
 
 F32, BF16, F16, U8 = DataType.f32, DataType.bf16, DataType.f16, DataType.u8
 FORMS = ("row", "group")

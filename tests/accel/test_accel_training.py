@@ -16,7 +16,8 @@ from fusionspec.reference.dtypes import cast_to
 from fusionspec.spec.dtypes import DataType
 from fusionspec.spec.graph import Graph, LogicalTensor, Op
 
-pytestmark = [requires_device, pytest.mark.filterwarnings("ignore::RuntimeWarning")]
+pytestmark = [requires_device, pytest.mark.filterwarnings("ignore::RuntimeWarning"),
+              pytest.mark.usefixtures("kernel_form")]
 
 F32, BF16 = DataType.f32, DataType.bf16
 
@@ -77,7 +78,8 @@ def _bn_bwd(shape: tuple[int, ...], fmt: str, *, gamma: bool, outputs: int, relu
                                                     ("NXC", False, 1, False),
                                                     ("NCX", False, 3, True),
                                                     ("NXC", True, 1, True)])
-def test_batchnorm_backward(fmt: str, gamma: bool, outputs: int, relu: bool) -> None:
+def test_batchnorm_backward(fmt: str, gamma: bool, outputs: int, relu: bool,
+                            kernel_form: str) -> None:
     shape = (4, 3, 5, 6) if fmt == "NCX" else (2, 7, 5, 3)
     graph = _bn_bwd(shape, fmt, gamma=gamma, outputs=outputs, relu=relu)
     on = OnDevice(graph)
@@ -85,7 +87,13 @@ def test_batchnorm_backward(fmt: str, gamma: bool, outputs: int, relu: bool) -> 
     if relu:
         assert on.parts[0].pattern == "train.relu_bwd_bn_bwd", f"pattern {on.parts[0].pattern}"
     plan = on.compiled[0].plans[0]
-    assert len(plan.launches) == 2, "batch norm backward is a statistics pass, then diff_src"
+    names = [launch.kernel for launch in plan.launches]
+    if kernel_form == "table":
+        assert names == ["fs_tgather", "fs_tgather", "fs_tbnstats", "fs_tbnsrc"], \
+            f"the table form gathers x and dy, then the statistics, then diff_src: {names}"
+    else:
+        assert len(names) == 2, f"batch norm backward is a statistics pass, then diff_src: " \
+            f"{names}"
     on.check(_feeds(graph), label=f"BN backward {fmt} gamma={gamma} outputs={outputs} "
              f"relu={relu}")
 

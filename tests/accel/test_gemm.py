@@ -60,13 +60,16 @@ def _feeds(graph: Graph, seed: int = 3) -> dict[int, Any]:
 
 
 #: The kernel forms every shape is checked in: the register-blocked form reading A in runs (the
-#: default for these operands), packed first and element by element; and the tiled form.
-FORMS = ("run", "packed", "element", "tiled")
+#: default for these operands), packed first and element by element; the tiled form; and the
+#: table form (index maps and the shared gathering program, what small products run).
+FORMS = ("run", "packed", "element", "tiled", "table")
 
 
 def _context(form: str) -> BuildContext:
     """A build context for the test device that generates `form` (see FORMS)."""
     info = first_info()
+    if form == "table":
+        return BuildContext.for_device(info, form="table")
     if form == "tiled":
         return BuildContext.for_device(dataclasses.replace(info, local_mem_dedicated=True))
     base = BuildContext.for_device(dataclasses.replace(info, local_mem_dedicated=False))
@@ -82,6 +85,12 @@ def _run(graph: Graph, label: str, *, kernels: int = 1, form: str | None = None)
     assert family_for(on.parts[0]).name == "gemm", f"{label}: the GEMM family compiles it"
     plan = on.compiled[0].plans[0]
     names = [launch.kernel for launch in plan.launches]
+    if form == "table" and "fs_tgemm" in names:
+        after = ["fs_tgather", "fs_twindow"] * (kernels - 1)  # BiasAddBackward: a sum
+        assert names == ["fs_tgather", "fs_tgather", "fs_tgemm", *after], \
+            f"{label}: the table form gathers A and B, then multiplies: {names}"
+        on.check(_feeds(graph), label=f"{label} [table]")
+        return on
     assert len(on.compiled[0].plans) == 1 and names.count("fs_gemm") == 1 and \
         len(names) - names.index("fs_gemm") == kernels, \
         f"{label}: one GEMM kernel and {kernels - 1} after it for the whole partition: {names}"
@@ -253,6 +262,12 @@ def test_int8_matmul_folds_dequantize_into_loads(quantize_weights: bool, form: s
     on = _run(graph, f"int8 MatMul (weights quantized in graph: {quantize_weights})",
               form=form)
     plan = on.compiled[0].plans[0]
+    if form == "table":  # the Dequantize chains are the gathers' instruction tables
+        read = {p.binding.tensor_id for launch in plan.launches for p in launch.params
+                if isinstance(p.binding, BufferArg)}
+        assert read == {10, 11, 21, 24}, \
+            f"only the int8 inputs, the f32/s8 weights and the u8 output are buffers: {read}"
+        return
     params = plan.launches[-1].params
     buffers = {p.binding.tensor_id for p in params if isinstance(p.binding, BufferArg)}
     assert buffers == {10, 11, 21, 24}, \
