@@ -65,11 +65,13 @@ from fusionspec.backend.checks import (
     checked_identity,
     declared_departures,
 )
+from fusionspec.backend.processes import exit_text
 from fusionspec.reference.memory import budget
 from fusionspec.spec.graph import Graph, Partition
 from fusionspec.spec.text import clean_text
 from fusionspec.spec.types import Array
 
+from .answers import Abandoned, BackendFailure, Failure, clip
 from .cases import Case, Status, Verdict
 from .grade.departures import matching_departures
 from .grade.facts import Facts, reason
@@ -77,17 +79,7 @@ from .grade.verdicts import apply_limitation, judge, matching_limitation
 from .limitations import check_limitations
 from .replay import ReplayError, backend_outputs
 from .signals import track, untrack
-from .transport import (
-    Abandoned,
-    BackendFailure,
-    Failure,
-    Ready,
-    Reply,
-    UnsafeReplyError,
-    clip,
-    dumps,
-    receive_reply,
-)
+from .transport import Ready, Reply, UnsafeReplyError, dumps, receive_reply
 from .worker import serve
 
 __all__ = ["Runner", "STARTUP_TIMEOUT_S", "LOG_LIMIT", "REASON_LIMIT", "default_memory_limit"]
@@ -134,15 +126,6 @@ def _context() -> multiprocessing.context.DefaultContext:
     context: multiprocessing.context.DefaultContext = multiprocessing.get_context(
         "forkserver" if "forkserver" in methods else "spawn")  # type: ignore[assignment]
     return context
-
-
-def _exit_text(code: int | None) -> str:
-    if code is not None and code < 0:
-        try:
-            return f"exit code {code}, signal {signal.Signals(-code).name}"
-        except ValueError:
-            return f"exit code {code}"
-    return f"exit code {code}"
 
 
 class _Remote:
@@ -335,7 +318,7 @@ class Runner:
             said = self._last_words()
             code = process.exitcode
             self._stop()
-            raise _Died(f"backend process crashed ({_exit_text(code)}){said}") from None
+            raise _Died(f"backend process crashed ({exit_text(code)}){said}") from None
         except UnsafeReplyError as exc:
             self._stop()
             raise _Died(f"the backend process sent a reply the runner refuses: {exc}") from None
@@ -408,7 +391,7 @@ class Runner:
             said = self._last_words()
             self._stop()
             raise BackendError(f"backend {self.spec!r} crashed while loading "
-                               f"({_exit_text(code)}){said}") from None
+                               f"({exit_text(code)}){said}") from None
         if isinstance(reply, Failure):
             self._stop()
             if reply.stage == "unavailable":

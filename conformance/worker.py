@@ -24,7 +24,6 @@ import os
 import pickle
 import signal
 import sys
-import traceback
 from collections.abc import Mapping, Sequence
 from multiprocessing.connection import Connection
 from typing import Any
@@ -36,24 +35,21 @@ from fusionspec.backend import (
     BackendUnavailableError,
     counters,
     device_problems,
-    error_fields,
     load_backend,
     select_device,
 )
 from fusionspec.backend.checks import declared_departures
 from fusionspec.spec.graph import Partition
 
-from .grade.verdicts import rejection_types
-from .transport import Failure, Foreign, Ready, Reply, clip, dumps
+from .answers import Failure, Foreign, clip, describe_exception, rejection_types
+from .transport import Ready, Reply, dumps
 
-__all__ = ["serve", "MESSAGE_LIMIT", "SOURCE_LIMIT", "TRACEBACK_LINES"]
+__all__ = ["serve", "MESSAGE_LIMIT", "SOURCE_LIMIT"]
 
 #: The longest exception message a reply carries (characters); the rest is cut with a note.
 MESSAGE_LIMIT = 4000
 #: The longest generated kernel source a reply carries.
 SOURCE_LIMIT = 64_000
-#: How many lines of a backend's traceback a failure keeps.
-TRACEBACK_LINES = 8
 
 
 def _isolate(log_path: str | None, memory_limit: int | None) -> None:
@@ -74,14 +70,8 @@ def _isolate(log_path: str | None, memory_limit: int | None) -> None:
 
 
 def _failure(stage: str, exc: BaseException, backend: object | None) -> Failure:
-    rejection = backend is not None and isinstance(exc, rejection_types(backend))
-    rule = getattr(exc, "rule", None)
-    lines = "".join(traceback.format_exception(exc)).rstrip().splitlines()
-    text = str(exc) if not isinstance(exc, SystemExit) else \
-        f"the backend called sys.exit({exc.code!r})"
-    return Failure(stage=stage, type_name=type(exc).__name__, message=clip(text, MESSAGE_LIMIT),
-                   rule=str(rule) if isinstance(rule, str) else None, is_rejection=rejection,
-                   traceback="\n".join(lines[-TRACEBACK_LINES:]), fields=error_fields(exc))
+    rejections = rejection_types(backend) if backend is not None else ()
+    return describe_exception(stage, exc, rejections, MESSAGE_LIMIT)
 
 
 def _partitions(found: object) -> list[object]:

@@ -91,7 +91,7 @@ from .verdicts import rule_statement
 
 __all__ = ["SCHEMA_VERSION", "SPEC_VERSION", "ResultsFormatError", "ResultsCollector",
            "load_results", "write_failure", "load_failure", "suite_version", "environment",
-           "artifact_name", "replay_commands", "failure_origin", "canonical_counts",
+           "artifact_name", "replay_commands", "failure_origin", "canonical_counts", "by_index",
            "FAILING_STATUSES"]
 
 #: The results document's format; a reader refuses any other.
@@ -165,8 +165,11 @@ def canonical_counts(counts: Mapping[str, Any]) -> dict[str, Any]:
             for k, v in sorted(counts.items(), key=lambda kv: _natural(str(kv[0])))}
 
 
-def _by_index(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    return sorted(records, key=lambda r: int(r.get("index", 0)))
+def by_index(records: Sequence[Any]) -> list[Any]:
+    """`records` in plan order (their ``index``; a record without one, or not an object, first),
+    which is how every list of cases of a document is ordered."""
+    return sorted(records, key=lambda r: int(r.get("index", 0)) if isinstance(r, Mapping)
+                  else 0)
 
 
 class ResultsCollector:
@@ -376,9 +379,9 @@ class ResultsCollector:
             "selection": self.selection, "shard": self.shard, "planned": self.planned,
             "started": self.started, "finished": self.finished,
             "totals": canonical_counts(self.totals), "patterns": patterns, "rules": rules,
-            "verdicts": _by_index(self.verdicts), "failures": _by_index(self.failures),
-            "limitations": _by_index(self.limitations),
-            "extensions": _by_index(self.extensions),
+            "verdicts": by_index(self.verdicts), "failures": by_index(self.failures),
+            "limitations": by_index(self.limitations),
+            "extensions": by_index(self.extensions),
             "device_problems": self.device_problems, "backend_counters": self.counters,
             "departures": self.departures}
         if self.unavailable is not None:
@@ -390,8 +393,8 @@ class ResultsCollector:
                 **self.expectations, "strict": self.strict,
                 "expected_failures": sum(1 for f in self.failures if f.get("expected")
                                          and not f.get("minimal_of")),
-                "unexpected_passes": _by_index(self.unexpected_passes),
-                "skipped": _by_index(self.skipped)}
+                "unexpected_passes": by_index(self.unexpected_passes),
+                "skipped": by_index(self.skipped)}
         result: dict[str, Any] = _jsonable(document)
         return result
 
