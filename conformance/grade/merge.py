@@ -24,6 +24,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from .document import ResultsDocument
 from .emptiness import shows_nothing
 from .gather import gather_artifacts
 from .results import ResultsFormatError, by_index, canonical_counts
@@ -161,7 +162,8 @@ def merge_documents(documents: Sequence[Mapping[str, Any]], sources: Sequence[st
     elif notes:
         merged["incomplete"] = "; ".join(notes)
     _mark_empty(merged, skipped)
-    return merged
+    # Through the typed model, as every document written: a merge writes what readers read.
+    return ResultsDocument.from_json(merged, "the merged document").to_json()
 
 
 def _mark_empty(merged: dict[str, Any], skipped: list[Any]) -> None:

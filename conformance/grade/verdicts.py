@@ -57,7 +57,14 @@ from ..cases import STRUCTURAL_RULES, Case, CaseKind, Status, Verdict
 from .bounds import ancestors, error_bounds, in_order
 from .culprit import MAX_SECONDS, isolate
 from .departures import matching_departures
-from .facts import Facts, fusion_facts, nonfinite_differ, partition_facts, reason
+from .facts import (
+    Facts,
+    diagnosed_facts,
+    fusion_facts,
+    nonfinite_differ,
+    partition_facts,
+    reason,
+)
 from .signatures import match_signature
 from .tolerances import Bound, chain_of, compare, dtype_name, dtype_reason
 from .triage import explain, who_is_right
@@ -262,6 +269,8 @@ def _judge_well_formed(case: Case, backend: Backend, device: Device, seed: int,
         failure = numerics["failure"]
         failure.update(_diagnose(graph, backend, device, parts, numerics["context"], failure,
                                  known))
+        failure["facts"] = diagnosed_facts(failure["facts"], failure.get("worst"),
+                                           failure.get("culprit"))
         return Status.numeric_mismatch, str(failure["reason"]), {**details, **failure}
     if fusion == "extension":
         merged = [partition_facts(p)["kinds"] for p in parts
