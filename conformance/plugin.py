@@ -54,8 +54,8 @@ from .grade.merge import merge_documents
 from .grade.results import ResultsCollector, artifact_name, replay_commands
 from .options import RunOptions, add_flags, read_options
 from .replay import worst_lines
-from .runner import Runner
 from .suite import PlannedCase, plan_cases, run_collector
+from .workers import Runner
 
 __all__ = ["judge_case"]
 

@@ -62,11 +62,9 @@ from .generate.instances import instance_cases
 from .generate.near_miss import near_miss_rules, near_misses
 from .generate.strategies import ill_formed_cases, near_miss_cases, valid_cases
 from .grade.results import ResultsCollector
-from .pool import RunnerPool
-from .runner import Runner
-from .scratch import use_cache_home
 from .selection import Selection, SelectionError, Shard
-from .transport import dumps
+from .workers import Runner, RunnerPool, use_cache_home
+from .workers.transport import dumps
 
 __all__ = ["Profile", "PROFILES", "Progress", "PlannedCase", "Plan", "draw_seed", "draw_cases",
            "plan_cases", "judge_plan", "run_suite", "run_collector", "OutDir"]

@@ -27,7 +27,7 @@ from multiprocessing.connection import Connection
 from types import MappingProxyType
 from typing import Any
 
-from .answers import Failure, clip
+from ..answers import Failure, clip
 
 __all__ = ["Reply", "Ready", "dumps", "loads_reply", "rebuild_proxy", "UnsafeReplyError",
            "check_size", "receive_reply", "MAX_REPLY_VALUES"]
@@ -87,11 +87,11 @@ _ALLOWED: frozenset[tuple[str, str]] = frozenset({
     ("numpy.core.multiarray", "_reconstruct"), ("numpy._core.multiarray", "_reconstruct"),
     ("numpy.core.multiarray", "scalar"), ("numpy._core.multiarray", "scalar"),
     ("numpy.core.numeric", "_frombuffer"), ("numpy._core.numeric", "_frombuffer"),
-    ("fusionspec.conformance.transport", "rebuild_proxy"),
+    ("fusionspec.conformance.workers.transport", "rebuild_proxy"),
     ("fusionspec.conformance.answers", "Failure"),
     ("fusionspec.conformance.answers", "Foreign"),
-    ("fusionspec.conformance.transport", "Reply"),
-    ("fusionspec.conformance.transport", "Ready"),
+    ("fusionspec.conformance.workers.transport", "Reply"),
+    ("fusionspec.conformance.workers.transport", "Ready"),
     ("fusionspec.backend.protocol", "Device"), ("fusionspec.backend.protocol", "Limitation"),
     ("fusionspec.spec.ir", "LogicalTensor"), ("fusionspec.spec.ir", "Op"),
     ("fusionspec.spec.ir", "LayoutType"), ("fusionspec.spec.ir", "PropertyType"),

@@ -1,7 +1,7 @@
 """A backend's worker process: it loads the backend and answers the runner's requests.
 
 The worker only ever calls the backend (`partition`, `compile`, `execute`) and reports what came
-back; grading happens in the runner (`fusionspec.conformance.runner`), so a backend cannot
+back; grading happens in the runner (`fusionspec.conformance.workers.runner`), so a backend cannot
 change the grades. At start the worker
 
 - leads a process group of its own (`os.setsid`), so the runner can kill it together with every
@@ -12,7 +12,7 @@ change the grades. At start the worker
 - caps its address space (`RLIMIT_AS`, when the runner gives a limit), so a backend that
   allocates without bound fails in its own process instead of exhausting the machine.
 
-Requests (tuples, from `fusionspec.conformance.transport.dumps`): ``("partition", graph)``,
+Requests (tuples, from `fusionspec.conformance.workers.transport.dumps`): ``("partition", graph)``,
 ``("compile", handle, partition, device)``, ``("execute", handle, inputs)``, ``("release",)``
 (forget the compiled partitions of the last case), ``("counters",)``, and ``None`` to stop.
 Every answer is a `Reply`: the value, or a `Failure` describing what the backend raised.
@@ -41,7 +41,7 @@ from fusionspec.backend import (
 from fusionspec.backend.checks import declared_departures
 from fusionspec.spec.graph import Partition
 
-from .answers import Failure, Foreign, clip, describe_exception, rejection_types
+from ..answers import Failure, Foreign, clip, describe_exception, rejection_types
 from .transport import Ready, Reply, dumps
 
 __all__ = ["serve", "MESSAGE_LIMIT", "SOURCE_LIMIT"]

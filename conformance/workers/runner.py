@@ -1,6 +1,6 @@
 """Running cases against a backend with a timeout, crash isolation and a memory cap.
 
-`Runner(backend, device_id, timeout_s)` keeps one worker process (`fusionspec.conformance.worker`)
+`Runner(backend, device_id, timeout_s)` keeps one worker process (`worker`)
 that loads the backend and answers the runner's requests: partition this graph, compile this
 partition, execute it on these inputs. The runner grades (`fusionspec.conformance.grade`) in its
 own process, so a backend only ever returns partitions and arrays and cannot change a grade.
@@ -20,7 +20,7 @@ own process, so a backend only ever returns partitions and arrays and cannot cha
 - What the backend says about itself (name, device, limitations, device problems) is checked
   when it loads (`fusionspec.backend.checks`): a bad field is a `BackendError` naming it.
 - A reply is read only up to the memory budget in bytes (`fusionspec.reference.memory.budget`)
-  and only names the transport's allowlist (`fusionspec.conformance.transport`).
+  and only names the transport's allowlist (`fusionspec.conformance.workers.transport`).
 
 With ``isolate=False`` the backend runs in this process (fast to debug; no timeout, no
 protection against crashes, and the backend could tamper with the grading).
@@ -71,13 +71,13 @@ from fusionspec.spec.graph import Graph, Partition
 from fusionspec.spec.text import clean_text
 from fusionspec.spec.types import Array
 
-from .answers import Abandoned, BackendFailure, Failure, clip
-from .cases import Case, Status, Verdict
-from .grade.departures import matching_departures
-from .grade.facts import Facts, reason
-from .grade.verdicts import apply_limitation, judge, matching_limitation
-from .limitations import check_limitations
-from .replay import ReplayError, backend_outputs
+from ..answers import Abandoned, BackendFailure, Failure, clip
+from ..cases import Case, Status, Verdict
+from ..grade.departures import matching_departures
+from ..grade.facts import Facts, reason
+from ..grade.verdicts import apply_limitation, judge, matching_limitation
+from ..limitations import check_limitations
+from ..replay import ReplayError, backend_outputs
 from .signals import track, untrack
 from .transport import Ready, Reply, UnsafeReplyError, dumps, receive_reply
 from .worker import serve
@@ -151,22 +151,9 @@ class _Remote:
         return _RemoteCompiled(self._runner, self._handles, str(source or ""))
 
 
-    @contextlib.contextmanager
-    def courtesy(self, seconds: float) -> Iterator[None]:
-        """Calls made after the verdict, to explain it (culprit isolation): they get `seconds`
-        of their own, and a worker that times out or dies meanwhile is stopped (the next case
-        starts a fresh one) and reported as `Abandoned`, never as the case's verdict."""
-        runner = self._runner
-        saved = runner._deadline
-        runner._deadline = time.monotonic() + seconds
-        try:
-            yield
-        except (_Timeout, _Died) as exc:
-            runner._stop()
-            said = exc.reason if isinstance(exc, _Died) else f"no answer within {seconds:g} s"
-            raise Abandoned(said) from None
-        finally:
-            runner._deadline = saved
+    def courtesy(self, seconds: float) -> contextlib.AbstractContextManager[None]:
+        """The runner's `Runner.courtesy`: what grading calls around a diagnosis."""
+        return self._runner.courtesy(seconds)
 
 
 class _RemoteCompiled:
@@ -401,6 +388,22 @@ class Runner:
             self._stop()
             raise BackendError(f"backend {self.spec!r} sent no greeting")
         return reply
+
+    @contextlib.contextmanager
+    def courtesy(self, seconds: float) -> Iterator[None]:
+        """Calls made after the verdict, to explain it (culprit isolation): they get `seconds`
+        of their own, and a worker that times out or dies meanwhile is stopped (the next case
+        starts a fresh one) and reported as `Abandoned`, never as the case's verdict."""
+        saved = self._deadline
+        self._deadline = time.monotonic() + seconds
+        try:
+            yield
+        except (_Timeout, _Died) as exc:
+            self._stop()
+            said = exc.reason if isinstance(exc, _Died) else f"no answer within {seconds:g} s"
+            raise Abandoned(said) from None
+        finally:
+            self._deadline = saved
 
     def _stop(self) -> None:
         """Kill the worker and every process it started (its process group)."""
