@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 from fusionspec.spec.errors import FusionspecError
 
@@ -165,8 +165,19 @@ def _plain(value: Any) -> Any:
 
 # -- the records --------------------------------------------------------------------------------
 
+class _Record:
+    """What every record shares: written as JSON by `_json`, the fields named in `OMIT_NONE`
+    left out when None."""
+
+    OMIT_NONE: ClassVar[tuple[str, ...]] = ()
+
+    def to_json(self) -> Json:
+        """The record as JSON-ready data (what its ``read`` reads back to an equal one)."""
+        return _json(self, omit_none=self.OMIT_NONE)
+
+
 @dataclass(frozen=True)
-class DeviceRecord:
+class DeviceRecord(_Record):
     """The device the run graded (every `fusionspec.backend.Device` field)."""
 
     id: str
@@ -181,12 +192,10 @@ class DeviceRecord:
         return DeviceRecord(r.text("id"), r.text("kind"), r.text("name"), r.text("driver"),
                             r.text("runtime"), r.strings("extras"))
 
-    def to_json(self) -> Json:
-        return _json(self)
 
 
 @dataclass(frozen=True)
-class SpecPage:
+class SpecPage(_Record):
     """One documentation page the suite's spec comes from."""
 
     file: str
@@ -197,12 +206,10 @@ class SpecPage:
     def read(r: _Reader) -> SpecPage:
         return SpecPage(r.text("file"), r.text("title"), r.text("sha256"))
 
-    def to_json(self) -> Json:
-        return _json(self)
 
 
 @dataclass(frozen=True)
-class PatternCounts:
+class PatternCounts(_Record):
     """A catalog pattern's cases: by status, and by status per case kind, dtype and rule; and
     its grammar coverage (feature -> value -> cases)."""
 
@@ -218,12 +225,10 @@ class PatternCounts:
                              r.count_table("by_dtype"), r.count_table("rules"),
                              r.count_table("coverage"))
 
-    def to_json(self) -> Json:
-        return _json(self)
 
 
 @dataclass(frozen=True)
-class RuleCounts:
+class RuleCounts(_Record):
     """A rule's statement, its cases by status and by pattern."""
 
     statement: str = ""
@@ -234,12 +239,10 @@ class RuleCounts:
     def read(r: _Reader) -> RuleCounts:
         return RuleCounts(r.text("statement"), r.counts("counts"), r.counts("patterns"))
 
-    def to_json(self) -> Json:
-        return _json(self)
 
 
 @dataclass(frozen=True)
-class DepartureRecord:
+class DepartureRecord(_Record):
     """A known departure the backend declares (`fusionspec.backend.departure_data`): its id and
     statement; what it matches is in `extra`."""
 
@@ -251,12 +254,10 @@ class DepartureRecord:
     def read(r: _Reader) -> DepartureRecord:
         return DepartureRecord(r.text("id"), r.text("statement"), r.rest(DepartureRecord))
 
-    def to_json(self) -> Json:
-        return _json(self)
 
 
 @dataclass(frozen=True)
-class VerdictLine:
+class VerdictLine(_Record):
     """One judged case in one line: ``expected`` is the expectations entry that expects its
     failure (when one does), ``seconds`` its wall time."""
 
@@ -279,12 +280,11 @@ class VerdictLine:
                            r.opt_text("dtype"), r.text("reason"), r.real("seconds"),
                            r.opt_obj("expected"), r.rest(VerdictLine))
 
-    def to_json(self) -> Json:
-        return _json(self, omit_none=("index", "seconds", "expected"))
+    OMIT_NONE = ("index", "seconds", "expected")
 
 
 @dataclass(frozen=True)
-class FailureRecord:
+class FailureRecord(_Record):
     """A failing case (or an extension), with what replays it: ``details`` are the verdict's
     (its ``facts`` among them), ``replay`` the seed, the saved folder and the commands;
     ``expected`` the expectations entry it meets, ``unexpected_status`` the entry it slipped
@@ -317,12 +317,11 @@ class FailureRecord:
             r.obj("replay"), r.opt_obj("expected"), r.opt_obj("unexpected_status"),
             r.opt_text("minimal_of"), r.rest(FailureRecord))
 
-    def to_json(self) -> Json:
-        return _json(self, omit_none=("index", "expected", "unexpected_status", "minimal_of"))
+    OMIT_NONE = ("index", "expected", "unexpected_status", "minimal_of")
 
 
 @dataclass(frozen=True)
-class LimitationRecord:
+class LimitationRecord(_Record):
     """An ``unsupported`` case: the limitation's reason, and whether it passed anyway."""
 
     case_id: str
@@ -341,12 +340,11 @@ class LimitationRecord:
                                 r.flag("limitation_passed"), r.opt_text("observed_status"),
                                 r.rest(LimitationRecord))
 
-    def to_json(self) -> Json:
-        return _json(self, omit_none=("index",))
+    OMIT_NONE = ("index",)
 
 
 @dataclass(frozen=True)
-class CaseRecord:
+class CaseRecord(_Record):
     """A case an expectations entry kept from running, or one it expected to fail that did
     not: the case, and in `extra` the entry's citation (entry number, status, reason, link)."""
 
@@ -366,12 +364,11 @@ class CaseRecord:
                           r.opt_text("kind"), r.opt_text("rule"), r.opt_text("dtype"),
                           r.opt_text("status"), r.opt_number("occurrence"), r.rest(CaseRecord))
 
-    def to_json(self) -> Json:
-        return _json(self, omit_none=("index", "kind", "dtype", "status", "occurrence"))
+    OMIT_NONE = ("index", "kind", "dtype", "status", "occurrence")
 
 
 @dataclass(frozen=True)
-class ExpectationsSummary:
+class ExpectationsSummary(_Record):
     """The expectations file a run had and what came of it."""
 
     file: str | None = None
@@ -392,12 +389,10 @@ class ExpectationsSummary:
                                    r.records("skipped", CaseRecord.read),
                                    r.rest(ExpectationsSummary))
 
-    def to_json(self) -> Json:
-        return _json(self)
 
 
 @dataclass(frozen=True)
-class ResultsDocument:
+class ResultsDocument(_Record):
     """A whole results document (see `fusionspec.conformance.grade.results` for what each
     part means). ``unavailable``, ``incomplete`` and ``expectations`` are written only when
     set."""
@@ -469,9 +464,7 @@ class ResultsDocument:
             expectations=None if expectations is None else ExpectationsSummary.read(
                 _Reader(expectations, f"{source}.expectations")))
 
-    def to_json(self) -> Json:
-        """The document as JSON-ready data (what `from_json` reads back to an equal one)."""
-        return _json(self, omit_none=("unavailable", "incomplete", "expectations"))
+    OMIT_NONE = ("unavailable", "incomplete", "expectations")
 
 
 #: Every record of the document, by the name `results.schema.json` gives its definition.
