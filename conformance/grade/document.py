@@ -257,9 +257,9 @@ class DepartureRecord(_Record):
 
 
 @dataclass(frozen=True)
-class VerdictLine(_Record):
-    """One judged case in one line: ``expected`` is the expectations entry that expects its
-    failure (when one does), ``seconds`` its wall time."""
+class _JudgedCase(_Record):
+    """What a verdict line and a failure both say of their case: its id, pattern and status,
+    its place in the plan, its kind, rule and dtype."""
 
     case_id: str
     pattern: str
@@ -268,6 +268,13 @@ class VerdictLine(_Record):
     kind: str = ""
     rule: str | None = None
     dtype: str | None = None
+
+
+@dataclass(frozen=True)
+class VerdictLine(_JudgedCase):
+    """One judged case in one line: ``expected`` is the expectations entry that expects its
+    failure (when one does), ``seconds`` its wall time."""
+
     reason: str = ""
     seconds: float | None = None
     expected: dict[str, Any] | None = None
@@ -284,19 +291,12 @@ class VerdictLine(_Record):
 
 
 @dataclass(frozen=True)
-class FailureRecord(_Record):
+class FailureRecord(_JudgedCase):
     """A failing case (or an extension), with what replays it: ``details`` are the verdict's
     (its ``facts`` among them), ``replay`` the seed, the saved folder and the commands;
     ``expected`` the expectations entry it meets, ``unexpected_status`` the entry it slipped
     past, ``minimal_of`` the case a shrunk copy stands for."""
 
-    case_id: str
-    pattern: str
-    status: str
-    index: int | None = None
-    kind: str = ""
-    rule: str | None = None
-    dtype: str | None = None
     description: str = ""
     features: dict[str, Any] = field(default_factory=dict)
     values: dict[str, str] = field(default_factory=dict)
