@@ -32,8 +32,8 @@ from fusionspec.backend import Device
 from .errors import AccelError, NoDeviceError
 from .icd import register_pip_runtimes
 
-__all__ = ["DeviceInfo", "ENV_VAR", "discover", "discovery_problem", "select_device",
-           "device_ids", "order_with_selected", "check_not_forked"]
+__all__ = ["DeviceInfo", "Discovery", "ENV_VAR", "discover", "discovery", "discovery_problem",
+           "select_device", "device_ids", "order_with_selected", "check_not_forked"]
 
 #: The environment variable that selects a device by id.
 ENV_VAR = "FUSIONSPEC_ACCEL_DEVICE"
@@ -123,56 +123,64 @@ def _kind(device_type: int) -> str:
     return "accelerator"
 
 
-_PROBLEM: list[str] = []  # why discovery found nothing (filled by _discover_uncached)
+@dataclass(frozen=True)
+class Discovery:
+    """What looking for OpenCL devices found in this process."""
+
+    devices: tuple[DeviceInfo, ...] = ()
+    #: Why there is no device ('' when there are some).
+    problem: str = ""
+    #: The process that loaded the OpenCL driver (None when it was never loaded).
+    opencl_pid: int | None = None
 
 
 @cache
+def discovery() -> Discovery:
+    """Every OpenCL device of this machine, PoCL's first, and why there is none (cached for
+    the process)."""
+    try:
+        import pyopencl as cl
+    except ImportError as exc:
+        return Discovery(problem=f"pyopencl is not installed ({exc}); install the `accel` "
+                                 "extra: pip install 'fusionspec[accel]'")
+    pid = os.getpid()
+    try:
+        return _discover(cl, pid)
+    except Exception as exc:  # a broken ICD can fail in many ways; it means "no device"
+        return Discovery(problem=f"OpenCL discovery failed: {type(exc).__name__}: {exc}",
+                         opencl_pid=pid)
+
+
 def discover() -> tuple[DeviceInfo, ...]:
     """Every OpenCL device of this machine, PoCL's first (cached for the process)."""
-    _PROBLEM.clear()
-    try:
-        return _discover_uncached()
-    except Exception as exc:  # a broken ICD can fail in many ways; it means "no device"
-        _PROBLEM.append(f"OpenCL discovery failed: {type(exc).__name__}: {exc}")
-        return ()
+    return discovery().devices
 
 
 def discovery_problem() -> str:
     """Why `discover()` found no device ('' when it found some)."""
-    discover()
-    return _PROBLEM[0] if _PROBLEM else ""
-
-
-#: The process that loaded the OpenCL driver (None until discovery asks for platforms).
-_OPENCL_PID: list[int] = []
+    return discovery().problem
 
 
 def check_not_forked() -> None:
     """Raise `AccelError` in a process forked after OpenCL was initialized: drivers keep
     threads and device state (PoCL's worker threads, GPU contexts) that fork() does not copy,
     so any kernel there would hang. Detecting it turns a hang into an error."""
-    if _OPENCL_PID and _OPENCL_PID[0] != os.getpid():
+    loaded = discovery().opencl_pid
+    if loaded is not None and loaded != os.getpid():
         raise AccelError(
-            f"OpenCL was initialized in process {_OPENCL_PID[0]}, and this process "
+            f"OpenCL was initialized in process {loaded}, and this process "
             f"({os.getpid()}) was forked from it afterwards; OpenCL drivers do not survive "
             "fork(). Start worker processes with the 'spawn' or 'forkserver' method, or use "
             "OpenCL only after forking")
 
 
-def _discover_uncached() -> tuple[DeviceInfo, ...]:
-    try:
-        import pyopencl as cl
-    except ImportError as exc:
-        _PROBLEM.append(f"pyopencl is not installed ({exc}); install the `accel` extra: "
-                        "pip install 'fusionspec[accel]'")
-        return ()
-    _OPENCL_PID[:] = [os.getpid()]
+def _discover(cl: Any, pid: int) -> Discovery:
     register_pip_runtimes()  # before the loader's first look (see fusionspec.accel.icd)
     try:
         platforms = cl.get_platforms()
     except cl.Error as exc:
-        _PROBLEM.append(f"no OpenCL platform (no ICD driver is installed?): {exc}")
-        return ()
+        return Discovery(problem=f"no OpenCL platform (no ICD driver is installed?): {exc}",
+                         opencl_pid=pid)
     raw: list[tuple[str, str, Any, Any]] = []  # (slug, kind, platform, device)
     for platform in platforms:
         try:
@@ -182,7 +190,7 @@ def _discover_uncached() -> tuple[DeviceInfo, ...]:
         slug = _slug(platform.name, platform.vendor)
         raw.extend((slug, _kind(d.type), platform, d) for d in devices)
     if not raw:
-        _PROBLEM.append("the OpenCL platforms report no devices")
+        return Discovery(problem="the OpenCL platforms report no devices", opencl_pid=pid)
     raw = _qualify_shared_slugs(raw)
     counts: dict[tuple[str, str], int] = {}
     for slug, kind, _, _ in raw:
@@ -195,7 +203,7 @@ def _discover_uncached() -> tuple[DeviceInfo, ...]:
         ident = f"{slug}-{kind}" + (str(index) if counts[slug, kind] > 1 else "")
         found.append(_info(ident, kind, platform, device))
     found.sort(key=lambda d: not d.id.startswith("pocl"))  # stable: PoCL first
-    return tuple(found)
+    return Discovery(tuple(found), "", pid)
 
 
 def _qualify_shared_slugs(raw: list[tuple[str, str, Any, Any]]

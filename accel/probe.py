@@ -22,7 +22,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -31,6 +30,7 @@ from functools import cache
 from importlib import metadata
 from pathlib import Path
 
+from fusionspec.backend.processes import exit_text
 from fusionspec.spec.release import VERSION, source_commit
 
 from .build import FAULT_ENV
@@ -135,13 +135,6 @@ def _run_probe(info: DeviceInfo) -> Health:
     tail = [line.strip() for line in done.stderr.splitlines() if line.strip()][-_LAST_LINES:]
     words = f": {' '.join(tail)}" if tail else ""
     return Health(False, f"the OpenCL compiler or driver crashed while building or running "
-                         f"the probe kernels ({_exit_text(done.returncode)}){words}", seconds)
+                         f"the probe kernels ({exit_text(done.returncode)}){words}", seconds)
 
 
-def _exit_text(code: int) -> str:
-    if code < 0:
-        try:
-            return f"signal {signal.Signals(-code).name}"
-        except ValueError:
-            pass
-    return f"exit code {code}"

@@ -11,12 +11,12 @@ taking the listing down.
 from __future__ import annotations
 
 import json
-import signal
 import subprocess
 import sys
 from typing import Any
 
 from .errors import BackendError
+from .processes import exit_text
 from .protocol import device_problems, unavailable_reason
 from .registry import load_backend
 
@@ -40,15 +40,6 @@ def describe(name: str) -> dict[str, Any]:
     return row
 
 
-def _exit_text(code: int) -> str:
-    if code < 0:
-        try:
-            return f"signal {signal.Signals(-code).name}"
-        except ValueError:
-            pass
-    return f"exit code {code}"
-
-
 def describe_isolated(name: str, timeout_s: float = INSPECT_TIMEOUT_S) -> dict[str, Any]:
     """`describe` run in a subprocess; a crash or a hang is the backend's reason."""
     try:
@@ -67,7 +58,7 @@ def describe_isolated(name: str, timeout_s: float = INSPECT_TIMEOUT_S) -> dict[s
             pass
     tail = " ".join(line.strip() for line in done.stderr.splitlines()[-3:] if line.strip())
     return {"backend": name, "devices": [], "problems": {},
-            "unavailable": f"its process crashed while loading ({_exit_text(done.returncode)})"
+            "unavailable": f"its process crashed while loading ({exit_text(done.returncode)})"
                            + (f": {tail[-400:]}" if tail else "")}
 
 

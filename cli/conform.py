@@ -116,7 +116,7 @@ def _usage(args: argparse.Namespace, message: str) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    from fusionspec.conformance.scratch import use_cache_home
+    from fusionspec.conformance.workers import use_cache_home
 
     use_cache_home()  # hypothesis' caches, not in the current folder
     if args.list:
@@ -272,7 +272,7 @@ def _list(args: argparse.Namespace) -> int:
 
 def _replay(args: argparse.Namespace) -> int:
     from fusionspec.conformance.grade.results import failure_origin, load_failure
-    from fusionspec.conformance.runner import Runner
+    from fusionspec.conformance.workers import Runner
     from fusionspec.reference.memory import budget, check_budget
 
     from .replayed import save_outputs, verdict_lines

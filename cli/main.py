@@ -18,7 +18,7 @@ import zipfile
 from collections.abc import Sequence
 from types import ModuleType
 
-from fusionspec.conformance.signals import terminate_cleanly
+from fusionspec.conformance.workers import terminate_cleanly
 from fusionspec.spec.errors import FusionspecError
 
 from . import (

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from fusionspec.conformance.cases import Case, Verdict
 from fusionspec.conformance.replay import ReplayError, worst_lines
-from fusionspec.conformance.runner import Runner
+from fusionspec.conformance.workers import Runner
 from fusionspec.reference.arrays import read_npz, write_npz
 from fusionspec.reference.execute import execute
 from fusionspec.reference.filling import fill_inputs

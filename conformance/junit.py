@@ -97,7 +97,7 @@ def junit_xml(document: Mapping[str, Any]) -> str:
     rows = [(int(v.get("index", 0)), "verdict", v) for v in document.get("verdicts") or []]
     rows += [(int(s.get("index", 0)), "skip", s) for s in section.get("skipped") or []]
     for _, kind, record in sorted(rows, key=lambda row: row[0]):
-        case_id = str(record.get("id") or record.get("case_id"))
+        case_id = str(record.get("case_id"))
         seconds = float(record.get("seconds") or 0.0)
         total += seconds
         case = ET.SubElement(suite, "testcase", name=case_id,

@@ -54,8 +54,8 @@ from .grade.merge import merge_documents
 from .grade.results import ResultsCollector, artifact_name, replay_commands
 from .options import RunOptions, add_flags, read_options
 from .replay import worst_lines
-from .runner import Runner
-from .suite import PlannedCase, plan_cases
+from .suite import PlannedCase, plan_cases, run_collector
+from .workers import Runner
 
 __all__ = ["judge_case"]
 
@@ -151,13 +151,9 @@ def _start(config: pytest.Config, state: _State) -> None:
         return
     state.out = base
     runner = state.runner
-    state.collector = ResultsCollector(
-        runner.backend_name, runner.device, seed=options.seed, out_dir=base,
-        device_problems=runner.device_problems, departures=runner.departures,
-        backend_spec=options.backend,
-        profile=options.profile.name, selection=options.selection.to_dict(),
-        shard=str(options.shard) if options.shard else None,
-        expectations=options.expectations.header() if options.expectations else None,
+    state.collector = run_collector(
+        runner, options.backend, base, seed=options.seed, profile=options.profile,
+        selection=options.selection, shard=options.shard, expectations=options.expectations,
         strict=options.strict)
 
 

@@ -62,14 +62,12 @@ from .generate.instances import instance_cases
 from .generate.near_miss import near_miss_rules, near_misses
 from .generate.strategies import ill_formed_cases, near_miss_cases, valid_cases
 from .grade.results import ResultsCollector
-from .pool import RunnerPool
-from .runner import Runner
-from .scratch import use_cache_home
 from .selection import Selection, SelectionError, Shard
-from .transport import dumps
+from .workers import Runner, RunnerPool, use_cache_home
+from .workers.transport import dumps
 
 __all__ = ["Profile", "PROFILES", "Progress", "PlannedCase", "Plan", "draw_seed", "draw_cases",
-           "plan_cases", "judge_plan", "run_suite", "OutDir"]
+           "plan_cases", "judge_plan", "run_suite", "run_collector", "OutDir"]
 
 
 @dataclass(frozen=True)
@@ -339,6 +337,20 @@ def _timed(runner: Runner, cases: Sequence[Case]) -> Iterator[tuple[Verdict, flo
         yield verdict, time.perf_counter() - start
 
 
+def run_collector(runner: Runner | RunnerPool, backend: str, out_dir: Path | None, *,
+                  seed: int, profile: Profile, selection: Selection, shard: Shard | None,
+                  expectations: Expectations | None, strict: bool) -> ResultsCollector:
+    """The collector of one run on `runner`'s backend and device (`backend` as the run was
+    given it), its document headed by the run's options: the one place a command and the
+    pytest plugin say what a run's document records about how it was asked for."""
+    return ResultsCollector(
+        runner.backend_name, runner.device, seed=seed, out_dir=out_dir,
+        device_problems=runner.device_problems, departures=runner.departures,
+        backend_spec=backend, profile=profile.name, selection=selection.to_dict(),
+        shard=str(shard) if shard else None,
+        expectations=expectations.header() if expectations else None, strict=strict)
+
+
 def _add_minimal_cases(strategy: st.SearchStrategy[Case], failing: list[tuple[Case, Verdict]],
                        runner: Runner | RunnerPool, collector: ResultsCollector) -> None:
     """For each failing status, let hypothesis shrink to a smallest case with that status."""
@@ -399,12 +411,9 @@ def _run_in_pool(backend: str, device: str | None, chosen: Selection, profile: P
                     sys_path=sys_path, log_path=log_path, memory_limit=memory_limit,
                     start=1) as runner:
         target = out_dir(runner.backend_name, runner.device) if callable(out_dir) else out_dir
-        collector = ResultsCollector(
-            runner.backend_name, runner.device, seed=seed, out_dir=target,
-            device_problems=runner.device_problems, departures=runner.departures,
-            backend_spec=backend, profile=profile.name,
-            selection=chosen.to_dict(), shard=str(shard) if shard else None,
-            expectations=(expectations.header() if expectations else None), strict=strict)
+        collector = run_collector(runner, backend, target, seed=seed, profile=profile,
+                                  selection=chosen, shard=shard, expectations=expectations,
+                                  strict=strict)
         try:
             plan = plan_cases(chosen, profile, run_seed=seed, shard=shard,
                               expectations=expectations, device=runner.device, jobs=jobs,

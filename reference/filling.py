@@ -50,6 +50,7 @@ import numpy as np
 
 from fusionspec.spec.dtypes import DataType
 from fusionspec.spec.graph import Graph, LogicalTensor, Op, Partition
+from fusionspec.spec.opschemas import carries_shape
 from fusionspec.spec.shapes import spatial_dims
 from fusionspec.spec.types import Array
 
@@ -82,11 +83,8 @@ _POSITIVE_PORTS: dict[str, tuple[int, ...]] = {
     "BatchNormTrainingBackward": (3,),
 }
 _NONZERO_PORTS: dict[str, tuple[int, ...]] = {"Divide": (1,), "Reciprocal": (0,)}
-_SHAPE_PORTS: dict[str, int] = {"Interpolate": 1, "ConvolutionBackwardWeights": 2}
 #: Non-zero products per output element aimed at by a thinned MatMul/convolution src.
 SAFE_TERMS = 64
-_REDUCTIONS = ("ReduceL1", "ReduceL2", "ReduceMax", "ReduceMean", "ReduceMin", "ReduceProd",
-               "ReduceSum")
 _INT_RANGES: dict[DataType, tuple[int, int]] = {
     DataType.s8: (-8, 8), DataType.u8: (0, 16), DataType.s32: (-16, 16),
     DataType.s64: (-16, 16), DataType.s4: (-8, 7), DataType.u4: (0, 15),
@@ -94,9 +92,7 @@ _INT_RANGES: dict[DataType, tuple[int, int]] = {
 
 
 def _need(op: Op, port: int) -> Need:
-    if op.kind in _SHAPE_PORTS and port == _SHAPE_PORTS[op.kind]:
-        return Need.SHAPE_VALUES
-    if op.kind in _REDUCTIONS and port == 1:
+    if carries_shape(op.kind, port):
         return Need.SHAPE_VALUES
     if op.kind == "Quantize":
         return Need.QUANTIZE_SOURCE

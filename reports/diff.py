@@ -131,7 +131,7 @@ def _verdicts(doc: Doc) -> dict[tuple[str, int], tuple[str, str, str, bool]]:
     seen: Counter[str] = Counter()
     found = {}
     for v in doc.objects("verdicts"):
-        case_id = v.text("id")
+        case_id = v.text("case_id")
         seen[case_id] += 1
         found[(case_id, seen[case_id])] = (v.text("pattern"), v.text("status"), v.text("reason"),
                                            bool(v.raw("expected")))

@@ -32,7 +32,8 @@ from .shapes import (
     infer_softmax,
 )
 
-__all__ = ["SCHEMAS", "OPAQUE_KINDS", "COMMUTATIVE_KINDS", "schema_for", "attribute"]
+__all__ = ["SCHEMAS", "OPAQUE_KINDS", "COMMUTATIVE_KINDS", "schema_for", "carries_shape",
+           "attribute"]
 
 D = DataType
 F = FLOAT_TYPES
@@ -174,7 +175,7 @@ def _binary(kind: str) -> OpSchema:
 def _reduction(kind: str) -> OpSchema:
     return OpSchema(
         kind=kind,
-        inputs=(PortSpec("src", "T1"), PortSpec("axes", "T2", optional=True)),
+        inputs=(PortSpec("src", "T1"), PortSpec("axes", "T2", optional=True, carries_shape=True)),
         outputs=(PortSpec("dst", "T1"),),
         types={"T1": F, "T2": S32},
         attrs=(AttrSpec("axes", AttrKind.s64_list, default=()),
@@ -335,7 +336,8 @@ def _build() -> dict[str, OpSchema]:
         ),
         OpSchema(
             kind="Interpolate",
-            inputs=(PortSpec("src", "T1"), PortSpec("sizes", "T2", optional=True)),
+            inputs=(PortSpec("src", "T1"),
+                PortSpec("sizes", "T2", optional=True, carries_shape=True)),
             outputs=(PortSpec("dst", "T1"),),
             types={"T1": F, "T2": S32},
             attrs=(AttrSpec("mode", AttrKind.string, required=True,
@@ -459,7 +461,7 @@ def _build() -> dict[str, OpSchema]:
         OpSchema(
             kind="ConvolutionBackwardWeights",
             inputs=(PortSpec("src", "T1"), PortSpec("diff_dst", "T1"),
-                PortSpec("weights_shape", "T2", optional=True)),
+                PortSpec("weights_shape", "T2", optional=True, carries_shape=True)),
             outputs=(PortSpec("diff_weights", "T1"),),
             types={"T1": F, "T2": S32},
             attrs=(*_conv_attrs(("XIO", "OIX")),
@@ -544,3 +546,11 @@ def attribute(op: Op, name: str) -> AttrValue | None:
 def schema_for(kind: str) -> OpSchema | None:
     """The schema of a kind the pages name, or None (opaque or unknown)."""
     return SCHEMAS.get(kind)
+
+
+def carries_shape(kind: str, port: int) -> bool:
+    """Whether input `port` of an op of `kind` carries a shape or axes rather than data (its
+    schema says so; an unknown kind or port carries data)."""
+    schema = SCHEMAS.get(kind)
+    return schema is not None and port < len(schema.inputs) and \
+        schema.inputs[port].carries_shape

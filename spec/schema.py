@@ -108,9 +108,14 @@ def _number(value: float) -> str:
 
 @dataclass(frozen=True)
 class PortSpec:
+    """An input or output port: its name, its dtype symbol, whether it may be left out, and
+    whether it carries a shape or axes (integers that say how to compute, never data to
+    compute on: value filling and the value domains leave such a port alone)."""
+
     name: str
     symbol: str
     optional: bool = False
+    carries_shape: bool = False
 
 
 @dataclass(frozen=True)

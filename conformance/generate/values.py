@@ -38,6 +38,7 @@ from fusionspec.reference import execute, fill_inputs
 from fusionspec.reference.partitioner import partition
 from fusionspec.spec.errors import FusionspecError
 from fusionspec.spec.graph import Graph, LogicalTensor, Op
+from fusionspec.spec.opschemas import carries_shape
 
 from ..cases import Case, CaseKind
 from ..grade.bounds import error_bounds
@@ -67,10 +68,6 @@ NONFINITE_LIMIT = 0.01
 WEAK_LIMIT = 0.10
 #: The seed the clean plans are checked with (the suite's default).
 CHECK_SEED = 0
-#: Ports that carry shapes or axes, never data.
-_SHAPE_PORTS = {"Interpolate": 1, "ConvolutionBackwardWeights": 2, "ReduceL1": 1, "ReduceL2": 1,
-                "ReduceMax": 1, "ReduceMean": 1, "ReduceMin": 1, "ReduceProd": 1,
-                "ReduceSum": 1}
 
 
 @dataclass(frozen=True)
@@ -91,7 +88,7 @@ def _data_inputs(graph: Graph) -> list[tuple[LogicalTensor, list[tuple[Op, int]]
     found = []
     for t in graph.input_tensors:
         readers = [(op, port) for op, port in uses.get(t.id, ())
-                   if _SHAPE_PORTS.get(op.kind) != port]
+                   if not carries_shape(op.kind, port)]
         if readers:
             found.append((t, readers))
     return found

@@ -37,6 +37,7 @@ import numpy as np
 from fusionspec.reference.dtypes import cast_to, high_precision, is_float_dtype, widen
 from fusionspec.reference.execute import partition_order, read_input, run_op
 from fusionspec.reference.partitioner import partition
+from fusionspec.spec.categories import REDUCTION
 from fusionspec.spec.dtypes import DataType
 from fusionspec.spec.graph import Graph, Op, Partition
 from fusionspec.spec.shapes import channel_axis
@@ -238,11 +239,16 @@ def op_bounds(op: Op, xs: Sequence[Array], rs: Sequence[Array], *,
     result stays inside its partition), a backend may also keep the result unrounded: it
     contracts a multiply and an add into one FMA, or computes Reciprocal -> Multiply as one
     division (oneDNN does), so the interval holds the op's unrounded values too. Where the
-    result is exact in f32 this adds nothing (a tie stays a tie)."""
-    if op.kind in _RULES:
-        return _RULES[op.kind](op, xs, [np.asarray(r, dtype=np.float64) for r in rs])
-    return _elementwise(op, xs, [np.asarray(r, dtype=np.float64) for r in rs],
-                        unrounded=unrounded)
+    result is exact in f32 this adds nothing (a tie stays a tie).
+
+    Raises `ToleranceError` for an op kind without an accuracy rule (`tolerances.ACCURACY`):
+    a bound is never guessed."""
+    accuracy_of(op.kind)  # every op needs its accuracy rule, element-wise ones too
+    radii = [np.asarray(r, dtype=np.float64) for r in rs]
+    rule = _RULES.get(op.kind)
+    if rule is not None:
+        return rule(op, xs, radii)
+    return _elementwise(op, xs, radii, unrounded=unrounded)
 
 
 # -- element-wise ---------------------------------------------------------------------------
@@ -566,8 +572,7 @@ _Rule = Callable[[Op, Sequence[Array], Sequence[Array]], list[tuple[Array, Array
 _RULES: dict[str, _Rule] = {
     **{kind: _bilinear for kind in _BILINEAR},
     "AvgPool": _pool, "MaxPool": _pool, "Interpolate": _interpolate,
-    **{kind: _reduce for kind in ("ReduceSum", "ReduceMean", "ReduceL1", "ReduceL2",
-                                  "ReduceMax", "ReduceMin", "ReduceProd", "BiasAddBackward")},
+    **{kind: _reduce for kind in (*REDUCTION, "BiasAddBackward")},
     "SoftMax": _softmax, "BatchNormInference": _batchnorm,
     "BatchNormTrainingBackward": _batchnorm_backward,
 }

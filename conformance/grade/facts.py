@@ -8,8 +8,9 @@ below, told apart by ``what``:
   either side of it, the expected partition it cuts, the case's rule where it names one), or
   the partition whose inputs or outputs differ from the spec's;
 - ``numeric`` (``numeric-mismatch``): the failing output's tensor id, the chain of op kinds
-  that computes it, its dtype, whether NaN/inf disagree (``nonfinite``) and the comparison's
-  own summary (the worst elements are in the details beside it);
+  that computes it, its dtype, whether NaN/inf disagree (``nonfinite``), the comparison's own
+  summary, the worst elements (`WorstFacts`: index, the reference's value and bound, the
+  backend's value, the float64 value) and the op kinds the culprit isolation blames;
 - ``rejection`` (the backend refused the graph) and ``error`` (anything else went wrong): the
   error's kind (``rejection``, ``exception``, ``crash``, ``timeout``, ``suite``), the stage,
   the exception type, its message or the process's last words, the rule id it names and the
@@ -35,8 +36,9 @@ import numpy as np
 from fusionspec.reference.partitioner import external_tensors
 from fusionspec.spec.graph import Graph, Op, Partition
 
-__all__ = ["PartitionFacts", "CutFacts", "Facts", "partition_facts", "first_cut", "reason",
-           "kinds_text", "fusion_facts", "nonfinite_differ", "GRAPH_INPUT"]
+__all__ = ["PartitionFacts", "CutFacts", "WorstFacts", "Facts", "partition_facts", "first_cut",
+           "reason", "kinds_text", "diagnosed_facts", "fusion_facts", "nonfinite_differ",
+           "GRAPH_INPUT"]
 
 #: The kind named before a cut where the formed partition starts one the spec extends back.
 GRAPH_INPUT = "(graph input)"
@@ -55,6 +57,18 @@ class CutFacts(TypedDict):
     rule: str | None
 
 
+class WorstFacts(TypedDict):
+    """One failing element: its index, the reference's value and the bound around it (the
+    expected interval is value ± bound), the backend's value and, once diagnosed, the float64
+    value of the graph there."""
+
+    index: list[int]
+    expected: float | str
+    actual: float | str
+    bound: float | str
+    high_precision: NotRequired[float | str]
+
+
 class Facts(TypedDict):
     what: Literal["fusion", "numeric", "rejection", "error", "unsupported", "extension",
                   "accepted", "contract"]
@@ -69,6 +83,10 @@ class Facts(TypedDict):
     dtype: NotRequired[str]
     nonfinite: NotRequired[bool]
     summary: NotRequired[str]
+    #: The failing elements furthest beyond their bound.
+    worst: NotRequired[list[WorstFacts]]
+    #: The op kinds of the smallest failing piece the culprit isolation found (None: none).
+    culprit: NotRequired[list[str] | None]
     # rejection, error
     kind: NotRequired[str]
     stage: NotRequired[str]
@@ -203,3 +221,21 @@ def _error_reason(facts: Facts) -> str:
     said = f"{facts.get('stage')}() raised {facts.get('type')}: {facts.get('message')}"
     return f"unexpected exception for an ill-formed graph: {said}" if facts.get("ill_formed") \
         else said
+
+
+def diagnosed_facts(facts: Facts, worst: object, culprit: object) -> Facts:
+    """A numeric mismatch's `facts` completed by its diagnosis: the `worst` elements (the
+    comparison's, with float64 values where the diagnosis computed them) and the op kinds of
+    the `culprit` (the isolation's smallest failing piece, None when it found none)."""
+    found: list[WorstFacts] = []
+    for w in worst if isinstance(worst, list) else ():
+        if not isinstance(w, dict):
+            continue
+        item = WorstFacts(index=[int(i) for i in w.get("index", ())],
+                          expected=w.get("expected", ""), actual=w.get("actual", ""),
+                          bound=w.get("bound", ""))
+        if "high_precision" in w:
+            item["high_precision"] = w["high_precision"]
+        found.append(item)
+    kinds = culprit.get("kinds") if isinstance(culprit, dict) else None
+    return {**facts, "worst": found, "culprit": str(kinds).split("->") if kinds else None}

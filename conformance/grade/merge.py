@@ -24,9 +24,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from .document import ResultsDocument
 from .emptiness import shows_nothing
 from .gather import gather_artifacts
-from .results import ResultsFormatError, canonical_counts
+from .results import ResultsFormatError, by_index, canonical_counts
 
 __all__ = ["merge_documents", "gather_artifacts", "SAME_FIELDS"]
 
@@ -44,11 +45,6 @@ def _sum_counts(into: dict[str, Any], more: Mapping[str, Any]) -> None:
             _sum_counts(into.setdefault(key, {}), value)
         elif isinstance(value, int) and not isinstance(value, bool):
             into[key] = into.get(key, 0) + value
-
-
-def _by_index(records: list[Any]) -> list[Any]:
-    return sorted(records, key=lambda r: int(r.get("index", 0)) if isinstance(r, Mapping)
-                  else 0)
 
 
 def _check_alike(documents: Sequence[Mapping[str, Any]], sources: Sequence[str]) -> None:
@@ -152,13 +148,13 @@ def merge_documents(documents: Sequence[Mapping[str, Any]], sources: Sequence[st
                            "patterns": canonical_counts(rules[r]["patterns"])}
                        for r in sorted(rules)}
     for name in _CASE_LISTS:
-        merged[name] = _by_index(lists[name])
+        merged[name] = by_index(lists[name])
     merged["device_problems"] = problems
     merged["backend_counters"] = counters
     if "expectations" in first:
         merged["expectations"] = {**first["expectations"], "expected_failures": expected,
-                                  "unexpected_passes": _by_index(passes),
-                                  "skipped": _by_index(skipped)}
+                                  "unexpected_passes": by_index(passes),
+                                  "skipped": by_index(skipped)}
     merged.pop("unavailable", None)
     merged.pop("incomplete", None)
     if all(doc.get("unavailable") for doc in documents):
@@ -166,7 +162,8 @@ def merge_documents(documents: Sequence[Mapping[str, Any]], sources: Sequence[st
     elif notes:
         merged["incomplete"] = "; ".join(notes)
     _mark_empty(merged, skipped)
-    return merged
+    # Through the typed model, as every document written: a merge writes what readers read.
+    return ResultsDocument.from_json(merged, "the merged document").to_json()
 
 
 def _mark_empty(merged: dict[str, Any], skipped: list[Any]) -> None:

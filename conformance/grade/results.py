@@ -1,8 +1,10 @@
 """The results of a conformance run as a versioned JSON document, and failure artifacts.
 
 `ResultsCollector` gathers (case, verdict) pairs for one backend and device and produces the
-document the HTML report is rendered from (`to_dict`, `write`; `load_results` reads one back
-and checks its schema version). Its top-level keys:
+document the HTML report is rendered from (`to_dict`, `write`; `load_document` reads one back
+into the typed model of `fusionspec.conformance.grade.document`, which also checks it and
+brings older schema versions up to date, and `load_results` as JSON data through that model).
+Every record of a case names it ``case_id``. Its top-level keys:
 
 - ``schema`` (`SCHEMA_VERSION`), ``suite_version`` (fusionspec's version,
   `fusionspec.spec.release.VERSION`), ``suite_commit`` (the git commit the suite ran from, with
@@ -19,7 +21,7 @@ and checks its schema version). Its top-level keys:
 - ``patterns``: per catalog pattern, counts by status, by case kind, by dtype and by rule, and
   the grammar coverage (`Case.features`: feature -> value -> number of cases);
 - ``rules``: per rule (catalog, structural or schema rule id), counts by status and patterns;
-- ``verdicts``: every case in one line (id, pattern, kind, rule, dtype, status, reason, its
+- ``verdicts``: every case in one line (case_id, pattern, kind, rule, dtype, status, reason, its
   ``index`` in the plan, its wall time in ``seconds``, and ``expected`` when an expectations
   entry expects it to fail);
 - ``failures``: each failing case with its description, the verdict's details and how to
@@ -87,24 +89,19 @@ from fusionspec.spec.release import VERSION, source_commit
 
 from ..cases import FAILING, Case, CaseKind, Status, Verdict
 from .culprit import CULPRIT_FILE
+from .document import SCHEMA_VERSION, ResultsDocument, ResultsFormatError, upgrade
 from .verdicts import rule_statement
 
 __all__ = ["SCHEMA_VERSION", "SPEC_VERSION", "ResultsFormatError", "ResultsCollector",
-           "load_results", "write_failure", "load_failure", "suite_version", "environment",
-           "artifact_name", "replay_commands", "failure_origin", "canonical_counts",
-           "FAILING_STATUSES"]
+           "load_results", "load_document", "write_failure", "load_failure", "suite_version",
+           "environment", "artifact_name", "replay_commands", "failure_origin",
+           "canonical_counts", "by_index", "FAILING_STATUSES"]
 
-#: The results document's format; a reader refuses any other.
-SCHEMA_VERSION = "fusionspec-results/1"
 #: The statuses that fail a case, as the document writes them.
 FAILING_STATUSES = frozenset(s.value for s in Status if s in FAILING)
 
 _REQUIRED_KEYS = ("schema", "suite_version", "spec_version", "backend", "device", "environment",
                   "started", "finished", "totals", "patterns", "rules", "verdicts", "failures")
-
-
-class ResultsFormatError(FusionspecError):
-    """A results document or failure folder that cannot be read."""
 
 
 def suite_version() -> str:
@@ -165,8 +162,11 @@ def canonical_counts(counts: Mapping[str, Any]) -> dict[str, Any]:
             for k, v in sorted(counts.items(), key=lambda kv: _natural(str(kv[0])))}
 
 
-def _by_index(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    return sorted(records, key=lambda r: int(r.get("index", 0)))
+def by_index(records: Sequence[Any]) -> list[Any]:
+    """`records` in plan order (their ``index``; a record without one, or not an object, first),
+    which is how every list of cases of a document is ordered."""
+    return sorted(records, key=lambda r: int(r.get("index", 0)) if isinstance(r, Mapping)
+                  else 0)
 
 
 class ResultsCollector:
@@ -239,7 +239,7 @@ class ResultsCollector:
     def skip(self, case: Case, *, index: int, occurrence: int = 1,
              expectation: Mapping[str, Any] | None = None) -> None:
         """Record that `case` was not run because of an expectations entry."""
-        record = {"index": index, "id": case.id, "pattern": case.pattern,
+        record = {"index": index, "case_id": case.id, "pattern": case.pattern,
                   "kind": case.kind.value, "rule": case.rule, "dtype": case.dtype}
         if occurrence > 1:
             record["occurrence"] = occurrence
@@ -270,7 +270,7 @@ class ResultsCollector:
             entry["rules"][case.rule][status] += 1
             self._rules[case.rule]["counts"][status] += 1
             self._rules[case.rule]["patterns"][case.pattern] += 1
-        line: dict[str, Any] = {"index": index, "id": case.id, "pattern": case.pattern,
+        line: dict[str, Any] = {"index": index, "case_id": case.id, "pattern": case.pattern,
                                 "kind": case.kind.value, "rule": case.rule, "dtype": case.dtype,
                                 "status": status, "reason": verdict.reason}
         if seconds is not None:
@@ -376,9 +376,9 @@ class ResultsCollector:
             "selection": self.selection, "shard": self.shard, "planned": self.planned,
             "started": self.started, "finished": self.finished,
             "totals": canonical_counts(self.totals), "patterns": patterns, "rules": rules,
-            "verdicts": _by_index(self.verdicts), "failures": _by_index(self.failures),
-            "limitations": _by_index(self.limitations),
-            "extensions": _by_index(self.extensions),
+            "verdicts": by_index(self.verdicts), "failures": by_index(self.failures),
+            "limitations": by_index(self.limitations),
+            "extensions": by_index(self.extensions),
             "device_problems": self.device_problems, "backend_counters": self.counters,
             "departures": self.departures}
         if self.unavailable is not None:
@@ -390,10 +390,10 @@ class ResultsCollector:
                 **self.expectations, "strict": self.strict,
                 "expected_failures": sum(1 for f in self.failures if f.get("expected")
                                          and not f.get("minimal_of")),
-                "unexpected_passes": _by_index(self.unexpected_passes),
-                "skipped": _by_index(self.skipped)}
-        result: dict[str, Any] = _jsonable(document)
-        return result
+                "unexpected_passes": by_index(self.unexpected_passes),
+                "skipped": by_index(self.skipped)}
+        # Through the typed model: what is written is what every reader reads back.
+        return ResultsDocument.from_json(_jsonable(document), "the collected document").to_json()
 
     def write(self, path: str | Path) -> Path:
         """Write the document as JSON (strict: no NaN tokens) and return its path."""
@@ -408,25 +408,26 @@ def _statement(rule_id: str) -> str:
     return text.split(": ", 1)[1] if ": " in text else ""
 
 
-def load_results(path: str | Path) -> dict[str, Any]:
-    """Read a results document; ResultsFormatError if it is not one of this schema version."""
+def load_document(path: str | Path) -> ResultsDocument:
+    """Read a results document into the typed model; ResultsFormatError naming the file (and
+    the schema version, for one this fusionspec cannot read) otherwise. Documents of an older
+    readable version are brought up to `SCHEMA_VERSION`."""
     try:
-        document = json.loads(Path(path).read_text(encoding="utf-8"))
+        raw = json.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
         raise ResultsFormatError(f"{path}: cannot read a results document: "
                                  f"{type(exc).__name__}: {exc}") from None
-    if not isinstance(document, dict):
-        raise ResultsFormatError(f"{path}: a results document is a JSON object, got "
-                                 f"{type(document).__name__}")
-    schema = document.get("schema")
-    if schema != SCHEMA_VERSION:
-        raise ResultsFormatError(f"{path}: results schema {schema!r}, this fusionspec reads "
-                                 f"{SCHEMA_VERSION!r}")
+    document = upgrade(raw, str(path))
     missing = [key for key in _REQUIRED_KEYS if key not in document]
     if missing:
         raise ResultsFormatError(f"{path}: results document lacks {', '.join(missing)}")
     _check_shape(document, path)
-    return document
+    return ResultsDocument.from_json(document, str(path))
+
+
+def load_results(path: str | Path) -> dict[str, Any]:
+    """A results document as JSON data, read through the typed model (`load_document`)."""
+    return load_document(path).to_json()
 
 
 @functools.cache

@@ -172,8 +172,9 @@ def accuracy_of(kind: str) -> Accuracy:
     try:
         return _BY_KIND[kind]
     except KeyError:
-        raise ToleranceError(f"no accuracy is defined for op kind {kind!r}: it is not an op of "
-                             "the spec pages") from None
+        raise ToleranceError(f"no accuracy rule for op kind {kind!r}: every op the suite "
+                             "grades needs its row in ACCURACY "
+                             "(fusionspec.conformance.grade.tolerances)") from None
 
 
 def accuracy_table() -> list[dict[str, Any]]:

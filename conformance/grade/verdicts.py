@@ -28,7 +28,6 @@ departures the backend declares are matched against the facts and the case graph
 
 from __future__ import annotations
 
-import traceback
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import nullcontext
 from functools import partial
@@ -36,33 +35,44 @@ from typing import Any, TypeVar, cast
 
 import numpy as np
 
-from fusionspec.backend import Backend, Departure, Device, Limitation, error_fields
+from fusionspec.backend import Backend, Departure, Device, Limitation
 from fusionspec.backend.departures import FIELD_LIMIT, MAX_FIELDS
 from fusionspec.reference import execute, fill_inputs
 from fusionspec.reference.dtypes import numpy_dtype
 from fusionspec.reference.partitioner import external_tensors, partition
-from fusionspec.spec.errors import GraphError
 from fusionspec.spec.graph import Graph, Op, Partition
 from fusionspec.spec.rules import UnknownRuleError, rule
 from fusionspec.spec.text import MESSAGE_LIMIT, clean_text
 
+from ..answers import (
+    BackendFailure,
+    Failure,
+    Foreign,
+    clip,
+    describe_exception,
+    rejection_types,
+    short_traceback,
+)
 from ..cases import STRUCTURAL_RULES, Case, CaseKind, Status, Verdict
-from ..transport import BackendFailure, Failure, Foreign, clip
 from .bounds import ancestors, error_bounds, in_order
 from .culprit import MAX_SECONDS, isolate
 from .departures import matching_departures
-from .facts import Facts, fusion_facts, nonfinite_differ, partition_facts, reason
+from .facts import (
+    Facts,
+    diagnosed_facts,
+    fusion_facts,
+    nonfinite_differ,
+    partition_facts,
+    reason,
+)
 from .signatures import match_signature
 from .tolerances import Bound, chain_of, compare, dtype_name, dtype_reason
 from .triage import explain, who_is_right
 
-__all__ = ["judge", "matching_limitation", "apply_limitation", "rejection_types",
-           "rule_statement", "TRACEBACK_LINES", "ancestors"]
+__all__ = ["judge", "matching_limitation", "apply_limitation", "rule_statement", "ancestors"]
 
 T = TypeVar("T")
 
-#: How many lines of a backend's traceback a verdict keeps.
-TRACEBACK_LINES = 8
 #: Seconds a culprit isolation may take past its own budget before the worker is stopped.
 _COURTESY_SLACK_S = 10.0
 #: Characters kept of an exception that cost a diagnosis.
@@ -104,7 +114,7 @@ def judge(case: Case, backend: Backend, device: Device, *, seed: int = 0,
         facts: Facts = {"what": "error", "kind": "suite",
                         "message": f"the suite failed: {type(exc).__name__}: {exc}"}
         status, said = Status.error, reason(facts)
-        details = {"suite_error": True, "traceback": _short_traceback(exc), "facts": facts}
+        details = {"suite_error": True, "traceback": short_traceback(exc), "facts": facts}
     if status is not Status.passed and known:
         details = {**details, "departures": matching_departures(known, case, status, details)}
     verdict = Verdict(case.id, case.pattern, case.kind, status, said, case.rule, details)
@@ -133,13 +143,6 @@ def apply_limitation(verdict: Verdict, limitation: Limitation) -> Verdict:
                    f"declared limitation: {limitation.reason}", verdict.rule, details)
 
 
-def rejection_types(backend: object) -> tuple[type[BaseException], ...]:
-    """GraphError plus the exception types the backend declares as rejections."""
-    declared = getattr(backend, "rejection_errors", ()) or ()
-    extra = tuple(t for t in declared if isinstance(t, type) and issubclass(t, BaseException))
-    return (GraphError, *extra)
-
-
 def rule_statement(rule_id: str | None) -> str:
     """``rule id: statement`` for a catalog or structural rule (the id alone if unknown)."""
     if rule_id is None:
@@ -154,23 +157,12 @@ def rule_statement(rule_id: str | None) -> str:
 
 # -- calling the backend and the reference -------------------------------------------------
 
-def _short_traceback(exc: BaseException) -> str:
-    lines = "".join(traceback.format_exception(exc)).rstrip().splitlines()
-    return "\n".join(lines[-TRACEBACK_LINES:])
-
-
 def _described(exc: BaseException, backend: object) -> Failure:
     """What grading needs to know of an exception a backend raised: here, or in its worker
     process (`BackendFailure` carries the worker's description)."""
     if isinstance(exc, BackendFailure):
         return _cleaned(exc.failure)
-    rule = getattr(exc, "rule", None)
-    message = f"the backend called sys.exit({exc.code!r})" if isinstance(exc, SystemExit) \
-        else str(exc)
-    return _cleaned(Failure(stage="", type_name=type(exc).__name__, message=message,
-                            rule=rule if isinstance(rule, str) else None,
-                            is_rejection=isinstance(exc, rejection_types(backend)),
-                            traceback=_short_traceback(exc), fields=error_fields(exc)))
+    return _cleaned(describe_exception("", exc, rejection_types(backend)))
 
 
 def _cleaned(said: Failure) -> Failure:
@@ -217,7 +209,7 @@ def _call_reference(what: str, fn: Callable[[], T]) -> T:
         raise _Stop(Status.error, {"what": "error", "kind": "suite", "message":
                                    f"the reference could not {what} (a problem of the suite, "
                                    f"not the backend): {type(exc).__name__}: {exc}"},
-                    suite_error=True, traceback=_short_traceback(exc)) from exc
+                    suite_error=True, traceback=short_traceback(exc)) from exc
 
 
 # -- ill-formed ------------------------------------------------------------------------------
@@ -277,6 +269,8 @@ def _judge_well_formed(case: Case, backend: Backend, device: Device, seed: int,
         failure = numerics["failure"]
         failure.update(_diagnose(graph, backend, device, parts, numerics["context"], failure,
                                  known))
+        failure["facts"] = diagnosed_facts(failure["facts"], failure.get("worst"),
+                                           failure.get("culprit"))
         return Status.numeric_mismatch, str(failure["reason"]), {**details, **failure}
     if fusion == "extension":
         merged = [partition_facts(p)["kinds"] for p in parts

@@ -119,8 +119,8 @@ def test_the_workflow_runs_as_written_on_a_toy_backend(tmp_path: Path) -> None:
     assert merged.returncode == 1, f"the merged run has unexpected failures: {_said(merged)}"
     whole = _load(tmp_path / "all" / "results.json")
     baseline = _load(tmp_path / "ci" / "fusionspec-baseline.json")
-    assert [v["id"] for v in whole["verdicts"]] == \
-        [v["id"] for v in baseline["verdicts"]], \
+    assert [v["case_id"] for v in whole["verdicts"]] == \
+        [v["case_id"] for v in baseline["verdicts"]], \
         "the four shards together hold the unsharded run's cases, in its order"
 
     reported = _sh(_on_the_toy(report), tmp_path)

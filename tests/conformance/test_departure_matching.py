@@ -15,7 +15,7 @@ from fusionspec.backend import Departure, OpMatch
 from fusionspec.conformance.cases import Case, CaseKind, Status
 from fusionspec.conformance.grade.departures import matching_departures
 from fusionspec.conformance.grade.facts import first_cut, reason
-from fusionspec.conformance.runner import Runner
+from fusionspec.conformance.workers import Runner
 from fusionspec.spec.dtypes import DataType
 from fusionspec.spec.graph import Graph, LogicalTensor, Op, Partition
 

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from testkit import hostile_backends, toy_backends
 
 from fusionspec.backend import BackendError, Device, Limitation
-from fusionspec.conformance.runner import Runner
+from fusionspec.conformance.workers import Runner
 
 TESTS = str(Path(__file__).resolve().parents[1])
 CASE = toy_backends.valid_case("fp.unary_binary", 0)

@@ -11,7 +11,7 @@ import pytest
 from testkit.cli import fusionspec
 
 from fusionspec.backend import BackendError
-from fusionspec.conformance.runner import Runner
+from fusionspec.conformance.workers import Runner
 
 TESTS = str(Path(__file__).resolve().parents[1])  # holds the testkit package
 

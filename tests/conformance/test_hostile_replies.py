@@ -19,8 +19,8 @@ from testkit.fuzz import FUZZ
 from testkit.hostile_backends import FORGED, bomb
 
 from fusionspec.conformance.cases import Status
-from fusionspec.conformance.runner import Runner
-from fusionspec.conformance.transport import (
+from fusionspec.conformance.workers import Runner
+from fusionspec.conformance.workers.transport import (
     Reply,
     UnsafeReplyError,
     dumps,
@@ -35,7 +35,7 @@ VALID = toy.valid_case("fp.matmul_post_ops", 3)
 
 
 def test_a_name_is_refused_before_its_module_is_imported() -> None:
-    probe = ("from fusionspec.conformance.transport import loads_reply, UnsafeReplyError\n"
+    probe = ("from fusionspec.conformance.workers.transport import loads_reply, UnsafeReplyError\n"
              "import sys\n"
              f"try:\n    loads_reply({FORGED!r})\nexcept UnsafeReplyError as exc:\n"
              "    print('refused', exc)\n"

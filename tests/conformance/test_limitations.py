@@ -10,9 +10,9 @@ import pytest
 from fusionspec.backend import BackendError, Limitation
 from fusionspec.conformance.cases import Status
 from fusionspec.conformance.limitations import check_limitations
-from fusionspec.conformance.runner import Runner
 from fusionspec.conformance.selection import Selection
 from fusionspec.conformance.suite import PROFILES, plan_cases
+from fusionspec.conformance.workers import Runner
 
 TESTS = str(Path(__file__).resolve().parents[1])  # holds the testkit package
 

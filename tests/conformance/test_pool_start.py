@@ -4,8 +4,8 @@ with many jobs starts one worker (each worker imports the backend and holds its 
 from __future__ import annotations
 
 from fusionspec.conformance.cases import CaseKind
-from fusionspec.conformance.pool import RunnerPool
 from fusionspec.conformance.suite import PROFILES, draw_cases
+from fusionspec.conformance.workers import RunnerPool
 from fusionspec.spec.catalog import entry
 
 

@@ -16,9 +16,8 @@ from fusionspec.backend import (
     select_device,
 )
 from fusionspec.conformance.cases import CaseKind, Status
-from fusionspec.conformance.pool import RunnerPool
-from fusionspec.conformance.runner import Runner
 from fusionspec.conformance.suite import PROFILES, draw_cases
+from fusionspec.conformance.workers import Runner, RunnerPool
 from fusionspec.spec.catalog import entry
 
 TESTS = str(Path(__file__).resolve().parents[1])  # holds the testkit package

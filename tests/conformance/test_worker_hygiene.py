@@ -17,8 +17,8 @@ import pytest
 from testkit import toy_backends as toy
 
 from fusionspec.conformance.cases import CaseKind, Status
-from fusionspec.conformance.runner import Runner
 from fusionspec.conformance.suite import run_suite
+from fusionspec.conformance.workers import Runner
 
 TESTS = str(Path(__file__).resolve().parents[1])  # holds the testkit package
 VALID = toy.valid_case("fp.matmul_post_ops", 3)

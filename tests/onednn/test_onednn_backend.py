@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from fusionspec.backend import Backend, load_backend
-from fusionspec.conformance.grade.verdicts import rejection_types
+from fusionspec.conformance.answers import rejection_types
 from fusionspec.onednn import OnednnBackend, OnednnRejection, OnednnUnsupportedError
 from fusionspec.onednn.structs import supported_dtypes
 from fusionspec.reference import execute, fill_inputs

@@ -46,8 +46,8 @@ def _trimmed(results: Path, target: Path) -> Path:
     doc = load(results)
     doc["failures"] = doc["failures"][:KEEP]
     kept = {f["case_id"] for f in doc["failures"]}
-    doc["verdicts"] = [v for v in doc["verdicts"] if v["id"] in kept][:KEEP] + \
-        [v for v in doc["verdicts"] if v["id"] not in kept][:KEEP]
+    doc["verdicts"] = [v for v in doc["verdicts"] if v["case_id"] in kept][:KEEP] + \
+        [v for v in doc["verdicts"] if v["case_id"] not in kept][:KEEP]
     target.mkdir(parents=True)
     for failure in doc["failures"]:
         folder = failure["replay"]["path"]

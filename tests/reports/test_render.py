@@ -222,7 +222,7 @@ def test_document_from_a_newer_suite(tmp_path: Path, reference_results: Path) ->
     doc["patterns"]["x.future_pattern"] = {"counts": {"flaky": 2, "pass": 1},
                                            "coverage": {"novel": {"a": 1}}}
     doc["totals"]["flaky"] = 2
-    doc["verdicts"].append({"id": "x/1", "pattern": "x.future_pattern", "kind": "valid",
+    doc["verdicts"].append({"case_id": "x/1", "pattern": "x.future_pattern", "kind": "valid",
                             "rule": None, "dtype": "f32", "status": "flaky", "reason": "?"})
     path = save(tmp_path / "newer" / "results.json", doc)
     html, root = render(tmp_path / "index.html", [path])

@@ -1,10 +1,9 @@
 """What travels between the runner and a backend's worker process, and how.
 
 The runner sends a worker requests (a graph to partition, a partition to compile, inputs to
-execute) and the worker answers with `Reply` records: the value, or a `Failure` describing the
-exception the backend raised (its type, message, rule id, whether the backend declares it a
-rejection, the end of its traceback), so the runner grades without ever holding the backend's
-own objects.
+execute) and the worker answers with `Reply` records: the value, or a `Failure`
+(`fusionspec.conformance.answers`) describing the exception the backend raised, so the runner
+grades without ever holding the backend's own objects.
 
 Direction matters. Requests come from the suite and are pickled as usual (graphs hold read-only
 mappings, which the standard pickler refuses; `dumps` knows how to rebuild them). Replies come
@@ -22,48 +21,16 @@ import copyreg
 import dataclasses
 import io
 import pickle
-import reprlib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from types import MappingProxyType
 from typing import Any
 
-__all__ = ["Failure", "Foreign", "Reply", "Ready", "BackendFailure", "dumps", "loads_reply",
-           "rebuild_proxy", "UnsafeReplyError", "clip", "Abandoned", "check_size",
-           "receive_reply", "MAX_REPLY_VALUES"]
+from ..answers import Failure, clip
 
-
-@dataclass(frozen=True)
-class Failure:
-    """An exception a backend raised, described (the runner never unpickles the exception)."""
-
-    stage: str
-    type_name: str
-    message: str
-    rule: str | None = None
-    is_rejection: bool = False
-    traceback: str = ""
-    #: For a backend without a usable device (stage "unavailable"): why.
-    reason: str = ""
-    #: The structured fields the exception carries (`fusionspec.backend.error_fields`): the
-    #: API call, its status, the op kind; plain strings, read instead of the message.
-    fields: dict[str, str] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class Foreign:
-    """An object of a type the suite does not take (where a backend returned something other
-    than a partition or an array): its type and a short repr."""
-
-    type_name: str
-    text: str
-
-    @staticmethod
-    def of(obj: object) -> Foreign:
-        # reprlib bounds the depth and width it shows, so a structure shared a billion times
-        # over costs a few hundred characters, not a hang.
-        return Foreign(type(obj).__name__, clip(reprlib.repr(obj), 200))
+__all__ = ["Reply", "Ready", "dumps", "loads_reply", "rebuild_proxy", "UnsafeReplyError",
+           "check_size", "receive_reply", "MAX_REPLY_VALUES"]
 
 
 @dataclass(frozen=True)
@@ -83,27 +50,6 @@ class Ready:
     #: The backend's known departures as plain data (`fusionspec.backend.departure_data`),
     #: rebuilt and checked in the runner.
     departures: tuple[Any, ...] = ()
-
-
-def clip(text: str, limit: int) -> str:
-    """`text`, cut to `limit` characters with a note saying how much was left out."""
-    if len(text) <= limit:
-        return text
-    return f"{text[:limit]} ... ({len(text) - limit} more characters cut)"
-
-
-class BackendFailure(Exception):
-    """Raised in the runner for a backend call that failed in the worker: carries the
-    `Failure` the worker described (grading reads it as it would read the exception)."""
-
-    def __init__(self, failure: Failure) -> None:
-        super().__init__(failure.message)
-        self.failure = failure
-
-
-class Abandoned(Exception):
-    """A diagnosis after the verdict (culprit isolation) ran out of its time or lost the
-    worker: the runner stopped the worker and the verdict stands without the diagnosis."""
 
 
 class UnsafeReplyError(pickle.UnpicklingError):
@@ -141,11 +87,11 @@ _ALLOWED: frozenset[tuple[str, str]] = frozenset({
     ("numpy.core.multiarray", "_reconstruct"), ("numpy._core.multiarray", "_reconstruct"),
     ("numpy.core.multiarray", "scalar"), ("numpy._core.multiarray", "scalar"),
     ("numpy.core.numeric", "_frombuffer"), ("numpy._core.numeric", "_frombuffer"),
-    ("fusionspec.conformance.transport", "rebuild_proxy"),
-    ("fusionspec.conformance.transport", "Failure"),
-    ("fusionspec.conformance.transport", "Foreign"),
-    ("fusionspec.conformance.transport", "Reply"),
-    ("fusionspec.conformance.transport", "Ready"),
+    ("fusionspec.conformance.workers.transport", "rebuild_proxy"),
+    ("fusionspec.conformance.answers", "Failure"),
+    ("fusionspec.conformance.answers", "Foreign"),
+    ("fusionspec.conformance.workers.transport", "Reply"),
+    ("fusionspec.conformance.workers.transport", "Ready"),
     ("fusionspec.backend.protocol", "Device"), ("fusionspec.backend.protocol", "Limitation"),
     ("fusionspec.spec.ir", "LogicalTensor"), ("fusionspec.spec.ir", "Op"),
     ("fusionspec.spec.ir", "LayoutType"), ("fusionspec.spec.ir", "PropertyType"),

@@ -1,7 +1,7 @@
 """A backend's worker process: it loads the backend and answers the runner's requests.
 
 The worker only ever calls the backend (`partition`, `compile`, `execute`) and reports what came
-back; grading happens in the runner (`fusionspec.conformance.runner`), so a backend cannot
+back; grading happens in the runner (`fusionspec.conformance.workers.runner`), so a backend cannot
 change the grades. At start the worker
 
 - leads a process group of its own (`os.setsid`), so the runner can kill it together with every
@@ -12,7 +12,7 @@ change the grades. At start the worker
 - caps its address space (`RLIMIT_AS`, when the runner gives a limit), so a backend that
   allocates without bound fails in its own process instead of exhausting the machine.
 
-Requests (tuples, from `fusionspec.conformance.transport.dumps`): ``("partition", graph)``,
+Requests (tuples, from `fusionspec.conformance.workers.transport.dumps`): ``("partition", graph)``,
 ``("compile", handle, partition, device)``, ``("execute", handle, inputs)``, ``("release",)``
 (forget the compiled partitions of the last case), ``("counters",)``, and ``None`` to stop.
 Every answer is a `Reply`: the value, or a `Failure` describing what the backend raised.
@@ -24,7 +24,6 @@ import os
 import pickle
 import signal
 import sys
-import traceback
 from collections.abc import Mapping, Sequence
 from multiprocessing.connection import Connection
 from typing import Any
@@ -36,24 +35,21 @@ from fusionspec.backend import (
     BackendUnavailableError,
     counters,
     device_problems,
-    error_fields,
     load_backend,
     select_device,
 )
 from fusionspec.backend.checks import declared_departures
 from fusionspec.spec.graph import Partition
 
-from .grade.verdicts import rejection_types
-from .transport import Failure, Foreign, Ready, Reply, clip, dumps
+from ..answers import Failure, Foreign, clip, describe_exception, rejection_types
+from .transport import Ready, Reply, dumps
 
-__all__ = ["serve", "MESSAGE_LIMIT", "SOURCE_LIMIT", "TRACEBACK_LINES"]
+__all__ = ["serve", "MESSAGE_LIMIT", "SOURCE_LIMIT"]
 
 #: The longest exception message a reply carries (characters); the rest is cut with a note.
 MESSAGE_LIMIT = 4000
 #: The longest generated kernel source a reply carries.
 SOURCE_LIMIT = 64_000
-#: How many lines of a backend's traceback a failure keeps.
-TRACEBACK_LINES = 8
 
 
 def _isolate(log_path: str | None, memory_limit: int | None) -> None:
@@ -74,14 +70,8 @@ def _isolate(log_path: str | None, memory_limit: int | None) -> None:
 
 
 def _failure(stage: str, exc: BaseException, backend: object | None) -> Failure:
-    rejection = backend is not None and isinstance(exc, rejection_types(backend))
-    rule = getattr(exc, "rule", None)
-    lines = "".join(traceback.format_exception(exc)).rstrip().splitlines()
-    text = str(exc) if not isinstance(exc, SystemExit) else \
-        f"the backend called sys.exit({exc.code!r})"
-    return Failure(stage=stage, type_name=type(exc).__name__, message=clip(text, MESSAGE_LIMIT),
-                   rule=str(rule) if isinstance(rule, str) else None, is_rejection=rejection,
-                   traceback="\n".join(lines[-TRACEBACK_LINES:]), fields=error_fields(exc))
+    rejections = rejection_types(backend) if backend is not None else ()
+    return describe_exception(stage, exc, rejections, MESSAGE_LIMIT)
 
 
 def _partitions(found: object) -> list[object]:

@@ -1,6 +1,6 @@
 """Running cases against a backend with a timeout, crash isolation and a memory cap.
 
-`Runner(backend, device_id, timeout_s)` keeps one worker process (`fusionspec.conformance.worker`)
+`Runner(backend, device_id, timeout_s)` keeps one worker process (`worker`)
 that loads the backend and answers the runner's requests: partition this graph, compile this
 partition, execute it on these inputs. The runner grades (`fusionspec.conformance.grade`) in its
 own process, so a backend only ever returns partitions and arrays and cannot change a grade.
@@ -20,7 +20,7 @@ own process, so a backend only ever returns partitions and arrays and cannot cha
 - What the backend says about itself (name, device, limitations, device problems) is checked
   when it loads (`fusionspec.backend.checks`): a bad field is a `BackendError` naming it.
 - A reply is read only up to the memory budget in bytes (`fusionspec.reference.memory.budget`)
-  and only names the transport's allowlist (`fusionspec.conformance.transport`).
+  and only names the transport's allowlist (`fusionspec.conformance.workers.transport`).
 
 With ``isolate=False`` the backend runs in this process (fast to debug; no timeout, no
 protection against crashes, and the backend could tamper with the grading).
@@ -65,29 +65,21 @@ from fusionspec.backend.checks import (
     checked_identity,
     declared_departures,
 )
+from fusionspec.backend.processes import exit_text
 from fusionspec.reference.memory import budget
 from fusionspec.spec.graph import Graph, Partition
 from fusionspec.spec.text import clean_text
 from fusionspec.spec.types import Array
 
-from .cases import Case, Status, Verdict
-from .grade.departures import matching_departures
-from .grade.facts import Facts, reason
-from .grade.verdicts import apply_limitation, judge, matching_limitation
-from .limitations import check_limitations
-from .replay import ReplayError, backend_outputs
+from ..answers import Abandoned, BackendFailure, Failure, clip
+from ..cases import Case, Status, Verdict
+from ..grade.departures import matching_departures
+from ..grade.facts import Facts, reason
+from ..grade.verdicts import apply_limitation, judge, matching_limitation
+from ..limitations import check_limitations
+from ..replay import ReplayError, backend_outputs
 from .signals import track, untrack
-from .transport import (
-    Abandoned,
-    BackendFailure,
-    Failure,
-    Ready,
-    Reply,
-    UnsafeReplyError,
-    clip,
-    dumps,
-    receive_reply,
-)
+from .transport import Ready, Reply, UnsafeReplyError, dumps, receive_reply
 from .worker import serve
 
 __all__ = ["Runner", "STARTUP_TIMEOUT_S", "LOG_LIMIT", "REASON_LIMIT", "default_memory_limit"]
@@ -136,15 +128,6 @@ def _context() -> multiprocessing.context.DefaultContext:
     return context
 
 
-def _exit_text(code: int | None) -> str:
-    if code is not None and code < 0:
-        try:
-            return f"exit code {code}, signal {signal.Signals(-code).name}"
-        except ValueError:
-            return f"exit code {code}"
-    return f"exit code {code}"
-
-
 class _Remote:
     """The backend as grading sees it, its calls answered by the worker."""
 
@@ -168,22 +151,9 @@ class _Remote:
         return _RemoteCompiled(self._runner, self._handles, str(source or ""))
 
 
-    @contextlib.contextmanager
-    def courtesy(self, seconds: float) -> Iterator[None]:
-        """Calls made after the verdict, to explain it (culprit isolation): they get `seconds`
-        of their own, and a worker that times out or dies meanwhile is stopped (the next case
-        starts a fresh one) and reported as `Abandoned`, never as the case's verdict."""
-        runner = self._runner
-        saved = runner._deadline
-        runner._deadline = time.monotonic() + seconds
-        try:
-            yield
-        except (_Timeout, _Died) as exc:
-            runner._stop()
-            said = exc.reason if isinstance(exc, _Died) else f"no answer within {seconds:g} s"
-            raise Abandoned(said) from None
-        finally:
-            runner._deadline = saved
+    def courtesy(self, seconds: float) -> contextlib.AbstractContextManager[None]:
+        """The runner's `Runner.courtesy`: what grading calls around a diagnosis."""
+        return self._runner.courtesy(seconds)
 
 
 class _RemoteCompiled:
@@ -335,7 +305,7 @@ class Runner:
             said = self._last_words()
             code = process.exitcode
             self._stop()
-            raise _Died(f"backend process crashed ({_exit_text(code)}){said}") from None
+            raise _Died(f"backend process crashed ({exit_text(code)}){said}") from None
         except UnsafeReplyError as exc:
             self._stop()
             raise _Died(f"the backend process sent a reply the runner refuses: {exc}") from None
@@ -408,7 +378,7 @@ class Runner:
             said = self._last_words()
             self._stop()
             raise BackendError(f"backend {self.spec!r} crashed while loading "
-                               f"({_exit_text(code)}){said}") from None
+                               f"({exit_text(code)}){said}") from None
         if isinstance(reply, Failure):
             self._stop()
             if reply.stage == "unavailable":
@@ -418,6 +388,22 @@ class Runner:
             self._stop()
             raise BackendError(f"backend {self.spec!r} sent no greeting")
         return reply
+
+    @contextlib.contextmanager
+    def courtesy(self, seconds: float) -> Iterator[None]:
+        """Calls made after the verdict, to explain it (culprit isolation): they get `seconds`
+        of their own, and a worker that times out or dies meanwhile is stopped (the next case
+        starts a fresh one) and reported as `Abandoned`, never as the case's verdict."""
+        saved = self._deadline
+        self._deadline = time.monotonic() + seconds
+        try:
+            yield
+        except (_Timeout, _Died) as exc:
+            self._stop()
+            said = exc.reason if isinstance(exc, _Died) else f"no answer within {seconds:g} s"
+            raise Abandoned(said) from None
+        finally:
+            self._deadline = saved
 
     def _stop(self) -> None:
         """Kill the worker and every process it started (its process group)."""

@@ -1,6 +1,6 @@
 """Several runners side by side: `RunnerPool` judges `jobs` cases at a time.
 
-Each job is a `fusionspec.conformance.runner.Runner` with its own worker process, so each keeps
+Each job is a `fusionspec.conformance.workers.Runner` with its own worker process, so each keeps
 its own timeout, crash recovery, memory cap and backend instance. `run_many` hands the cases to
 whichever worker is free through a thread pool (its threads only wait on their worker's pipe)
 and yields the verdicts in the cases' order, so a results document does not depend on the
@@ -25,7 +25,7 @@ from types import TracebackType
 
 from fusionspec.backend import BackendError
 
-from .cases import Case, Verdict
+from ..cases import Case, Verdict
 from .runner import Runner
 
 __all__ = ["RunnerPool"]

@@ -1,0 +1,19 @@
+"""How a child process ended, in words: the backend helpers (a listing's describe process, the
+OpenCL probe) and the suite's workers all name a crash the same way."""
+
+from __future__ import annotations
+
+import signal
+
+__all__ = ["exit_text"]
+
+
+def exit_text(code: int | None) -> str:
+    """``exit code 3``; for a process killed by a signal (negative code) also its name:
+    ``exit code -11, signal SIGSEGV``."""
+    if code is not None and code < 0:
+        try:
+            return f"exit code {code}, signal {signal.Signals(-code).name}"
+        except ValueError:
+            pass
+    return f"exit code {code}"

@@ -1,0 +1,523 @@
+"""The results document as typed records, with JSON in (`ResultsDocument.from_json`) and out
+(`ResultsDocument.to_json`) here and nowhere else.
+
+`results.schema.json` describes the same document for other tools; a test keeps the two alike
+(every field of these records is in the schema, and every property of the schema is a field).
+`load_results` and everything that reads a document (the report, findings, merge, diff, the
+pytest plugin, replay) go through `ResultsDocument`, so a document is checked once, and one of an
+older schema version is brought up to this one on the way in (`UPGRADES`); a version this
+fusionspec does not know is refused with a message naming it.
+
+Every list of cases holds records with the same key for the case: ``case_id`` (version 1 wrote
+``id`` in the verdict lines and the skipped cases). A record keeps the keys it does not model
+(an expectations entry's citation, say) in ``extra``, written back beside its own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, fields
+from typing import Any, ClassVar, TypeVar
+
+from fusionspec.spec.errors import FusionspecError
+
+__all__ = ["SCHEMA_VERSION", "READABLE_VERSIONS", "ResultsFormatError", "DeviceRecord",
+           "SpecPage", "PatternCounts", "RuleCounts", "DepartureRecord", "VerdictLine",
+           "FailureRecord", "LimitationRecord", "CaseRecord", "ExpectationsSummary",
+           "ResultsDocument", "RECORDS"]
+
+#: The results document's format, as this fusionspec writes it.
+SCHEMA_VERSION = "fusionspec-results/2"
+
+
+class ResultsFormatError(FusionspecError):
+    """A results document or failure folder that cannot be read."""
+
+
+Json = dict[str, Any]
+R = TypeVar("R")
+
+
+# -- reading one field --------------------------------------------------------------------------
+
+def _kind(value: object) -> str:
+    names = {dict: "an object", list: "a list", str: "a string", int: "a number",
+             float: "a number", bool: "true/false", type(None): "null"}
+    return names.get(type(value), type(value).__name__)
+
+
+class _Reader:
+    """One JSON object of a document, at `where`, read field by field with typed errors."""
+
+    def __init__(self, data: object, where: str) -> None:
+        if not isinstance(data, Mapping):
+            raise ResultsFormatError(f"{where} is {_kind(data)}, not an object")
+        self.data: Mapping[str, Any] = data
+        self.where = where
+
+    def _fail(self, key: str, what: str) -> ResultsFormatError:
+        return ResultsFormatError(f"{self.where}.{key} is {_kind(self.data.get(key))}, "
+                                  f"not {what}")
+
+    def text(self, key: str, default: str = "") -> str:
+        value = self.data.get(key)
+        if value is None:
+            return default
+        if not isinstance(value, str):
+            raise self._fail(key, "a string")
+        return value
+
+    def opt_text(self, key: str) -> str | None:
+        return None if self.data.get(key) is None else self.text(key)
+
+    def number(self, key: str, default: int = 0) -> int:
+        value = self.data.get(key)
+        if value is None:
+            return default
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise self._fail(key, "a whole number")
+        return value
+
+    def opt_number(self, key: str) -> int | None:
+        return None if self.data.get(key) is None else self.number(key)
+
+    def real(self, key: str) -> float | None:
+        value = self.data.get(key)
+        if value is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise self._fail(key, "a number")
+        return float(value)
+
+    def flag(self, key: str) -> bool:
+        value = self.data.get(key, False)
+        if not isinstance(value, bool):
+            raise self._fail(key, "true/false")
+        return value
+
+    def obj(self, key: str) -> dict[str, Any]:
+        value = self.data.get(key)
+        if value is None:
+            return {}
+        if not isinstance(value, Mapping):
+            raise self._fail(key, "an object")
+        return dict(value)
+
+    def opt_obj(self, key: str) -> dict[str, Any] | None:
+        return None if self.data.get(key) is None else self.obj(key)
+
+    def strings(self, key: str) -> dict[str, str]:
+        found = self.obj(key)
+        if not all(isinstance(v, str) for v in found.values()):
+            raise self._fail(key, "an object of strings")
+        return found
+
+    def counts(self, key: str) -> dict[str, int]:
+        found = self.obj(key)
+        if any(isinstance(v, bool) or not isinstance(v, int) or v < 0 for v in found.values()):
+            raise self._fail(key, "an object of counts")
+        return found
+
+    def count_table(self, key: str) -> dict[str, dict[str, int]]:
+        table = _Reader(self.obj(key), f"{self.where}.{key}")
+        return {name: table.counts(name) for name in table.data}
+
+    def records(self, key: str, read: Callable[[_Reader], R]) -> list[R]:
+        value = self.data.get(key)
+        if value is None:
+            return []
+        if not isinstance(value, list):
+            raise self._fail(key, "a list")
+        return [read(_Reader(item, f"{self.where}.{key}[{i}]")) for i, item in enumerate(value)]
+
+    def rest(self, record: type) -> dict[str, Any]:
+        """The keys `record` does not model."""
+        known = {f.name for f in fields(record)} - {"extra"}
+        return {k: v for k, v in self.data.items() if k not in known}
+
+
+def _json(record: object, *, omit_none: Sequence[str] = ()) -> Json:
+    """A record's fields as JSON (nested records too), its `extra` keys beside them; the fields
+    named in `omit_none` are left out when None."""
+    out: Json = {}
+    for f in fields(record):  # type: ignore[arg-type]
+        value = getattr(record, f.name)
+        if f.name == "extra":
+            continue
+        if value is None and f.name in omit_none:
+            continue
+        out[f.name] = _plain(value)
+    extra = getattr(record, "extra", None)
+    if extra:
+        out.update({k: v for k, v in extra.items() if k not in out})
+    return out
+
+
+def _plain(value: Any) -> Any:
+    if hasattr(value, "to_json"):
+        return value.to_json()
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    if isinstance(value, Mapping):
+        return {k: _plain(v) for k, v in value.items()}
+    return value
+
+
+# -- the records --------------------------------------------------------------------------------
+
+class _Record:
+    """What every record shares: written as JSON by `_json`, the fields named in `OMIT_NONE`
+    left out when None."""
+
+    OMIT_NONE: ClassVar[tuple[str, ...]] = ()
+
+    def to_json(self) -> Json:
+        """The record as JSON-ready data (what its ``read`` reads back to an equal one)."""
+        return _json(self, omit_none=self.OMIT_NONE)
+
+
+@dataclass(frozen=True)
+class DeviceRecord(_Record):
+    """The device the run graded (every `fusionspec.backend.Device` field)."""
+
+    id: str
+    kind: str = ""
+    name: str = ""
+    driver: str = ""
+    runtime: str = ""
+    extras: dict[str, str] = field(default_factory=dict)
+
+    @staticmethod
+    def read(r: _Reader) -> DeviceRecord:
+        return DeviceRecord(r.text("id"), r.text("kind"), r.text("name"), r.text("driver"),
+                            r.text("runtime"), r.strings("extras"))
+
+
+
+@dataclass(frozen=True)
+class SpecPage(_Record):
+    """One documentation page the suite's spec comes from."""
+
+    file: str
+    title: str
+    sha256: str
+
+    @staticmethod
+    def read(r: _Reader) -> SpecPage:
+        return SpecPage(r.text("file"), r.text("title"), r.text("sha256"))
+
+
+
+@dataclass(frozen=True)
+class PatternCounts(_Record):
+    """A catalog pattern's cases: by status, and by status per case kind, dtype and rule; and
+    its grammar coverage (feature -> value -> cases)."""
+
+    counts: dict[str, int] = field(default_factory=dict)
+    by_kind: dict[str, dict[str, int]] = field(default_factory=dict)
+    by_dtype: dict[str, dict[str, int]] = field(default_factory=dict)
+    rules: dict[str, dict[str, int]] = field(default_factory=dict)
+    coverage: dict[str, dict[str, int]] = field(default_factory=dict)
+
+    @staticmethod
+    def read(r: _Reader) -> PatternCounts:
+        return PatternCounts(r.counts("counts"), r.count_table("by_kind"),
+                             r.count_table("by_dtype"), r.count_table("rules"),
+                             r.count_table("coverage"))
+
+
+
+@dataclass(frozen=True)
+class RuleCounts(_Record):
+    """A rule's statement, its cases by status and by pattern."""
+
+    statement: str = ""
+    counts: dict[str, int] = field(default_factory=dict)
+    patterns: dict[str, int] = field(default_factory=dict)
+
+    @staticmethod
+    def read(r: _Reader) -> RuleCounts:
+        return RuleCounts(r.text("statement"), r.counts("counts"), r.counts("patterns"))
+
+
+
+@dataclass(frozen=True)
+class DepartureRecord(_Record):
+    """A known departure the backend declares (`fusionspec.backend.departure_data`): its id and
+    statement; what it matches is in `extra`."""
+
+    id: str
+    statement: str
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @staticmethod
+    def read(r: _Reader) -> DepartureRecord:
+        return DepartureRecord(r.text("id"), r.text("statement"), r.rest(DepartureRecord))
+
+
+
+@dataclass(frozen=True)
+class _JudgedCase(_Record):
+    """What a verdict line and a failure both say of their case: its id, pattern and status,
+    its place in the plan, its kind, rule and dtype."""
+
+    case_id: str
+    pattern: str
+    status: str
+    index: int | None = None
+    kind: str = ""
+    rule: str | None = None
+    dtype: str | None = None
+
+
+@dataclass(frozen=True)
+class VerdictLine(_JudgedCase):
+    """One judged case in one line: ``expected`` is the expectations entry that expects its
+    failure (when one does), ``seconds`` its wall time."""
+
+    reason: str = ""
+    seconds: float | None = None
+    expected: dict[str, Any] | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @staticmethod
+    def read(r: _Reader) -> VerdictLine:
+        return VerdictLine(r.text("case_id"), r.text("pattern"), r.text("status"),
+                           r.opt_number("index"), r.text("kind"), r.opt_text("rule"),
+                           r.opt_text("dtype"), r.text("reason"), r.real("seconds"),
+                           r.opt_obj("expected"), r.rest(VerdictLine))
+
+    OMIT_NONE = ("index", "seconds", "expected")
+
+
+@dataclass(frozen=True)
+class FailureRecord(_JudgedCase):
+    """A failing case (or an extension), with what replays it: ``details`` are the verdict's
+    (its ``facts`` among them), ``replay`` the seed, the saved folder and the commands;
+    ``expected`` the expectations entry it meets, ``unexpected_status`` the entry it slipped
+    past, ``minimal_of`` the case a shrunk copy stands for."""
+
+    description: str = ""
+    features: dict[str, Any] = field(default_factory=dict)
+    values: dict[str, str] = field(default_factory=dict)
+    reason: str = ""
+    details: dict[str, Any] = field(default_factory=dict)
+    replay: dict[str, Any] = field(default_factory=dict)
+    expected: dict[str, Any] | None = None
+    unexpected_status: dict[str, Any] | None = None
+    minimal_of: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @staticmethod
+    def read(r: _Reader) -> FailureRecord:
+        return FailureRecord(
+            r.text("case_id"), r.text("pattern"), r.text("status"), r.opt_number("index"),
+            r.text("kind"), r.opt_text("rule"), r.opt_text("dtype"), r.text("description"),
+            r.obj("features"), r.strings("values"), r.text("reason"), r.obj("details"),
+            r.obj("replay"), r.opt_obj("expected"), r.opt_obj("unexpected_status"),
+            r.opt_text("minimal_of"), r.rest(FailureRecord))
+
+    OMIT_NONE = ("index", "expected", "unexpected_status", "minimal_of")
+
+
+@dataclass(frozen=True)
+class LimitationRecord(_Record):
+    """An ``unsupported`` case: the limitation's reason, and whether it passed anyway."""
+
+    case_id: str
+    pattern: str
+    index: int | None = None
+    dtype: str | None = None
+    reason: str = ""
+    limitation_passed: bool = False
+    observed_status: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @staticmethod
+    def read(r: _Reader) -> LimitationRecord:
+        return LimitationRecord(r.text("case_id"), r.text("pattern"), r.opt_number("index"),
+                                r.opt_text("dtype"), r.text("reason"),
+                                r.flag("limitation_passed"), r.opt_text("observed_status"),
+                                r.rest(LimitationRecord))
+
+    OMIT_NONE = ("index",)
+
+
+@dataclass(frozen=True)
+class CaseRecord(_Record):
+    """A case an expectations entry kept from running, or one it expected to fail that did
+    not: the case, and in `extra` the entry's citation (entry number, status, reason, link)."""
+
+    case_id: str
+    pattern: str
+    index: int | None = None
+    kind: str | None = None
+    rule: str | None = None
+    dtype: str | None = None
+    status: str | None = None
+    occurrence: int | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @staticmethod
+    def read(r: _Reader) -> CaseRecord:
+        return CaseRecord(r.text("case_id"), r.text("pattern"), r.opt_number("index"),
+                          r.opt_text("kind"), r.opt_text("rule"), r.opt_text("dtype"),
+                          r.opt_text("status"), r.opt_number("occurrence"), r.rest(CaseRecord))
+
+    OMIT_NONE = ("index", "kind", "dtype", "status", "occurrence")
+
+
+@dataclass(frozen=True)
+class ExpectationsSummary(_Record):
+    """The expectations file a run had and what came of it."""
+
+    file: str | None = None
+    sha256: str | None = None
+    entries: int | None = None
+    strict: bool = False
+    expected_failures: int = 0
+    unexpected_passes: list[CaseRecord] = field(default_factory=list)
+    skipped: list[CaseRecord] = field(default_factory=list)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @staticmethod
+    def read(r: _Reader) -> ExpectationsSummary:
+        return ExpectationsSummary(r.opt_text("file"), r.opt_text("sha256"),
+                                   r.opt_number("entries"), r.flag("strict"),
+                                   r.number("expected_failures"),
+                                   r.records("unexpected_passes", CaseRecord.read),
+                                   r.records("skipped", CaseRecord.read),
+                                   r.rest(ExpectationsSummary))
+
+
+
+@dataclass(frozen=True)
+class ResultsDocument(_Record):
+    """A whole results document (see `fusionspec.conformance.grade.results` for what each
+    part means). ``unavailable``, ``incomplete`` and ``expectations`` are written only when
+    set."""
+
+    backend: str
+    device: DeviceRecord
+    schema: str = SCHEMA_VERSION
+    suite_version: str | None = None
+    suite_commit: str | None = None
+    spec_version: str | None = None
+    spec_pages: list[SpecPage] = field(default_factory=list)
+    backend_spec: str | None = None
+    environment: dict[str, str] = field(default_factory=dict)
+    seed: int = 0
+    profile: str | None = None
+    selection: dict[str, Any] | None = None
+    shard: str | None = None
+    planned: int | None = None
+    started: str | None = None
+    finished: str | None = None
+    totals: dict[str, int] = field(default_factory=dict)
+    patterns: dict[str, PatternCounts] = field(default_factory=dict)
+    rules: dict[str, RuleCounts] = field(default_factory=dict)
+    verdicts: list[VerdictLine] = field(default_factory=list)
+    failures: list[FailureRecord] = field(default_factory=list)
+    limitations: list[LimitationRecord] = field(default_factory=list)
+    extensions: list[FailureRecord] = field(default_factory=list)
+    device_problems: dict[str, str] = field(default_factory=dict)
+    backend_counters: dict[str, int] = field(default_factory=dict)
+    departures: list[DepartureRecord] = field(default_factory=list)
+    unavailable: str | None = None
+    incomplete: str | None = None
+    expectations: ExpectationsSummary | None = None
+
+    @staticmethod
+    def from_json(data: object, source: str = "results document") -> ResultsDocument:
+        """The document in `data` (parsed JSON), brought up to `SCHEMA_VERSION`;
+        `ResultsFormatError` naming `source` and the field for anything else."""
+        r = _Reader(upgrade(data, source), source)
+        device = r.data.get("device")
+        if not isinstance(device, Mapping) or not isinstance(device.get("id"), str):
+            raise ResultsFormatError(f"{source}.device is not an object with a string id")
+        if not isinstance(r.data.get("backend"), str):
+            raise ResultsFormatError(f"{source}.backend is {_kind(r.data.get('backend'))}, "
+                                     "not a string")
+        expectations = r.data.get("expectations")
+        return ResultsDocument(
+            backend=r.text("backend"), device=DeviceRecord.read(_Reader(device, "device")),
+            schema=SCHEMA_VERSION, suite_version=r.opt_text("suite_version"),
+            suite_commit=r.opt_text("suite_commit"), spec_version=r.opt_text("spec_version"),
+            spec_pages=r.records("spec_pages", SpecPage.read),
+            backend_spec=r.opt_text("backend_spec"), environment=r.strings("environment"),
+            seed=r.number("seed"), profile=r.opt_text("profile"),
+            selection=r.opt_obj("selection"), shard=r.opt_text("shard"),
+            planned=r.opt_number("planned"), started=r.opt_text("started"),
+            finished=r.opt_text("finished"), totals=r.counts("totals"),
+            patterns={k: PatternCounts.read(_Reader(v, f"{source}.patterns.{k}"))
+                      for k, v in r.obj("patterns").items()},
+            rules={k: RuleCounts.read(_Reader(v, f"{source}.rules.{k}"))
+                   for k, v in r.obj("rules").items()},
+            verdicts=r.records("verdicts", VerdictLine.read),
+            failures=r.records("failures", FailureRecord.read),
+            limitations=r.records("limitations", LimitationRecord.read),
+            extensions=r.records("extensions", FailureRecord.read),
+            device_problems=r.strings("device_problems"),
+            backend_counters=r.counts("backend_counters"),
+            departures=r.records("departures", DepartureRecord.read),
+            unavailable=r.opt_text("unavailable"), incomplete=r.opt_text("incomplete"),
+            expectations=None if expectations is None else ExpectationsSummary.read(
+                _Reader(expectations, f"{source}.expectations")))
+
+    OMIT_NONE = ("unavailable", "incomplete", "expectations")
+
+
+#: Every record of the document, by the name `results.schema.json` gives its definition.
+RECORDS: Mapping[str, type] = {
+    "document": ResultsDocument, "device": DeviceRecord, "spec_page": SpecPage,
+    "pattern": PatternCounts, "rule": RuleCounts, "departure": DepartureRecord,
+    "verdict": VerdictLine, "failure": FailureRecord, "limitation": LimitationRecord,
+    "case": CaseRecord, "expectations": ExpectationsSummary,
+}
+
+
+# -- older versions -----------------------------------------------------------------------------
+
+def _from_v1(document: Json) -> Json:
+    """Version 1 named the case ``id`` in verdict lines and skipped cases."""
+    def renamed(record: object) -> object:
+        if isinstance(record, dict) and "case_id" not in record and "id" in record:
+            return {("case_id" if k == "id" else k): v for k, v in record.items()}
+        return record
+
+    out = dict(document)
+    if isinstance(out.get("verdicts"), list):
+        out["verdicts"] = [renamed(v) for v in out["verdicts"]]
+    section = out.get("expectations")
+    if isinstance(section, dict):
+        section = dict(section)
+        for name in ("skipped", "unexpected_passes"):
+            if isinstance(section.get(name), list):
+                section[name] = [renamed(v) for v in section[name]]
+        out["expectations"] = section
+    out["schema"] = "fusionspec-results/2"
+    return out
+
+
+#: Schema version -> the step that brings a document of it one version up.
+UPGRADES: Mapping[str, Callable[[Json], Json]] = {"fusionspec-results/1": _from_v1}
+#: The versions this fusionspec reads.
+READABLE_VERSIONS = (*UPGRADES, SCHEMA_VERSION)
+
+
+def upgrade(data: object, source: str) -> Json:
+    """`data` as a document of `SCHEMA_VERSION`; `ResultsFormatError` naming the version for
+    one this fusionspec cannot read."""
+    if not isinstance(data, Mapping):
+        raise ResultsFormatError(f"{source}: a results document is a JSON object, got "
+                                 f"{_kind(data)}")
+    document = dict(data)
+    while document.get("schema") != SCHEMA_VERSION:
+        version = document.get("schema")
+        step = UPGRADES.get(version) if isinstance(version, str) else None
+        if step is None:
+            raise ResultsFormatError(
+                f"{source}: results schema {version!r}, this fusionspec reads "
+                + ", ".join(repr(v) for v in READABLE_VERSIONS))
+        document = step(document)
+    return document

@@ -1,0 +1,206 @@
+"""The typed results model (`fusionspec.conformance.grade.document`): the JSON schema describes
+exactly its records, documents round-trip through it, and documents of the previous schema
+version still load (those of an unknown version fail naming it)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import fields
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from testkit import toy_backends as toy
+
+from fusionspec.conformance.grade.document import (
+    RECORDS,
+    SCHEMA_VERSION,
+    CaseRecord,
+    DepartureRecord,
+    DeviceRecord,
+    ExpectationsSummary,
+    FailureRecord,
+    LimitationRecord,
+    PatternCounts,
+    ResultsDocument,
+    ResultsFormatError,
+    RuleCounts,
+    SpecPage,
+    VerdictLine,
+)
+from fusionspec.conformance.grade.results import (
+    ResultsCollector,
+    _check_shape,
+    load_document,
+    load_results,
+)
+from fusionspec.conformance.grade.verdicts import judge
+from fusionspec.reference.backend import NUMPY_DEVICE
+
+SCHEMA = json.loads(resources.files("fusionspec.conformance.grade")
+                    .joinpath("results.schema.json").read_text(encoding="utf-8"))
+
+
+def _schema_properties(name: str) -> set[str]:
+    where = SCHEMA if name == "document" else SCHEMA["$defs"][name]
+    return set(where["properties"])
+
+
+@pytest.mark.parametrize("name", sorted(RECORDS))
+def test_the_schema_and_the_model_name_the_same_fields(name: str) -> None:
+    model = {f.name for f in fields(RECORDS[name])} - {"extra"}
+    schema = _schema_properties(name)
+    assert model - schema == set(), \
+        f"{name}: fields of the model missing from results.schema.json: {sorted(model - schema)}"
+    assert schema - model == set(), \
+        f"{name}: properties of results.schema.json the model lacks: {sorted(schema - model)}"
+
+
+def test_the_schema_version_is_the_models() -> None:
+    assert SCHEMA["properties"]["schema"] == {"const": SCHEMA_VERSION}, \
+        f"the schema describes {SCHEMA['properties']['schema']}, the model writes {SCHEMA_VERSION}"
+
+
+# -- round trip -------------------------------------------------------------------------------
+
+TEXT = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=12)
+NAME = st.text("abcdefgh._-/", min_size=1, max_size=10)
+OPT_TEXT = st.none() | TEXT
+COUNT = st.integers(0, 10**6)
+INDEX = st.none() | st.integers(0, 10**5)
+COUNTS = st.dictionaries(NAME, COUNT, max_size=3)
+TABLE = st.dictionaries(NAME, COUNTS, max_size=2)
+JSON_LEAF = st.none() | st.booleans() | st.integers(-10**6, 10**6) | TEXT | \
+    st.floats(allow_nan=False, allow_infinity=False)
+JSON = st.recursive(JSON_LEAF, lambda inner: st.lists(inner, max_size=3)
+                    | st.dictionaries(NAME, inner, max_size=3), max_leaves=6)
+OBJECT = st.dictionaries(NAME, JSON, max_size=3)
+
+
+def _extra(record: type) -> st.SearchStrategy[dict[str, Any]]:
+    taken = {f.name for f in fields(record)}
+    return st.dictionaries(NAME.filter(lambda k: k not in taken).map(lambda k: f"x_{k}"),
+                           JSON, max_size=2)
+
+
+CASES = st.builds(CaseRecord, case_id=NAME, pattern=NAME, index=INDEX, kind=OPT_TEXT,
+                  rule=OPT_TEXT, dtype=OPT_TEXT, status=OPT_TEXT,
+                  occurrence=st.none() | st.integers(1, 5), extra=_extra(CaseRecord))
+FAILURES = st.builds(FailureRecord, case_id=NAME, pattern=NAME, status=NAME, index=INDEX,
+                     kind=TEXT, rule=OPT_TEXT, dtype=OPT_TEXT, description=TEXT,
+                     features=OBJECT, values=st.dictionaries(NAME, TEXT, max_size=2),
+                     reason=TEXT, details=OBJECT, replay=OBJECT,
+                     expected=st.none() | OBJECT, unexpected_status=st.none() | OBJECT,
+                     minimal_of=st.none() | NAME, extra=_extra(FailureRecord))
+DOCUMENTS = st.builds(
+    ResultsDocument, backend=NAME,
+    device=st.builds(DeviceRecord, id=NAME, kind=TEXT, name=TEXT, driver=TEXT, runtime=TEXT,
+                     extras=st.dictionaries(NAME, TEXT, max_size=2)),
+    suite_version=OPT_TEXT, suite_commit=OPT_TEXT, spec_version=OPT_TEXT,
+    spec_pages=st.lists(st.builds(SpecPage, file=TEXT, title=TEXT, sha256=TEXT), max_size=2),
+    backend_spec=OPT_TEXT, environment=st.dictionaries(NAME, TEXT, max_size=2),
+    seed=st.integers(0, 2**32), profile=OPT_TEXT, selection=st.none() | OBJECT,
+    shard=st.sampled_from([None, "1/2", "3/4"]), planned=INDEX, started=OPT_TEXT,
+    finished=OPT_TEXT, totals=COUNTS,
+    patterns=st.dictionaries(NAME, st.builds(PatternCounts, counts=COUNTS, by_kind=TABLE,
+                                             by_dtype=TABLE, rules=TABLE, coverage=TABLE),
+                             max_size=2),
+    rules=st.dictionaries(NAME, st.builds(RuleCounts, statement=TEXT, counts=COUNTS,
+                                          patterns=COUNTS), max_size=2),
+    verdicts=st.lists(st.builds(
+        VerdictLine, case_id=NAME, pattern=NAME, status=NAME, index=INDEX, kind=TEXT,
+        rule=OPT_TEXT, dtype=OPT_TEXT, reason=TEXT,
+        seconds=st.none() | st.floats(0, 1e6), expected=st.none() | OBJECT,
+        extra=_extra(VerdictLine)), max_size=3),
+    failures=st.lists(FAILURES, max_size=2), extensions=st.lists(FAILURES, max_size=1),
+    limitations=st.lists(st.builds(
+        LimitationRecord, case_id=NAME, pattern=NAME, index=INDEX, dtype=OPT_TEXT,
+        reason=TEXT, limitation_passed=st.booleans(), observed_status=OPT_TEXT,
+        extra=_extra(LimitationRecord)), max_size=2),
+    device_problems=st.dictionaries(NAME, TEXT, max_size=2), backend_counters=COUNTS,
+    departures=st.lists(st.builds(DepartureRecord, id=NAME, statement=TEXT,
+                                  extra=_extra(DepartureRecord)), max_size=2),
+    unavailable=OPT_TEXT, incomplete=OPT_TEXT,
+    expectations=st.none() | st.builds(
+        ExpectationsSummary, file=OPT_TEXT, sha256=OPT_TEXT,
+        entries=st.none() | st.integers(0, 99), strict=st.booleans(),
+        expected_failures=COUNT, unexpected_passes=st.lists(CASES, max_size=2),
+        skipped=st.lists(CASES, max_size=2), extra=_extra(ExpectationsSummary)))
+
+
+@settings(max_examples=60, deadline=None)
+@given(DOCUMENTS)
+def test_a_document_round_trips_through_json(document: ResultsDocument) -> None:
+    text = json.dumps(document.to_json(), allow_nan=False)
+    back = ResultsDocument.from_json(json.loads(text))
+    assert back == document, "to_json then from_json gives back an equal document"
+    _check_shape(json.loads(text), "generated")  # the schema accepts what the model writes
+
+
+# -- versions ---------------------------------------------------------------------------------
+
+def _written(tmp_path: Path) -> Path:
+    collector = ResultsCollector("toy", NUMPY_DEVICE, seed=5)
+    for case in (toy.valid_case("fp.matmul_post_ops", 3), toy.ill_formed_case()):
+        collector.add(case, judge(case, toy.WrongMath(), NUMPY_DEVICE, seed=5))
+    return collector.write(tmp_path / "results.json")
+
+
+def test_every_case_record_names_its_case_case_id(tmp_path: Path) -> None:
+    doc = json.loads(_written(tmp_path).read_text())
+    records = [*doc["verdicts"], *doc["failures"], *doc["limitations"], *doc["extensions"]]
+    assert records and all("case_id" in r and "id" not in r for r in records), \
+        f"each case record has case_id and no id: {[sorted(r) for r in records][:2]}"
+
+
+def test_a_version_1_document_still_loads(tmp_path: Path) -> None:
+    current = json.loads(_written(tmp_path).read_text())
+    old = {**current, "schema": "fusionspec-results/1",
+           "verdicts": [{("id" if k == "case_id" else k): v for k, v in line.items()}
+                        for line in current["verdicts"]]}
+    path = tmp_path / "old.json"
+    path.write_text(json.dumps(old))
+    loaded = load_document(path)
+    assert loaded.schema == SCHEMA_VERSION, f"brought up to {SCHEMA_VERSION}: {loaded.schema}"
+    assert [v.case_id for v in loaded.verdicts] == \
+        [v["case_id"] for v in current["verdicts"]], "version 1's id became case_id"
+    assert load_results(path) == current, "the upgraded document equals the one written today"
+
+
+@pytest.mark.parametrize("version", ["fusionspec-results/0", "fusionspec-results/9", None])
+def test_an_unknown_version_fails_naming_it(tmp_path: Path, version: str | None) -> None:
+    document = json.loads(_written(tmp_path).read_text())
+    document["schema"] = version
+    path = tmp_path / "other.json"
+    path.write_text(json.dumps(document))
+    with pytest.raises(ResultsFormatError) as info:
+        load_document(path)
+    message = str(info.value)
+    assert repr(version) in message and SCHEMA_VERSION in message, \
+        f"the message names the document's version and the ones read: {message}"
+
+
+def test_a_field_of_the_wrong_type_is_named() -> None:
+    with pytest.raises(ResultsFormatError, match=r"verdicts\[0\]\.status"):
+        ResultsDocument.from_json({"schema": SCHEMA_VERSION, "backend": "b",
+                                   "device": {"id": "d"},
+                                   "verdicts": [{"case_id": "c", "pattern": "p", "status": 3}]},
+                                  "doc")
+
+
+def test_numeric_facts_carry_the_worst_elements_and_the_culprit() -> None:
+    case = toy.valid_case("fp.matmul_post_ops", 3)
+    verdict = judge(case, toy.WrongMath(), NUMPY_DEVICE, seed=5)
+    facts = verdict.details["facts"]
+    assert facts["what"] == "numeric", f"WrongMath fails on numerics: {facts['what']}"
+    worst = facts["worst"]
+    assert worst and all({"index", "expected", "actual", "bound"} <= set(w) for w in worst), \
+        f"each worst element has its index, value, bound and the backend's value: {worst[:1]}"
+    assert worst[0]["index"] == list(verdict.details["worst"][0]["index"]), \
+        "the facts name the same worst element as the comparison"
+    assert "culprit" in facts and (facts["culprit"] is None or all(
+        isinstance(k, str) for k in facts["culprit"])), \
+        f"the culprit's op kinds, or None: {facts.get('culprit')}"
