@@ -33,6 +33,7 @@ V, N, ILL = [CaseKind.valid], [CaseKind.near_miss], [CaseKind.ill_formed]
 #: The modules of the mutants that only the corners of the spec space and the coverage model's
 #: value classes catch.
 CORNERS, CLASSES = "testkit.mutants_corners:", "testkit.mutants_classes:"
+MODEL = "testkit.mutants_model:"
 INT8_WEIGHTED = ["int8.conv_post_ops", "int8.matmul_post_ops"]
 UNARY_PATTERNS = ["fp.unary_binary", "fp.binary_post_ops", "fp.conv_post_ops"]
 ALL = None
@@ -143,6 +144,11 @@ MUTANTS: list[tuple[str, str, list[str] | None, list[CaseKind], Status]] = [
     (f"{CLASSES}MatMulVectorDropsBias", "rank corner", ["fp.matmul_post_ops",
                                                        "int8.matmul_post_ops"], V,
      Status.numeric_mismatch),
+    # Caught only by the model's ranks and narrow fills (testkit.mutants_model).
+    (f"{MODEL}ReduceVectorTakenAsReduced", "rank", ["fp.reduction_post_ops"], V,
+     Status.numeric_mismatch),
+    (f"{MODEL}ReduceL2NarrowSumOfSquares", "narrow fill", ["fp.reduction_post_ops"], V,
+     Status.numeric_mismatch),
 ]
 
 _OUTCOMES: list[dict[str, Any]] = []
@@ -199,7 +205,8 @@ def test_the_project_plants_at_least_50_bugs_across_the_classes() -> None:
     wanted = {"overflow", "special values", "rounding mode", "approximation",
               "axis convention", "dtype acceptance", "fan-out", "subnormals", "convexity",
               "optional output", "optional input", "rank corner", "per-channel values",
-              "attribute sign", "attribute zero", "inexact narrow fill"}
+              "attribute sign", "attribute zero", "inexact narrow fill", "rank",
+              "narrow fill"}
     assert wanted <= classes, f"bug classes without a mutant: {sorted(wanted - classes)}"
     names = [m[0] for m in MUTANTS]
     assert len(set(names)) == len(names), "a mutant is listed twice"
