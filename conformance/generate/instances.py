@@ -65,6 +65,7 @@ UNARY_VARIANTS: dict[str, tuple[dict[str, AttrValue], ...]] = {
     "LeakyReLU": ({"alpha": 1.5}, {"alpha": 0.0}, {"alpha": -0.5}, {"alpha": 1.0}),
     "Pow": ({"beta": 2.0}, {"beta": -1.0}, {"beta": 0.0}),
     "SoftPlus": ({"beta": -1.0}, {"beta": 2.0}),
+    "GELU": ({}, {"mode": "gelu_tanh"}),
 }
 #: Each reduction's ``keep_dims`` both ways, taken in turn like the unary variants, so the
 #: deterministic floor shows both output ranks whatever the random draws happen to reach.
