@@ -60,7 +60,7 @@ from .cases import Case, CaseKind, Status, Verdict
 from .expectations import Expectation, Expectations
 from .generate.instances import instance_cases
 from .generate.near_miss import near_miss_rules, near_misses
-from .generate.strategies import ill_formed_cases, near_miss_cases, valid_cases
+from .generate.strategies import design_cases, ill_formed_cases, near_miss_cases, valid_cases
 from .grade.results import ResultsCollector
 from .pool import RunnerPool
 from .runner import Runner
@@ -195,11 +195,16 @@ def _strategy(draw: _Draw) -> st.SearchStrategy[Case]:
 def _run_draw(draw: _Draw, profile: Profile, run_seed: int, database_dir: Path | None,
               ) -> list[Case]:
     cases = list(instance_cases(entry(draw.pattern))) if draw.floor else []
+    # The floor of the dtype row x attribute pairs takes the place of as many drawn cases.
+    designed = design_cases(draw.pattern, draw.examples) if draw.floor else []
+    cases += designed
+    if len(designed) >= draw.examples:
+        return cases
 
     # The seed is explicit: hypothesis would otherwise derive it from this function's source,
     # and the cases would change whenever the code around them does.
     @seed(draw_seed(draw.pattern, draw.kind, draw.rule, profile.name, run_seed))
-    @_settings(profile, draw.examples, database_dir)
+    @_settings(profile, draw.examples - len(designed), database_dir)
     @given(_strategy(draw))
     def collect(case: Case) -> None:
         cases.append(case)

@@ -436,6 +436,10 @@ def draw_qparams(draw: st.DrawFn, qdtype: str, *, channels: int | None = None,
     often as not."""
     count = channels or 1
     scales = tuple(draw(st.sampled_from(POW2), label="scale") for _ in range(count))
+    if count > 1 and draw(st.booleans(), label="uniform scales"):
+        # One scale for every channel as often as not: per-channel lists that do not differ
+        # are a value class of their own (a kernel may take them for per-tensor).
+        scales = scales[:1] * count
     attrs: dict[str, AttrValue] = {"scales": scales}
     if channels is None:
         maybe_default(draw, attrs, "qtype", "per_tensor", "per_tensor")

@@ -63,6 +63,7 @@ Item = tuple[str, str]
 
 __all__ = ["Item", "OMITTED", "value_classes", "list_classes", "op_items", "model_items",
            "graph_features", "required_items", "schema_ranks", "tensor_items", "UNDRAWN",
+           "thorough_only",
            "MAX_RANK", "SPECIAL_KINDS", "SPECIAL_VALUES"]
 
 OMITTED = "omitted"
@@ -304,13 +305,34 @@ def tensor_items(entry: PatternEntry) -> tuple[Item, ...]:
 
 
 def model_items(entry: PatternEntry) -> tuple[Item, ...]:
-    """The model items of every op kind `entry` can hold and its tensor value classes, less
-    `UNDRAWN`."""
+    """The model items of every op kind `entry` can hold, its tensor value classes and its
+    dtype row x attribute pairs (`fusionspec.conformance.generate.pairs`), less `UNDRAWN`."""
+    from .pairs import pair_items  # the pairs read UNDRAWN from here
+
     found = [item for kind in sorted(op_kinds(entry.tree)) if kind in SCHEMAS
              for item in op_items(kind)]
-    return tuple(item for item in (*found, *tensor_items(entry)) if item not in UNDRAWN)
+    return tuple(item for item in (*found, *tensor_items(entry), *pair_items(entry))
+                 if item not in UNDRAWN)
+
+
+def thorough_only() -> dict[Item, str]:
+    """Pairs the ci profile's valid cases are too few to hold, and why (the thorough profile
+    draws them all)."""
+    from .pairs import CI_VALID, ci_pairs, pair_design, pair_items
+
+    found: dict[Item, str] = {}
+    for entry in CATALOG:
+        held = set(ci_pairs(entry))
+        reason = (f"{entry.id} needs {len(pair_design(entry.id))} valid cases to pair each of "
+                  f"its dtype rows with each value; the ci profile draws {CI_VALID}, the "
+                  f"thorough profile all of them")
+        found.update({item: reason for item in pair_items(entry) if item not in held})
+    return found
 
 
 def required_items() -> frozenset[Item]:
-    """What the ci profile must draw between all its cases: every pattern's model items."""
-    return frozenset(item for entry in CATALOG for item in model_items(entry))
+    """What the ci profile must draw between all its cases: every pattern's model items, less
+    the pairs only the thorough profile draws (`thorough_only`)."""
+    left_out = thorough_only()
+    return frozenset(item for entry in CATALOG for item in model_items(entry)
+                     if item not in left_out)
