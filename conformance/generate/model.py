@@ -305,14 +305,17 @@ def tensor_items(entry: PatternEntry) -> tuple[Item, ...]:
 
 
 def model_items(entry: PatternEntry) -> tuple[Item, ...]:
-    """The model items of every op kind `entry` can hold, its tensor value classes and its
-    dtype row x attribute pairs (`fusionspec.conformance.generate.pairs`), less `UNDRAWN`."""
-    from .pairs import pair_items  # the pairs read UNDRAWN from here
+    """The model items of every op kind `entry` can hold, its tensor value classes, its
+    dtype row x attribute pairs (`fusionspec.conformance.generate.pairs`) and its ill-formed
+    rule x attribute settings (`fusionspec.conformance.generate.ill_formed.setting_items`),
+    less `UNDRAWN`."""
+    from .ill_formed import setting_items  # both read UNDRAWN or the ranks from here
+    from .pairs import pair_items
 
     found = [item for kind in sorted(op_kinds(entry.tree)) if kind in SCHEMAS
              for item in op_items(kind)]
-    return tuple(item for item in (*found, *tensor_items(entry), *pair_items(entry))
-                 if item not in UNDRAWN)
+    return tuple(item for item in (*found, *tensor_items(entry), *pair_items(entry),
+                                   *setting_items(entry)) if item not in UNDRAWN)
 
 
 def thorough_only() -> dict[Item, str]:

@@ -1,9 +1,10 @@
 """Planted broken backends that only the coverage model's ranks and narrow fills catch.
 
 Each is the reference with one bug behind an item the generator did not draw before the model
-asked for it: a reduction of a rank-1 src (reductions were drawn at ranks 2 to 4 only), and
-a bf16/f16 ReduceL2 with values whose squares and sums are not exact in the narrow type (its
-cases were filled from the grid, exact in bf16). tests/conformance/test_mutation.py runs them
+asked for it: a reduction of a rank-1 src (reductions were drawn at ranks 2 to 4 only), a
+bf16/f16 ReduceL2 with values whose squares and sums are not exact in the narrow type (its
+cases were filled from the grid, exact in bf16), and an f16 AvgPool with channels last (a
+dtype row x attribute pair). tests/conformance/test_mutation.py runs them
 as ``testkit.mutants_model:<Class>``.
 """
 
@@ -17,7 +18,9 @@ import numpy as np
 from fusionspec.backend import CompiledPartition, Device
 from fusionspec.reference import execute
 from fusionspec.reference.backend import ReferenceBackend
+from fusionspec.reference.registry import REGISTRY
 from fusionspec.spec.categories import REDUCTION
+from fusionspec.spec.dtypes import DataType
 from fusionspec.spec.graph import Partition
 from fusionspec.spec.types import Array
 
@@ -80,5 +83,31 @@ class ReduceL2NarrowSumOfSquares(ReferenceBackend):
 
         def run(inputs: Mapping[int, Array]) -> dict[int, Array]:
             with _swapped("ReduceL2", _narrow_sum_of_squares(narrow)):
+                return execute(part, inputs)
+        return _Compiled(part, run)
+
+
+def _exclude_pad_flipped(original: Callable[..., Any]) -> Callable[..., Any]:
+    def avg_pool(src: Array, **attrs: Any) -> Array:
+        # the bug: this kernel variant reads the flag the other way round
+        attrs["exclude_pad"] = not attrs["exclude_pad"]
+        result: Array = original(src, **attrs)
+        return result
+    return avg_pool
+
+
+class HalfChannelsLastAvgPoolFlipsExcludePad(ReferenceBackend):
+    """An f16 AvgPool with channels last (NXC) takes exclude_pad the other way round: one
+    entry of a kernel table keyed by type and layout is wrong, the f32 and NCX ones right."""
+
+    name = "half-channels-last-avg-pool-flips-exclude-pad"
+
+    def compile(self, part: Partition, device: Device) -> CompiledPartition:
+        if not any(op.kind == "AvgPool" and op.inputs[0].dtype is DataType.f16
+                   and op.attrs.get("data_format", "NXC") == "NXC" for op in part.ops):
+            return super().compile(part, device)
+
+        def run(inputs: Mapping[int, Array]) -> dict[int, Array]:
+            with _swapped("AvgPool", _exclude_pad_flipped(REGISTRY["AvgPool"].fn)):
                 return execute(part, inputs)
         return _Compiled(part, run)
