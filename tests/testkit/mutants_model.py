@@ -3,8 +3,9 @@
 Each is the reference with one bug behind an item the generator did not draw before the model
 asked for it: a reduction of a rank-1 src (reductions were drawn at ranks 2 to 4 only), a
 bf16/f16 ReduceL2 with values whose squares and sums are not exact in the narrow type (its
-cases were filled from the grid, exact in bf16), and an f16 AvgPool with channels last (a
-dtype row x attribute pair). tests/conformance/test_mutation.py runs them
+cases were filled from the grid, exact in bf16), a bf16/f16 pool padded SAME_LOWER (a dtype
+row x attribute pair), and a shape defect of a MatMul's transposed weights (an ill-formed
+rule under one setting). tests/conformance/test_mutation.py runs them
 as ``testkit.mutants_model:<Class>``.
 """
 
@@ -18,10 +19,12 @@ import numpy as np
 from fusionspec.backend import CompiledPartition, Device
 from fusionspec.reference import execute
 from fusionspec.reference.backend import ReferenceBackend
+from fusionspec.reference.execute import single_op_partitions
+from fusionspec.reference.partitioner import partition
 from fusionspec.reference.registry import REGISTRY
 from fusionspec.spec.categories import REDUCTION
-from fusionspec.spec.dtypes import DataType
-from fusionspec.spec.graph import Partition
+from fusionspec.spec.errors import GraphError, GraphRule
+from fusionspec.spec.graph import Graph, Partition
 from fusionspec.spec.types import Array
 
 from .mutants import Maker, _Compiled, _f32, _swapped, _SwapsOps
@@ -87,27 +90,47 @@ class ReduceL2NarrowSumOfSquares(ReferenceBackend):
         return _Compiled(part, run)
 
 
-def _exclude_pad_flipped(original: Callable[..., Any]) -> Callable[..., Any]:
-    def avg_pool(src: Array, **attrs: Any) -> Array:
-        # the bug: this kernel variant reads the flag the other way round
-        attrs["exclude_pad"] = not attrs["exclude_pad"]
+def _lower_as_upper(original: Callable[..., Any]) -> Callable[..., Any]:
+    def pool(src: Array, **attrs: Any) -> Array:
+        if attrs.get("auto_pad") == "SAME_LOWER":
+            attrs["auto_pad"] = "SAME_UPPER"  # the bug: the odd pad goes to the end
         result: Array = original(src, **attrs)
         return result
-    return avg_pool
+    return pool
 
 
-class HalfChannelsLastAvgPoolFlipsExcludePad(ReferenceBackend):
-    """An f16 AvgPool with channels last (NXC) takes exclude_pad the other way round: one
-    entry of a kernel table keyed by type and layout is wrong, the f32 and NCX ones right."""
+class NarrowPoolSameLowerAsUpper(ReferenceBackend):
+    """A bf16 or f16 AvgPool/MaxPool with ``auto_pad = SAME_LOWER`` puts the odd pad at the
+    end, as SAME_UPPER does: one entry of a kernel table keyed by type and padding mode is
+    wrong, the f32 one and the other modes right."""
 
-    name = "half-channels-last-avg-pool-flips-exclude-pad"
+    name = "narrow-pool-same-lower-as-upper"
 
     def compile(self, part: Partition, device: Device) -> CompiledPartition:
-        if not any(op.kind == "AvgPool" and op.inputs[0].dtype is DataType.f16
-                   and op.attrs.get("data_format", "NXC") == "NXC" for op in part.ops):
+        if not any(op.kind in ("AvgPool", "MaxPool") and op.attrs.get("auto_pad") == "SAME_LOWER"
+                   and op.inputs[0].dtype in _NARROW for op in part.ops):
             return super().compile(part, device)
 
         def run(inputs: Mapping[int, Array]) -> dict[int, Array]:
-            with _swapped("AvgPool", _exclude_pad_flipped(REGISTRY["AvgPool"].fn)):
+            with _swapped("AvgPool", _lower_as_upper(REGISTRY["AvgPool"].fn)), \
+                    _swapped("MaxPool", _lower_as_upper(REGISTRY["MaxPool"].fn)):
                 return execute(part, inputs)
         return _Compiled(part, run)
+
+
+class TransposedWeightsUnchecked(ReferenceBackend):
+    """A MatMul with ``transpose_b`` skips the check of its weights' inner dim (the check
+    reads the untransposed axis, which the defect leaves alone), so such an ill-formed graph
+    is accepted and run op by op."""
+
+    name = "transposed-weights-unchecked"
+
+    def partition(self, graph: Graph) -> list[Partition]:
+        try:
+            return partition(graph)
+        except GraphError as exc:
+            op = next((o for o in graph.ops if o.id == exc.op_id), None)
+            if (exc.rule != GraphRule.shape_infer or op is None or op.kind != "MatMul"
+                    or not op.attrs.get("transpose_b")):
+                raise
+            return single_op_partitions(graph)
