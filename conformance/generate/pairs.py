@@ -15,7 +15,7 @@ attribute) cases hold every pair (`steered` applies one). The ci profile draws 6
 a pattern; `ci_pairs` are the pairs the first 60 choices hold, the thorough profile's 300
 hold them all.
 
->>> [v for k, v in pair_items(entry("fp.reduction_post_ops"))][:2]
+>>> [v for k, v in pair_items(catalog_entry("fp.reduction_post_ops"))][:2]
 ['f32 x false', 'bf16 x false']
 """
 
@@ -39,9 +39,7 @@ from .dtypes import required_rows
 from .model import UNDRAWN, Item
 
 __all__ = ["value_text", "base_kinds", "pair_attributes", "pair_items", "pair_design",
-           "ci_pairs", "case_pairs", "steered", "CI_VALID", "entry"]
-
-entry = catalog_entry
+           "ci_pairs", "case_pairs", "steered", "CI_VALID"]
 #: Valid cases the ci profile draws per pattern (`fusionspec.conformance.suite.PROFILES`).
 CI_VALID = 60
 
