@@ -25,10 +25,11 @@ chain, its post-ops and its side subgraphs). For an op kind ``K``:
 it is what a case records among its features, so the results document counts it per pattern
 and the report shows it per op and per pattern. `model_items(entry)` is what a pattern's ops
 could show (the structural situations its rules speak of are its near misses' rules:
-`fusionspec.conformance.generate.near_miss.structure_items`); `required_items()` is the union
-of the model items over the catalog, less `UNDRAWN`: the items the generator leaves out, each
-with the reason it cannot be drawn as a valid case. A test holds the ci profile to drawing
-every required item at least once.
+`fusionspec.conformance.generate.near_miss.structure_items`), less `UNDRAWN`: the items the
+generator leaves out, each with the reason it cannot be drawn as a valid case.
+`fusionspec.conformance.generate.items` joins them with the dtype row x attribute pairs and
+the ill-formed settings into what the ci profile must draw (`required_items`); a test holds
+it to drawing every required item at least once.
 
 >>> value_classes(AttrSpec("epsilon", AttrKind.f32, required=True, minimum=0.0), 0.0)
 ('zero', 'at minimum')
@@ -44,7 +45,7 @@ import itertools
 from collections.abc import Mapping
 from functools import cache
 
-from fusionspec.spec.catalog import CATALOG, PatternEntry
+from fusionspec.spec.catalog import PatternEntry
 from fusionspec.spec.dtypes import DataType
 from fusionspec.spec.errors import FusionspecError
 from fusionspec.spec.graph import AttrValue, Graph, LogicalTensor, Op
@@ -62,8 +63,7 @@ from .dtypes import required_rows
 Item = tuple[str, str]
 
 __all__ = ["Item", "OMITTED", "value_classes", "list_classes", "op_items", "model_items",
-           "graph_features", "required_items", "schema_ranks", "tensor_items", "UNDRAWN",
-           "thorough_only",
+           "graph_features", "schema_ranks", "tensor_items", "UNDRAWN",
            "MAX_RANK", "SPECIAL_KINDS", "SPECIAL_VALUES"]
 
 OMITTED = "omitted"
@@ -305,37 +305,9 @@ def tensor_items(entry: PatternEntry) -> tuple[Item, ...]:
 
 
 def model_items(entry: PatternEntry) -> tuple[Item, ...]:
-    """The model items of every op kind `entry` can hold, its tensor value classes, its
-    dtype row x attribute pairs (`fusionspec.conformance.generate.pairs`) and its ill-formed
-    rule x attribute settings (`fusionspec.conformance.generate.ill_formed.setting_items`),
-    less `UNDRAWN`."""
-    from .ill_formed import setting_items  # both read UNDRAWN or the ranks from here
-    from .pairs import pair_items
-
+    """The model items of every op kind `entry` can hold and its tensor value classes, less
+    `UNDRAWN` (`fusionspec.conformance.generate.items` adds the pairs and the ill-formed
+    settings)."""
     found = [item for kind in sorted(op_kinds(entry.tree)) if kind in SCHEMAS
              for item in op_items(kind)]
-    return tuple(item for item in (*found, *tensor_items(entry), *pair_items(entry),
-                                   *setting_items(entry)) if item not in UNDRAWN)
-
-
-def thorough_only() -> dict[Item, str]:
-    """Pairs the ci profile's valid cases are too few to hold, and why (the thorough profile
-    draws them all)."""
-    from .pairs import CI_VALID, ci_pairs, pair_design, pair_items
-
-    found: dict[Item, str] = {}
-    for entry in CATALOG:
-        held = set(ci_pairs(entry))
-        reason = (f"{entry.id} needs {len(pair_design(entry.id))} valid cases to pair each of "
-                  f"its dtype rows with each value; the ci profile draws {CI_VALID}, the "
-                  f"thorough profile all of them")
-        found.update({item: reason for item in pair_items(entry) if item not in held})
-    return found
-
-
-def required_items() -> frozenset[Item]:
-    """What the ci profile must draw between all its cases: every pattern's model items, less
-    the pairs only the thorough profile draws (`thorough_only`)."""
-    left_out = thorough_only()
-    return frozenset(item for entry in CATALOG for item in model_items(entry)
-                     if item not in left_out)
+    return tuple(item for item in (*found, *tensor_items(entry)) if item not in UNDRAWN)

@@ -13,6 +13,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from fusionspec.conformance.generate.items import required_items
 from fusionspec.conformance.generate.model import (
     MAX_RANK,
     OMITTED,
@@ -22,7 +23,6 @@ from fusionspec.conformance.generate.model import (
     list_classes,
     model_items,
     op_items,
-    required_items,
     schema_ranks,
     tensor_items,
     value_classes,

@@ -21,7 +21,7 @@ import pytest
 
 from fusionspec.conformance.cases import STRUCTURAL_RULES, CaseKind, Status
 from fusionspec.conformance.generate.ill_formed import ILL_FORMED_RULES
-from fusionspec.conformance.generate.model import required_items
+from fusionspec.conformance.generate.items import required_items
 from fusionspec.conformance.grade.results import ResultsCollector
 from fusionspec.conformance.suite import run_suite
 from fusionspec.reference.filling import DOMAINS

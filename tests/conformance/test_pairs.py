@@ -12,7 +12,7 @@ from __future__ import annotations
 import pytest
 
 from fusionspec.conformance.generate.dtypes import required_rows
-from fusionspec.conformance.generate.model import required_items, thorough_only
+from fusionspec.conformance.generate.items import required_items, thorough_only
 from fusionspec.conformance.generate.pairs import (
     CI_VALID,
     base_kinds,
