@@ -134,10 +134,11 @@ def valid_cases(entry: PatternEntry | str, forced: Mapping[str, Any] | None = No
 def design_cases(entry: PatternEntry | str, count: int) -> list[Case]:
     """The first `count` choices of `pair_design` as valid cases. Each is drawn by hypothesis
     runs of its own, seeded by the pattern and the turn: of a few instances forced to the
-    choice, the first that holds the most of its pairs (an instance may not: a mixed row
-    needs a binary post-op that the chain drawn may lack), then its values. So they are the
-    same whatever else is drawn, and whichever version of hypothesis draws them, they hold
-    the pairs they force."""
+    choice (more where none of them will do), the first that holds the most of the pairs it
+    forces that no earlier case holds (an instance may hold fewer: a mixed row needs a
+    binary post-op that the chain drawn may lack), then its values. So they are the same
+    whatever else is drawn, and whichever version of hypothesis draws them, they hold the
+    pairs they force."""
     pattern = _entry(entry).id
     found = []
     covered: set[str] = set()
@@ -192,7 +193,6 @@ def _examples(strategy: st.SearchStrategy[_T], run_seed: int, count: int) -> lis
 
     collect()
     return drawn[1:] or drawn
-
 
 
 def near_miss_cases(entry: PatternEntry | str) -> st.SearchStrategy[Case]:
