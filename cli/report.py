@@ -19,8 +19,9 @@ its baseline. ``--json`` says ``"ok": true`` only when every run passes and no r
 
 Documents are read with `load_results`, so a missing file or one of another schema is a typed
 error naming it. The grammar items each pattern must cover come from the suite's strategies
-(`coverage_items`) and the coverage model (`model_items`: the value classes and optional ports
-the op schemas allow each op of the pattern) and are handed to the report as data; where the
+(`coverage_items`) and the coverage model (`all_items`: the value classes, optional ports and
+ranks the op schemas allow each op of the pattern, the tensor value classes, the dtype row x
+attribute pairs and the ill-formed settings) and are handed to the report as data; where the
 strategies cannot be imported (hypothesis, of the ``conformance`` extra, is not installed) the
 report shows the coverage recorded without the required items.
 """
@@ -129,13 +130,13 @@ def _required() -> dict[str, tuple[tuple[str, str], ...]] | None:
     """Per pattern, the (feature, value) items its cases must reach; None without hypothesis."""
     try:
         from fusionspec.conformance.generate.coverage import coverage_items
-        from fusionspec.conformance.generate.model import model_items
+        from fusionspec.conformance.generate.items import all_items
         from fusionspec.conformance.generate.near_miss import structure_items
     except ModuleNotFoundError as exc:
         if exc.name != "hypothesis":
             raise
         return None
-    return {entry.id: coverage_items(entry) + model_items(entry) + structure_items(entry)
+    return {entry.id: coverage_items(entry) + all_items(entry) + structure_items(entry)
             for entry in CATALOG}
 
 

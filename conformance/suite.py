@@ -58,9 +58,10 @@ from fusionspec.spec.catalog import PatternEntry, entry
 
 from .cases import Case, CaseKind, Status, Verdict
 from .expectations import Expectation, Expectations
+from .generate.ill_formed import setting_cases
 from .generate.instances import instance_cases
 from .generate.near_miss import near_miss_rules, near_misses
-from .generate.strategies import ill_formed_cases, near_miss_cases, valid_cases
+from .generate.strategies import design_cases, ill_formed_cases, near_miss_cases, valid_cases
 from .grade.results import ResultsCollector
 from .selection import Selection, SelectionError, Shard
 from .workers import Runner, RunnerPool, use_cache_home
@@ -158,7 +159,7 @@ class _Draw:
     kind: CaseKind
     rule: str | None
     examples: int
-    floor: bool = False  # valid cases: the catalog instances come first
+    floor: bool = False  # the floors come first (valid: the catalog instances and the pairs)
 
 
 def _draws(pattern: PatternEntry, kind: CaseKind, profile: Profile, selection: Selection,
@@ -166,7 +167,7 @@ def _draws(pattern: PatternEntry, kind: CaseKind, profile: Profile, selection: S
     budget = profile.examples(kind)
     if kind is not CaseKind.near_miss:
         wanted = selection.draws(pattern.id, kind)
-        return [_Draw(pattern.id, kind, None, budget, kind is CaseKind.valid)] if wanted else []
+        return [_Draw(pattern.id, kind, None, budget, True)] if wanted else []
     rules = near_miss_rules(pattern)
     share = max(2, -(-budget // max(len(rules), 1)))
     return [_Draw(pattern.id, kind, rule, share) for rule in rules
@@ -192,12 +193,20 @@ def _strategy(draw: _Draw) -> st.SearchStrategy[Case]:
 
 def _run_draw(draw: _Draw, profile: Profile, run_seed: int, database_dir: Path | None,
               ) -> list[Case]:
-    cases = list(instance_cases(entry(draw.pattern))) if draw.floor else []
+    valid = draw.kind is CaseKind.valid
+    cases = list(instance_cases(entry(draw.pattern))) if draw.floor and valid else []
+    # The floors of the dtype row x attribute pairs and of the ill-formed settings take the
+    # place of as many drawn cases.
+    designed = (([] if not draw.floor else design_cases(draw.pattern, draw.examples)) if valid
+                else setting_cases(entry(draw.pattern), draw.examples) if draw.floor else [])
+    cases += designed
+    if len(designed) >= draw.examples:
+        return cases
 
     # The seed is explicit: hypothesis would otherwise derive it from this function's source,
     # and the cases would change whenever the code around them does.
     @seed(draw_seed(draw.pattern, draw.kind, draw.rule, profile.name, run_seed))
-    @_settings(profile, draw.examples, database_dir)
+    @_settings(profile, draw.examples - len(designed), database_dir)
     @given(_strategy(draw))
     def collect(case: Case) -> None:
         cases.append(case)

@@ -1,7 +1,8 @@
 """Spec coverage per op kind: how much of the coverage model the runs' cases drew.
 
 The coverage model's items are keyed ``Kind.facet`` (``SoftPlus.beta`` -> ``negative``,
-``SoftMax.output stats`` -> ``present``; see `fusionspec.conformance.generate.model`). They
+``SoftMax.output stats`` -> ``present``, ``ReduceProd.rank`` -> ``1``, ``ReduceProd.narrow
+fill`` -> ``f16 inexact``; see `fusionspec.conformance.generate.model`). They
 reach the report twice: as required data (each pattern's required items, handed in by the
 ``report`` command) and as what each case recorded (each pattern's ``coverage`` in a results
 document). This module gathers them across patterns and runs, per op kind: an item counts as
@@ -32,6 +33,8 @@ class OpCoverage:
     required: int
     exercised: int
     missing: tuple[str, ...]
+    #: The ranks of its first input that some case drew (the model's ``K.rank`` items).
+    ranks: tuple[str, ...] = ()
 
     @property
     def share(self) -> str:
@@ -61,6 +64,8 @@ def op_coverage(observed: Sequence[Mapping[str, Mapping[str, int]]],
     rows = []
     for kind, needed in sorted(wanted.items()):
         missing = sorted(needed - drawn)
+        ranks = sorted((v for f, v in drawn if f == f"{kind}.rank"), key=lambda v: (len(v), v))
         rows.append(OpCoverage(kind, len(needed), len(needed) - len(missing), tuple(
-            f"{feature.split('.', 1)[1]} = {value}" for feature, value in missing)))
+            f"{feature.split('.', 1)[1]} = {value}" for feature, value in missing),
+            tuple(ranks)))
     return tuple(rows)

@@ -24,8 +24,8 @@ from hypothesis import strategies as st
 from fusionspec.spec.graph import AttrValue, Op
 from fusionspec.spec.shapes import channel_axis, pads_for
 
-__all__ = ["Layout", "ConvSpec", "PoolSpec", "MatMulSpec", "InterpolateSpec", "HeadSpec",
-           "ReduceSpec", "POW2",
+__all__ = ["MAX_RANK", "Layout", "ConvSpec", "PoolSpec", "MatMulSpec", "InterpolateSpec",
+           "HeadSpec", "ReduceSpec", "POW2",
            "draw_layout", "draw_conv", "draw_pool", "draw_matmul", "draw_interpolate",
            "draw_reduce", "draw_softmax", "draw_unary_attrs", "draw_qparams", "maybe_default"]
 
@@ -108,14 +108,20 @@ def _data_shape(fmt: str, n: int, c: int, spatial: tuple[int, ...]) -> tuple[int
     return (n, c, *spatial) if fmt == "NCX" else (n, *spatial, c)
 
 
+#: The largest rank the generator gives a tensor (tensors stay small); the coverage model asks
+#: each op for every rank its schema accepts up to this one.
+MAX_RANK = 5
 #: (batch, channel, spatial) size ranges by rank, keeping a tensor near 1000 elements at most.
 _DIMS = {2: ((1, 6), (1, 16), (1, 1)), 3: ((1, 2), (1, 8), (1, 16)),
          4: ((1, 2), (1, 6), (1, 8)), 5: ((1, 2), (1, 4), (1, 5))}
 
 
-def draw_layout(draw: st.DrawFn, ranks: tuple[int, ...] = (4, 2, 3, 5)) -> Layout:
-    """An activation tensor of rank in `ranks` and its data_format."""
+def draw_layout(draw: st.DrawFn, ranks: tuple[int, ...] = (4, 2, 3, 5, 1)) -> Layout:
+    """An activation tensor of rank in `ranks` and its data_format (a rank-1 tensor is its
+    own channel axis: NXC)."""
     rank = draw(st.sampled_from(ranks), label="rank")
+    if rank == 1:
+        return Layout((draw(st.integers(1, 16), label="channels"),), "NXC")
     fmt = draw(st.sampled_from(FORMATS), label="data_format")
     (n0, n1), (c0, c1), (s0, s1) = _DIMS[rank]
     n = draw(st.integers(n0, n1), label="batch")
@@ -271,7 +277,7 @@ def draw_matmul(draw: st.DrawFn, bias: bool | None = None, vector_dst: bool = Tr
     needs rank 2)."""
     # A 1-D operand (vector times matrix, matrix times vector) is drawn as often as a batched
     # one: the matrix side may still carry batch dims, which the vector broadcasts against.
-    rank = draw(st.sampled_from((2, 3, 4, 1)), label="src rank")
+    rank = draw(st.sampled_from((2, 3, 4, 1, 5)), label="src rank")
     if rank == 1:
         w_rank = draw(st.sampled_from((2, 3) if vector_dst else (3,)), label="weights rank")
     elif bias or (rank == 2 and not vector_dst):
@@ -282,7 +288,7 @@ def draw_matmul(draw: st.DrawFn, bias: bool | None = None, vector_dst: bool = Tr
     batch_a: list[int] = []
     batch_w: list[int] = []
     for _ in range(max(rank, w_rank) - 2):
-        b = draw(st.integers(1, 3), label="batch dim")
+        b = draw(st.integers(1, 3 if rank < 5 else 2), label="batch dim")
         pair = draw(st.sampled_from(((b, b), (b, 1), (1, b))), label="batch broadcast")
         batch_a.append(pair[0])
         batch_w.append(pair[1])
@@ -358,9 +364,10 @@ def draw_interpolate(draw: st.DrawFn) -> InterpolateSpec:
 def draw_reduce(draw: st.DrawFn, kind: str) -> ReduceSpec:
     """A reduction over a non-empty set of axes (some written negative), given by the
     attribute or the optional axes input."""
-    layout = draw_layout(draw, (4, 2, 3))
+    layout = draw_layout(draw, (4, 2, 3, 5, 1))
     rank = len(layout.shape)
-    keep = draw(st.booleans(), label="keep_dims")
+    # Reducing the only axis of a rank-1 src away would leave a scalar: it keeps its dims.
+    keep = draw(st.booleans(), label="keep_dims") or rank == 1
     axes = draw(st.lists(st.integers(0, rank - 1), min_size=1,
                          max_size=rank if keep else rank - 1, unique=True), label="axes")
     written = tuple(a - rank if draw(st.booleans(), label="negative axis") else a
@@ -376,7 +383,7 @@ def draw_reduce(draw: st.DrawFn, kind: str) -> ReduceSpec:
 
 
 def draw_softmax(draw: st.DrawFn) -> HeadSpec:
-    layout = draw_layout(draw, (2, 3, 4))
+    layout = draw_layout(draw, (2, 3, 4, 5))
     rank = len(layout.shape)
     axis = draw(st.sampled_from(range(-rank, rank)), label="axis")
     attrs: dict[str, AttrValue] = {}
@@ -429,6 +436,10 @@ def draw_qparams(draw: st.DrawFn, qdtype: str, *, channels: int | None = None,
     often as not."""
     count = channels or 1
     scales = tuple(draw(st.sampled_from(POW2), label="scale") for _ in range(count))
+    if count > 1 and draw(st.booleans(), label="uniform scales"):
+        # One scale for every channel as often as not: per-channel lists that do not differ
+        # are a value class of their own (a kernel may take them for per-tensor).
+        scales = scales[:1] * count
     attrs: dict[str, AttrValue] = {"scales": scales}
     if channels is None:
         maybe_default(draw, attrs, "qtype", "per_tensor", "per_tensor")

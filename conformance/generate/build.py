@@ -47,6 +47,7 @@ from .attrs import (
     maybe_default,
 )
 from .dtypes import DtypePlan, int8_row
+from .model import UNDRAWN, schema_ranks
 from .plan import Side, Skeleton, Step
 
 __all__ = ["Built", "build", "BROADCASTS"]
@@ -179,7 +180,12 @@ class _Builder:
             return draw_reduce(draw, kind)
         if kind == "SoftMax":
             return draw_softmax(draw)
-        return HeadSpec(draw_layout(draw), {}, kind)
+        # The ranks every op of the chain accepts (a BiasAdd or a batch norm backward after
+        # the head needs rank 2).
+        ranks = tuple(r for r in (4, 2, 3, 5, 1)
+                      if all(r in schema_ranks(k) and (f"{k}.rank", str(r)) not in UNDRAWN
+                             for k in self.skel.kinds() if k in SCHEMAS))
+        return HeadSpec(draw_layout(draw, ranks), {}, kind)
 
     def head(self, step: Step, index: int, spec: HeadSpec, src: LogicalTensor | None) -> _Chain:
         kind = step.kind

@@ -26,32 +26,46 @@ graph.tensor.one_producer  an op writes the tensor another op already produces
 
 The tensors a defect touches are graph inputs read by one op or graph outputs, so no other op
 sees the change first.
+
+Some rules check something that moves with an attribute: where a shape defect lies depends on
+`LAYOUT_ATTRS` (a bias of the wrong size is checked against the channel axis that
+``data_format`` names, a weights defect against the axis ``weights_format`` or ``transpose_b``
+names). Each such (rule, op kind, attribute value) is a coverage item (`setting_items`: for
+every op kind of the pattern that `_infer_edits` can give a defect, each value of each layout
+attribute it has), recorded by the case (``ill-formed <rule> <Kind>.<attribute>``), and
+`setting_cases` is their deterministic floor.
 """
 
 from __future__ import annotations
 
+import hashlib
 import random
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import cast
 
-from hypothesis import assume
+from hypothesis import HealthCheck, Phase, assume, given, seed, settings
 from hypothesis import strategies as st
 
 from fusionspec.spec.catalog import PatternEntry
 from fusionspec.spec.catalog import entry as catalog_entry
-from fusionspec.spec.categories import BINARY
+from fusionspec.spec.categories import BINARY, REDUCTION
 from fusionspec.spec.dtypes import DataType
 from fusionspec.spec.errors import GraphRule
 from fusionspec.spec.graph import AttrValue, Graph, LogicalTensor, Op
+from fusionspec.spec.match import Role
 from fusionspec.spec.opschemas import SCHEMAS
+from fusionspec.spec.pattern_tree import op_kinds
 
 from ..cases import Case, CaseKind
 from .build import Built, build
 from .dtypes import draw_dtype_plan, headline_dtype
 from .ids import case_id, report_events
+from .pairs import steered
 from .plan import draw_skeleton, feature_keys
 
-__all__ = ["Defect", "Edit", "ILL_FORMED_RULES", "ill_formed", "edits"]
+__all__ = ["Defect", "Edit", "ILL_FORMED_RULES", "ill_formed", "edits", "LAYOUT_ATTRS",
+           "SETTING_RULES", "INFER_EDIT_KINDS", "setting_items", "setting_cases"]
 
 D = DataType
 ILL_FORMED_RULES = (GraphRule.dtype_port, GraphRule.dtype_unify, GraphRule.shape_output,
@@ -59,6 +73,15 @@ ILL_FORMED_RULES = (GraphRule.dtype_port, GraphRule.dtype_unify, GraphRule.shape
                     GraphRule.attr_unknown, GraphRule.arity_inputs, GraphRule.acyclic,
                     GraphRule.one_producer)
 
+#: Attributes that say where an axis lies: a shape check looks at another axis under each
+#: value.
+LAYOUT_ATTRS = ("data_format", "weights_format", "transpose_a", "transpose_b")
+#: The rules whose check moves with `LAYOUT_ATTRS`.
+SETTING_RULES = (GraphRule.shape_infer,)
+#: The op kinds `_infer_edits` can give a shape defect (an operand, a bias, weights, a stride
+#: list, an axis, a size list).
+INFER_EDIT_KINDS = frozenset({*BINARY, "BiasAdd", "Convolution", "ConvTranspose", "MatMul",
+                              "AvgPool", "MaxPool", "SoftMax", "Interpolate", *REDUCTION})
 #: Values a user might plausibly write that the schemas do not allow (by attribute, or by
 #: op kind and attribute).
 _BAD_VALUES: dict[str, str] = {
@@ -283,11 +306,90 @@ def ill_formed(entry: PatternEntry, rule: str | None = None) -> st.SearchStrateg
     cannot be made are rejected)."""
     if rule is not None and rule not in ILL_FORMED_RULES:
         raise ValueError(f"no ill-formed rule {rule!r}; known: {', '.join(ILL_FORMED_RULES)}")
-    return _ill_formed(entry.id, rule)
+    return _ill_formed(entry.id, rule, None)
+
+
+def _settings(rule: str, edit: Edit, graph: Graph) -> dict[str, str]:
+    """The setting items of a defect: the layout attributes of the op it changes, under a
+    rule whose check moves with them."""
+    if rule not in SETTING_RULES:
+        return {}
+    ident = edit.words.split()[1].rstrip(":")
+    op = next((o for o in graph.ops if str(o.id) == ident and o.kind == edit.op_kind), None)
+    if op is None:
+        return {}
+    found = {}
+    for spec in SCHEMAS[op.kind].attrs:
+        value = op.attrs.get(spec.name, spec.default)
+        if spec.name in LAYOUT_ATTRS and value is not None:
+            found[f"ill-formed {rule} {op.kind}.{spec.name}"] = _text(value)
+    return found
+
+
+def _text(value: AttrValue) -> str:
+    return ("true" if value else "false") if isinstance(value, bool) else str(value)
+
+
+def setting_items(entry: PatternEntry) -> tuple[tuple[str, str], ...]:
+    """Every (rule, op kind, layout attribute value) of `entry` (see the module docstring)."""
+    items = []
+    kinds = op_kinds(entry.tree) & INFER_EDIT_KINDS
+    if Role.weights_q2f in entry.roles.values():
+        # A MatMul's one shape defect is on its weights, a graph input only where no weights
+        # path (Dequantize) computes them.
+        kinds -= {"MatMul"}
+    for kind in sorted(kinds):
+        for spec in SCHEMAS[kind].attrs:
+            if spec.name not in LAYOUT_ATTRS:
+                continue
+            values = spec.allowed or ("false", "true")
+            items += [(f"ill-formed {rule} {kind}.{spec.name}", v)
+                      for rule in SETTING_RULES for v in values]
+    return tuple(items)
+
+
+#: Defects drawn for one setting item, the first that shows it kept: a few, then more.
+SETTING_TRIES = (6, 30)
+
+
+def setting_cases(entry: PatternEntry, count: int) -> list[Case]:
+    """At most `count` ill-formed cases, one per setting item of `entry` (in order), each the
+    first that shows it of seeded hypothesis runs of its own: the layout attribute forced by
+    the label the generator draws it with, the defect made on an op of that kind."""
+    found: list[Case] = []
+    for key, value in setting_items(entry)[:count]:
+        kind, attr = key.rsplit(" ", 1)[1].split(".")
+        forced = ((attr, value == "true" if value in ("true", "false") else value),)
+        digest = hashlib.sha256(f"{entry.id}\x1f{key}\x1f{value}".encode()).digest()[:8]
+        strategy = _ill_formed(entry.id, SETTING_RULES[0], kind, forced)
+        for tries in SETTING_TRIES:
+            drawn = _drawn(strategy, int.from_bytes(digest, "big") + tries, tries)
+            hit = next((d for d in drawn if d.case.features.get(key) == value), None)
+            if hit is not None:
+                found.append(hit.case)
+                break
+    return found
+
+
+def _drawn(strategy: st.SearchStrategy[Defect], run_seed: int, count: int) -> list[Defect]:
+    drawn: list[Defect] = []
+
+    @seed(run_seed)
+    @settings(max_examples=count, derandomize=False, database=None, deadline=None,
+              phases=[Phase.generate], suppress_health_check=list(HealthCheck))
+    @given(strategy)
+    def collect(defect: Defect) -> None:
+        drawn.append(defect)
+
+    collect()
+    return drawn
 
 
 @st.composite
-def _ill_formed(draw: st.DrawFn, pattern: str, rule: str | None) -> Defect:
+def _ill_formed(draw: st.DrawFn, pattern: str, rule: str | None, kind: str | None,
+                steer: tuple[tuple[str, object], ...] = ()) -> Defect:
+    if steer:
+        draw = cast(st.DrawFn, steered(draw, dict(steer)))
     entry = catalog_entry(pattern)
     skeleton = draw_skeleton(draw, entry)
     built = build(draw, entry, skeleton, draw_dtype_plan(draw, entry, skeleton.steps))
@@ -301,13 +403,16 @@ def _ill_formed(draw: st.DrawFn, pattern: str, rule: str | None) -> Defect:
     # disallowed type should turn up about as often.
     digest = case_id("", CaseKind.ill_formed, built.graph).rsplit("/", 1)[1]
     pick = random.Random(int(digest, 16) ^ draw(st.integers(0, 2 ** 32), label="defect"))
-    edit = pick.choice(found[chosen])
+    # A setting case wants the defect on an op of `kind` where one can be made there.
+    candidates = [e for e in found[chosen] if kind is None or e.op_kind == kind]
+    edit = pick.choice(candidates or found[chosen])
     graph = edit.apply(built.graph)
     grammar = set(feature_keys(pattern).values())
     features = {k: v for k, v in built.features.items() if k not in grammar}
     features.update(rule=chosen, defect_op=edit.op_kind)
     if chosen == GraphRule.dtype_port:
         features["bad_dtype"] = edit.words.rsplit(" ", 1)[1]
+    features.update(_settings(chosen, edit, built.graph))
     report_events(pattern, CaseKind.ill_formed, features, chosen)
     case = Case(case_id(pattern, CaseKind.ill_formed, graph, chosen), CaseKind.ill_formed,
                 pattern, graph, chosen, headline_dtype(built.graph), features,

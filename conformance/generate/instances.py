@@ -22,7 +22,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from fusionspec.spec.catalog import PatternEntry
 from fusionspec.spec.categories import BINARY, CATEGORIES, REDUCTION, UNARY
@@ -31,6 +31,7 @@ from fusionspec.spec.graph import AttrValue, Graph, LogicalTensor, Op
 from fusionspec.spec.match import MatchError
 from fusionspec.spec.notation import to_notation
 from fusionspec.spec.onednn_json import dumps
+from fusionspec.spec.opschemas import SCHEMAS
 from fusionspec.spec.pattern_tree import (
     Alternation,
     CategoryRef,
@@ -46,11 +47,12 @@ from fusionspec.spec.pattern_tree import (
 )
 
 from ..cases import Case, CaseKind
+from .model import UNDRAWN, schema_ranks, tensor_items
 from .values import clean_plan, targeted_corners, with_values
 
 __all__ = ["Plan", "instance_plans", "build_instance", "instance_cases", "UNARY_ATTRS",
            "UNARY_VARIANTS",
-           "narrow_product_cases", "NARROW_PRODUCT_TERMS"]
+           "narrow_product_cases", "narrow_fill_cases", "NARROW_PRODUCT_TERMS"]
 
 F32, BF16, F16, U8, S8 = DataType.f32, DataType.bf16, DataType.f16, DataType.u8, DataType.s8
 
@@ -60,9 +62,10 @@ UNARY_VARIANTS: dict[str, tuple[dict[str, AttrValue], ...]] = {
     "Clamp": ({"min": -1.0, "max": 1.0}, {"min": 0.25, "max": 1.0},
               {"min": -1.0, "max": -0.25}),
     "Elu": ({"alpha": 0.5}, {"alpha": 0.0}, {"alpha": -0.5}),
-    "LeakyReLU": ({"alpha": 1.5}, {"alpha": 0.0}, {"alpha": -0.5}),
+    "LeakyReLU": ({"alpha": 1.5}, {"alpha": 0.0}, {"alpha": -0.5}, {"alpha": 1.0}),
     "Pow": ({"beta": 2.0}, {"beta": -1.0}, {"beta": 0.0}),
     "SoftPlus": ({"beta": -1.0}, {"beta": 2.0}),
+    "GELU": ({}, {"mode": "gelu_tanh"}),
 }
 #: Each reduction's ``keep_dims`` both ways, taken in turn like the unary variants, so the
 #: deterministic floor shows both output ranks whatever the random draws happen to reach.
@@ -74,6 +77,12 @@ _VARIANTS = {**UNARY_VARIANTS, **REDUCTION_VARIANTS}
 UNARY_ATTRS: dict[str, dict[str, AttrValue]] = {k: v[0] for k, v in UNARY_VARIANTS.items()}
 
 _ACT = (1, 4, 6, 6)  # NCX activations
+#: The activation of each rank the rank floor builds instances at (`rank_floor_cases`).
+_ACT_BY_RANK = {1: (6,), 2: (2, 6), 3: (1, 4, 6), 4: _ACT, 5: (1, 4, 3, 3, 2)}
+#: Head kinds whose instance takes an activation of any rank (the others have shapes of
+#: their own: a convolution's, a pool's, a MatMul's).
+_ANY_RANK_HEADS = frozenset({*UNARY, *BINARY, *REDUCTION, "Reciprocal", "Reorder",
+                             "BatchNormInference"})
 _VEC = (4,)
 _CONV: dict[str, AttrValue] = {"strides": (1, 1), "pads_begin": (1, 1), "pads_end": (1, 1),
                                "dilations": (1, 1), "data_format": "NCX"}
@@ -173,7 +182,9 @@ def _has_optional_quantize(node: Node) -> bool:
 # -- building a graph ----------------------------------------------------------------------
 
 class _Builder:
-    def __init__(self, engine_kind: str, turns: dict[str, int] | None = None) -> None:
+    def __init__(self, engine_kind: str, turns: dict[str, int] | None = None,
+                 act: tuple[int, ...] = _ACT) -> None:
+        self.act = act
         self.ops: list[Op] = []
         self.ids = itertools.count()
         self.engine_kind = engine_kind
@@ -201,11 +212,12 @@ class _Builder:
 
 
 def build_instance(entry: PatternEntry, plan: Plan, engine_kind: str = "cpu",
-                   turns: dict[str, int] | None = None) -> Graph:
+                   turns: dict[str, int] | None = None, rank: int = 4) -> Graph:
     """A valid graph holding exactly one instance of `entry` laid out as `plan`. Each unary op
     with attributes takes the next of its `UNARY_VARIANTS` by `turns` (its uses so far, counted
-    there), or the first when `turns` is None."""
-    b = _Builder(engine_kind, turns)
+    there), or the first when `turns` is None. A head of `_ANY_RANK_HEADS` reads an activation
+    of `rank`."""
+    b = _Builder(engine_kind, turns, _ACT_BY_RANK[rank])
     sides = entry.tree.parts[:-1] if isinstance(entry.tree, Subgraphs) else ()
     t1_reader = _t1_reader(entry)
     cur: LogicalTensor | None = None
@@ -263,21 +275,24 @@ def _head(b: _Builder, kind: str, plan: Plan) -> LogicalTensor:
         return b.op(kind, [b.tensor((1, 4, 3, 3))], [b.tensor(_ACT)],
                     {"mode": "nearest", "sizes": (6, 6), "data_format": "NCX"})
     if kind.startswith("Reduce"):
-        # The axes from the optional input (the random draws mostly take the attribute).
+        # The axes from the optional input (the random draws mostly take the attribute); the
+        # only axis of a rank-1 src is kept.
         attrs = b.variant_attrs(kind)
-        out = (1, 1, 6, 6) if attrs.get("keep_dims") else (1, 6, 6)
-        return b.op(kind, [b.tensor(_ACT), b.tensor((1,), DataType.s32)], [b.tensor(out)],
+        act = b.act
+        if len(act) == 1:
+            attrs["keep_dims"] = True
+        axis = min(1, len(act) - 1)
+        out = (*act[:axis], *((1,) if attrs.get("keep_dims") else ()), *act[axis + 1:])
+        return b.op(kind, [b.tensor(act), b.tensor((1,), DataType.s32)], [b.tensor(out)],
                     attrs)
     if kind == "SoftMax":
         return b.op(kind, [b.tensor((4, 8))], [b.tensor((4, 8))], {"axis": 1})
     if kind == "ConvolutionBackwardWeights":
         return b.op(kind, [b.tensor(_ACT), b.tensor(_ACT)], [b.tensor((4, 4, 3, 3))],
                     {**_CONV, "weights_format": "OIX", "weights_shape": (4, 4, 3, 3)})
-    if kind == "ReLUBackward":
-        return b.op(kind, [b.tensor(_ACT), b.tensor(_ACT)], [b.tensor(_ACT)])
-    if kind in BINARY:
-        return b.op(kind, [b.tensor(_ACT), b.tensor(_ACT)], [b.tensor(_ACT)])
-    return _follower(b, kind, b.tensor(_ACT))
+    if kind == "ReLUBackward" or kind in BINARY:
+        return b.op(kind, [b.tensor(b.act), b.tensor(b.act)], [b.tensor(b.act)])
+    return _follower(b, kind, b.tensor(b.act))
 
 
 def _t1_op(b: _Builder, kind: str, cur: LogicalTensor, plan: Plan) -> LogicalTensor:
@@ -372,7 +387,71 @@ def instance_cases(entry: PatternEntry, engine_kind: str = "cpu") -> list[Case]:
             # the variant zeroes a half (alpha = 0), and the positive grid would hide it.
             cases.append(with_values(case, clean_plan(graph, "dense")))
     cases += [c for _, _, c in sorted(corners.values(), key=lambda v: v[:2])]
-    return cases + narrow_product_cases(entry)
+    return (cases + rank_floor_cases(entry, plans) + narrow_product_cases(entry)
+            + narrow_fill_cases(entry, plans))
+
+
+def _takes_rank(kinds: Sequence[str], rank: int) -> bool:
+    return all(k not in SCHEMAS or (rank in schema_ranks(k)
+                                    and (f"{k}.rank", str(rank)) not in UNDRAWN) for k in kinds)
+
+
+def rank_floor_cases(entry: PatternEntry, plans: Sequence[Plan]) -> list[Case]:
+    """The ranks the coverage model asks of each op kind (`model.schema_ranks`), besides the
+    instances' own 4: for each other rank, the fewest plans headed by an op of
+    `_ANY_RANK_HEADS` that between them hold every kind the plans hold at that rank, built
+    with an activation of that rank (the random draws reach the ranks of the other heads)."""
+    cases = []
+    for rank in (r for r in sorted(_ACT_BY_RANK) if r != 4):
+        fitting = [p for p in plans if p.kinds[0] in _ANY_RANK_HEADS
+                   and _takes_rank(p.kinds, rank)]
+        wanted = {k for p in fitting for k in p.kinds}
+        while wanted:
+            best = max(fitting, key=lambda p: (len(wanted & set(p.kinds)), -len(p.kinds)))
+            wanted -= set(best.kinds)
+            graph = build_instance(entry, best, rank=rank)
+            case = _instance_case(entry, graph, f"catalog instance: {best.describe()}, "
+                                                f"rank {rank}")
+            cases.append(with_values(case, clean_plan(graph)))
+    return cases
+
+
+def _narrowed(graph: Graph, dtype: DataType) -> Graph:
+    """`graph` with every f32 tensor turned `dtype` (the uniform bf16/f16 rows), save those on
+    a port whose schema does not allow it (a batch norm's f16 statistics stay f32)."""
+    kept = {t.id for op in graph.ops
+            for ports, tensors in ((SCHEMAS[op.kind].inputs, op.inputs),
+                                   (SCHEMAS[op.kind].outputs, op.outputs))
+            for port, t in zip(ports, tensors)
+            if dtype not in SCHEMAS[op.kind].types[port.symbol]}
+
+    def retyped(t: LogicalTensor) -> LogicalTensor:
+        if t.dtype != F32 or t.id in kept:
+            return t
+        return LogicalTensor(t.id, dtype, t.shape, t.strides, t.layout_type, t.property_type)
+    return Graph([Op(op.id, op.kind, tuple(map(retyped, op.inputs)),
+                     tuple(map(retyped, op.outputs)), dict(op.attrs), op.name)
+                  for op in graph.ops], engine_kind=graph.engine_kind)
+
+
+def narrow_fill_cases(entry: PatternEntry, plans: Sequence[Plan]) -> list[Case]:
+    """For each kind the base op of a float pattern can be, and each of bf16 and f16 among its
+    uniform rows: the shortest plan with that base op, every tensor of that type, filled with
+    full-precision values (``dense``) whose products and sums are not exact in it, so that an
+    accumulator or an intermediate of the narrow type shows (`tensor_items` of the coverage
+    model asks for them). ReduceProd has its own (`narrow_product_cases`)."""
+    wanted = {(key.split(".")[0], value.split()[0]) for key, value in tensor_items(entry)
+              if key.endswith(".narrow fill")}
+    cases = []
+    for kind, dtype in sorted(wanted):
+        holding = sorted((p for p in plans if p.kinds[0] == kind), key=lambda p: len(p.kinds))
+        if not holding or kind == "ReduceProd":
+            continue
+        graph = _narrowed(build_instance(entry, holding[0]), DataType(dtype))
+        case = _instance_case(entry, graph, f"catalog instance: {holding[0].describe()}, "
+                                            f"{dtype} with inexact values")
+        cases.append(with_values(replace(case, dtype=dtype), clean_plan(graph, "dense")))
+    return cases
 
 
 #: Elements each output of a narrow ReduceProd instance multiplies: enough for an accumulator

@@ -10,42 +10,69 @@ chain, its post-ops and its side subgraphs). For an op kind ``K``:
   (other positive values) within the schema's bounds, and ``at minimum`` / ``at maximum``
   where the schema draws a bound;
 - each optional input or output port ``p`` gives ``K.input p`` / ``K.output p`` with the values
-  ``present`` and ``absent``.
+  ``present`` and ``absent``;
+- ``K.rank``: each rank of the op's first input from 1 to `MAX_RANK` (the largest the generator
+  draws, which keeps tensors small) that the schema accepts: an op built with every required
+  input of that rank (or of rank 1, for a bias, a scale or an axes list) and the least
+  values of its list attributes passes the schema's validation and shape inference
+  (`schema_ranks`);
+- the number lists of a quantization op (an op whose ``qtype`` may be ``per_channel``:
+  ``scales``, ``zps``): ``per-tensor``, ``per-channel uniform``, ``per-channel differing``, and
+  where zero is allowed, ``all zero``, ``all non-zero`` and ``per-channel differing
+  non-zero`` (zero points that differ per channel and none of them 0).
 
 `graph_features(graph)` reads the same items off a graph (every op, side subgraphs included):
 it is what a case records among its features, so the results document counts it per pattern
 and the report shows it per op and per pattern. `model_items(entry)` is what a pattern's ops
 could show (the structural situations its rules speak of are its near misses' rules:
-`fusionspec.conformance.generate.near_miss.structure_items`); `required_items()` is the union
-of the model items over the catalog, less `UNDRAWN`: the items the generator leaves out, each
-with the reason it cannot be drawn as a valid case. A test holds the ci profile to drawing
-every required item at least once.
+`fusionspec.conformance.generate.near_miss.structure_items`), less `UNDRAWN`: the items the
+generator leaves out, each with the reason it cannot be drawn as a valid case.
+`fusionspec.conformance.generate.items` joins them with the dtype row x attribute pairs and
+the ill-formed settings into what the ci profile must draw (`required_items`); a test holds
+it to drawing every required item at least once.
 
 >>> value_classes(AttrSpec("epsilon", AttrKind.f32, required=True, minimum=0.0), 0.0)
 ('zero', 'at minimum')
 >>> [v for k, v in op_items("SoftMax") if k == "SoftMax.output stats"]
 ['present', 'absent']
+>>> schema_ranks("Convolution"), schema_ranks("MatMul")
+((3, 4, 5), (1, 2, 3, 4, 5))
 """
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Mapping
 from functools import cache
 
-from fusionspec.spec.catalog import CATALOG, PatternEntry
-from fusionspec.spec.graph import AttrValue, Graph
+from fusionspec.spec.catalog import PatternEntry
+from fusionspec.spec.dtypes import DataType
+from fusionspec.spec.errors import FusionspecError
+from fusionspec.spec.graph import AttrValue, Graph, LogicalTensor, Op
+from fusionspec.spec.match import Role
 from fusionspec.spec.opschemas import SCHEMAS
-from fusionspec.spec.pattern_tree import op_kinds
-from fusionspec.spec.schema import AttrKind, AttrSpec
+from fusionspec.spec.pattern_tree import leaves, op_kinds
+from fusionspec.spec.schema import AttrKind, AttrSpec, InferenceFailure, OpSchema
+from fusionspec.spec.validate import validate_op
+
+from .attrs import MAX_RANK
+from .dtypes import required_rows
 
 #: A coverage item: (feature key, value as text), as `fusionspec.conformance.generate.coverage`
 #: spells them.
 Item = tuple[str, str]
 
-__all__ = ["Item", "OMITTED", "value_classes", "op_items", "model_items", "graph_features",
-           "required_items", "UNDRAWN"]
+__all__ = ["Item", "OMITTED", "value_classes", "list_classes", "op_items", "model_items",
+           "graph_features", "schema_ranks", "tensor_items", "UNDRAWN",
+           "MAX_RANK", "SPECIAL_KINDS", "SPECIAL_VALUES"]
 
 OMITTED = "omitted"
+#: Op kinds whose results on NaN and inf inputs are where implementations part ways (a max
+#: that drops a NaN, a clamp that keeps it, a division guarded against zero, a pool or a
+#: SoftMax over infinities): each must read a tensor with NaN and inf in some case.
+SPECIAL_KINDS = frozenset({"Divide", "Reciprocal", "Maximum", "Minimum", "Clamp", "ReLU", "Log",
+                           "Sqrt", "MaxPool", "AvgPool", "SoftMax", "Round"})
+SPECIAL_VALUES = "NaN and inf"
 _NUMBERS = (AttrKind.f32, AttrKind.s64)
 
 
@@ -73,6 +100,99 @@ def _attr_classes(spec: AttrSpec) -> list[str]:
     return found
 
 
+def _probe_type(types: frozenset[DataType], avoid: DataType | None = None) -> DataType:
+    choices = sorted(types - {avoid} if types - {avoid} else types, key=lambda d: d.value)
+    return DataType.f32 if DataType.f32 in choices else choices[0]
+
+
+def _probe_values(spec: AttrSpec, length: int) -> list[AttrValue]:
+    """Values of a required attribute a probe tries: the least the schema allows (a list of
+    `length` of them; 1 or 0 where it sets no bound)."""
+    if spec.kind is AttrKind.s64_list:
+        if spec.minimum is not None:
+            return [(int(spec.minimum),) * length]
+        return [(1,) * length, (0,) * length]
+    if spec.kind is AttrKind.f32_list:
+        return [(1.0,)]
+    if spec.kind is AttrKind.string:
+        return [(spec.allowed or ("",))[0]]
+    if spec.kind is AttrKind.boolean:
+        return [False]
+    least = spec.minimum if spec.minimum is not None else 1
+    return [float(least) if spec.kind is AttrKind.f32 else int(least)]
+
+
+def _accepts_rank(schema: OpSchema, rank: int) -> bool:
+    """Whether some op of `schema` whose first input has `rank` validates and infers."""
+    required = [p for p in schema.inputs if not p.optional]
+    outputs = [p for p in schema.outputs if not p.optional]
+    needed = [a for a in schema.attrs if a.required]
+    for length in dict.fromkeys((max(rank - 2, 0), rank, 1)):
+        # An optional list that shape inference needs one of (Interpolate's sizes).
+        extras: list[dict[str, AttrValue]] = [{}] + [
+            {a.name: (1,) * length} for a in schema.attrs
+            if not a.required and a.kind is AttrKind.s64_list]
+        others = [[(1,) * rank, (1,), (rank,)]] * (len(required) - 1)
+        for values, extra, shapes, change in itertools.product(
+                itertools.product(*(_probe_values(a, length) for a in needed)), extras,
+                itertools.product([(1,) * rank], *others), (False, True)):
+            inputs = tuple(LogicalTensor(i, _probe_type(schema.types[p.symbol]), shape)
+                           for i, (p, shape) in enumerate(zip(required, shapes)))
+            # The output's type, or another one where the schema allows it (TypeCast must
+            # change the type).
+            avoid = inputs[0].dtype if inputs and change else None
+            outs = tuple(LogicalTensor(100 + i, _probe_type(schema.types[p.symbol], avoid))
+                         for i, p in enumerate(outputs))
+            attrs = {a.name: v for a, v in zip(needed, values)}
+            try:
+                op = validate_op(Op(0, schema.kind, inputs, outs, {**attrs, **extra}))
+                if schema.infer is not None:
+                    schema.infer(op, list(shapes))
+            except (FusionspecError, InferenceFailure, ValueError, LookupError, TypeError):
+                continue
+            return True
+    return False
+
+
+@cache
+def schema_ranks(kind: str) -> tuple[int, ...]:
+    """The ranks from 1 to `MAX_RANK` the schema of `kind` accepts for its first input."""
+    return tuple(r for r in range(1, MAX_RANK + 1) if _accepts_rank(SCHEMAS[kind], r))
+
+
+def _quantizes(schema: OpSchema) -> bool:
+    qtype = schema.attr_spec("qtype")
+    return qtype is not None and "per_channel" in (qtype.allowed or ())
+
+
+_LISTS = (AttrKind.f32_list, AttrKind.s64_list)
+
+
+def _list_item_classes(spec: AttrSpec) -> list[str]:
+    found = ["per-tensor", "per-channel uniform", "per-channel differing"]
+    if spec.minimum is None or spec.minimum <= 0:
+        found += ["all zero", "all non-zero", "per-channel differing non-zero"]
+    return found
+
+
+def list_classes(spec: AttrSpec, value: AttrValue | None) -> tuple[str, ...]:
+    """The classes of a quantization op's number list `value` (see the module docstring)."""
+    if not isinstance(value, tuple) or not value:
+        return ()
+    numbers = [float(v) for v in value if isinstance(v, int | float)]
+    spread = ("per-tensor" if len(numbers) == 1 else "per-channel differing"
+              if len(set(numbers)) > 1 else "per-channel uniform")
+    found = [spread]
+    if spec.minimum is None or spec.minimum <= 0:
+        if not any(numbers):
+            found.append("all zero")
+        elif all(numbers):
+            found.append("all non-zero")
+            if spread == "per-channel differing":
+                found.append("per-channel differing non-zero")
+    return tuple(found)
+
+
 @cache
 def op_items(kind: str) -> tuple[Item, ...]:
     """Every item the schema of `kind` allows (see the module docstring)."""
@@ -80,6 +200,9 @@ def op_items(kind: str) -> tuple[Item, ...]:
     items: list[Item] = []
     for spec in schema.attrs:
         items += [(f"{kind}.{spec.name}", value) for value in _attr_classes(spec)]
+        if spec.kind in _LISTS and _quantizes(schema):
+            items += [(f"{kind}.{spec.name}", value) for value in _list_item_classes(spec)]
+    items += [(f"{kind}.rank", str(rank)) for rank in schema_ranks(kind)]
     for direction, ports in (("input", schema.inputs), ("output", schema.outputs)):
         for port in ports:
             if port.optional:
@@ -118,6 +241,8 @@ def graph_features(graph: Graph) -> dict[str, str]:
             continue
         for spec in schema.attrs:
             classes = value_classes(spec, op.attrs.get(spec.name))
+            if spec.kind in _LISTS and _quantizes(schema):
+                classes += list_classes(spec, op.attrs.get(spec.name))
             if classes:
                 found.setdefault(f"{op.kind}.{spec.name}", set()).update(classes)
         for direction, ports, given in (("input", schema.inputs, len(op.inputs)),
@@ -126,6 +251,8 @@ def graph_features(graph: Graph) -> dict[str, str]:
                 if port.optional:
                     found.setdefault(f"{op.kind}.{direction} {port.name}", set()).add(
                         "present" if index < given else "absent")
+        if op.inputs and op.inputs[0].shape is not None:
+            found.setdefault(f"{op.kind}.rank", set()).add(str(len(op.inputs[0].shape)))
     return {key: ",".join(sorted(values)) for key, values in sorted(found.items())}
 
 
@@ -144,17 +271,43 @@ UNDRAWN: Mapping[Item, str] = {
     "is defined for beta = 0 (the reference rejects it as bad input)",
     ("MatMul.accumulation_mode", "f16"): "licenses sums held in f16, an error the bounds do not "
     "model: a case would fail a backend that takes the licence (a suite limitation)",
+    ("BatchNormInference.rank", "1"): "the page's src is N, C and spatial dims, and the "
+    "reference refuses a rank-1 src; the schema's shape inference alone does not check it (a "
+    "gap between the two that a case would only report as the suite's own error)",
+    ("BiasAddBackward.rank", "2"): "its one pattern (train.conv_bwd_weights_bias_bwd) feeds it "
+    "the output of a ConvolutionBackwardWeights: convolution weights, rank 3 and up",
+    **{("ConvolutionBackwardWeights.rank", r): "a convolution's src has a spatial dim (rank 3 "
+       "and up, as Convolution's own shape inference says); this schema takes the weights "
+       "shape as given and does not repeat the check" for r in ("1", "2")},
+    ("ReLUBackward.rank", "1"): "its one pattern (train.relu_bwd_bn_bwd) feeds its output to a "
+    "BatchNormTrainingBackward, whose schema needs rank 2 and up",
+    ("TypeCast.rank", "1"): "TypeCast appears only after a SoftMax (softmax.post_ops), whose "
+    "schema needs a src of rank 2 and up",
+    **{(f"{kind}.scales", "all zero"): "a zero scale: Quantize divides by it and Dequantize "
+       "maps every value to 0, so no output would carry a signal the suite could judge"
+       for kind in ("Quantize", "Dequantize")},
     ("MatMul.accumulation_mode", "s32"): "integer accumulation: every MatMul of the patterns "
     "multiplies f32, bf16 or f16 operands (the int8 patterns dequantize first)",
 }
 
 
+def tensor_items(entry: PatternEntry) -> tuple[Item, ...]:
+    """The tensor value classes `entry` must show: NaN and inf into each op kind of
+    `SPECIAL_KINDS` it holds, and fills inexact in bf16 and in f16 into each kind its base op
+    can be, where its dtype rows make the whole chain bf16 or f16."""
+    kinds = op_kinds(entry.tree)
+    items = [(f"{kind}.special values", SPECIAL_VALUES) for kind in sorted(kinds & SPECIAL_KINDS)]
+    narrow = [row for row in ("bf16", "f16") if row in required_rows(entry)]
+    base = sorted({kind for path, leaf in leaves(entry.tree)
+                   if entry.roles.get(path) is Role.base for kind in op_kinds(leaf)})
+    items += [(f"{kind}.narrow fill", f"{row} inexact") for kind in base for row in narrow]
+    return tuple(items)
+
+
 def model_items(entry: PatternEntry) -> tuple[Item, ...]:
-    """The model items of every op kind `entry` can hold, less `UNDRAWN`."""
-    return tuple(item for kind in sorted(op_kinds(entry.tree)) if kind in SCHEMAS
-                 for item in op_items(kind) if item not in UNDRAWN)
-
-
-def required_items() -> frozenset[Item]:
-    """What the ci profile must draw between all its cases: every pattern's model items."""
-    return frozenset(item for entry in CATALOG for item in model_items(entry))
+    """The model items of every op kind `entry` can hold and its tensor value classes, less
+    `UNDRAWN` (`fusionspec.conformance.generate.items` adds the pairs and the ill-formed
+    settings)."""
+    found = [item for kind in sorted(op_kinds(entry.tree)) if kind in SCHEMAS
+             for item in op_items(kind)]
+    return tuple(item for item in (*found, *tensor_items(entry)) if item not in UNDRAWN)

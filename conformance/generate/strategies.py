@@ -30,8 +30,11 @@ give it.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import hashlib
+from collections.abc import Mapping, Sequence
+from typing import Any, TypeVar, cast
 
+from hypothesis import HealthCheck, Phase, given, seed, settings
 from hypothesis import strategies as st
 
 from fusionspec.spec.catalog import CATALOG, PatternEntry
@@ -46,10 +49,14 @@ from .dtypes import headline_dtype, plan_for_row, required_rows, row_bounds
 from .ids import case_id, report_events
 from .ill_formed import ill_formed
 from .near_miss import near_misses
+from .pairs import case_pairs, pair_design, steered, value_text
 from .plan import draw_skeleton
 from .values import ValuePlan, draw_values, with_values
 
-__all__ = ["valid_cases", "valid_builds", "valid_case", "near_miss_cases", "ill_formed_cases",
+_T = TypeVar("_T")
+
+__all__ = ["valid_cases", "valid_builds", "valid_case", "design_cases", "near_miss_cases",
+           "ill_formed_cases",
            "case_id", "accepted_patterns", "coverage_items", "case_items", "headline_dtype",
            "report_events"]
 
@@ -86,15 +93,20 @@ def draw_instance(draw: st.DrawFn, entry: PatternEntry) -> Built:
                  plan_for_row(draw, entry, skeleton.steps, row, bias_input))
 
 
-def valid_builds(entry: PatternEntry | str) -> st.SearchStrategy[Built]:
-    """A valid instance of `entry` with everything that went into it (see `Built`)."""
-    return _valid_builds(_entry(entry).id)
+def valid_builds(entry: PatternEntry | str, forced: Mapping[str, Any] | None = None,
+                 ) -> st.SearchStrategy[Built]:
+    """A valid instance of `entry` with everything that went into it (see `Built`); the
+    choices drawn with a label of `forced` take its values where the strategy offers them
+    (`fusionspec.conformance.generate.pairs.steered`)."""
+    return _valid_builds(_entry(entry).id, dict(forced or {}))
 
 
 @st.composite
-def _valid_builds(draw: st.DrawFn, pattern: str) -> Built:
+def _valid_builds(draw: st.DrawFn, pattern: str, forced: Mapping[str, Any]) -> Built:
     # Takes the pattern id, not the entry, so that failures print a readable call.
     entry = catalog_entry(pattern)
+    if forced:
+        draw = cast(st.DrawFn, steered(draw, forced))
     built = draw_instance(draw, entry)
     report_events(entry.id, CaseKind.valid, built.features)
     return built
@@ -103,17 +115,84 @@ def _valid_builds(draw: st.DrawFn, pattern: str) -> Built:
 def valid_case(built: Built, plan: ValuePlan | None = None) -> Case:
     """The `Case` of a valid instance, its inputs filled from `plan` (default: the grid)."""
     pattern = built.entry.id
+    features = {**built.features, **case_pairs(pattern, built.row, built.graph)}
     case = Case(case_id(pattern, CaseKind.valid, built.graph), CaseKind.valid, pattern,
-                built.graph, None, headline_dtype(built.graph), built.features,
+                built.graph, None, headline_dtype(built.graph), features,
                 built.describe())
     return case if plan is None else with_values(case, plan)
 
 
-def valid_cases(entry: PatternEntry | str) -> st.SearchStrategy[Case]:
+def valid_cases(entry: PatternEntry | str, forced: Mapping[str, Any] | None = None,
+                ) -> st.SearchStrategy[Case]:
     """Valid instances of `entry` (a catalog entry or its id), each with its values: a corner
-    or clean signal (`fusionspec.conformance.generate.values`)."""
-    return valid_builds(entry).flatmap(
+    or clean signal (`fusionspec.conformance.generate.values`); `forced` as for
+    `valid_builds`."""
+    return valid_builds(entry, forced).flatmap(
         lambda built: draw_values(built.graph).map(lambda plan: valid_case(built, plan)))
+
+
+def design_cases(entry: PatternEntry | str, count: int) -> list[Case]:
+    """The first `count` choices of `pair_design` as valid cases. Each is drawn by hypothesis
+    runs of its own, seeded by the pattern and the turn: of a few instances forced to the
+    choice (more where none of them will do), the first that holds the most of the pairs it
+    forces that no earlier case holds (an instance may hold fewer: a mixed row needs a
+    binary post-op that the chain drawn may lack), then its values. So they are the same
+    whatever else is drawn, and whichever version of hypothesis draws them, they hold the
+    pairs they force."""
+    pattern = _entry(entry).id
+    found = []
+    covered: set[str] = set()
+    for turn, forced in enumerate(pair_design(pattern)[:count]):
+        key = int.from_bytes(hashlib.sha256(f"{pattern}\x1f{turn}".encode()).digest()[:8],
+                             "big")
+        wanted = _forced_pairs(forced) - covered
+        built = None
+        for tries in DESIGN_TRIES:
+            builds = _examples(valid_builds(pattern, forced), key + tries, tries)
+            if builds:
+                built = max(builds, key=lambda b: len(_held(b) & wanted))
+            if built is not None and wanted <= _held(built):
+                break
+        if built is None:
+            continue
+        covered |= _held(built)
+        plans = _examples(draw_values(built.graph), key, 2)
+        found.append(valid_case(built, plans[-1] if plans else None))
+    return found
+
+
+#: Instances drawn for one choice of the pair design, the best of them kept: a few, and many
+#: more where none of the few holds every pair it forces.
+DESIGN_TRIES = (6, 40, 200)
+
+
+def _forced_pairs(forced: Mapping[str, Any]) -> set[str]:
+    """The pairs a choice of the pair design asks for, as ``attribute=row x value``."""
+    row = forced["dtype row"]
+    return {f"{k}={row} x {value_text(v)}" for k, v in forced.items() if k != "dtype row"}
+
+
+def _held(built: Built) -> set[str]:
+    """The pairs `built` holds, spelled as `_forced_pairs` spells them."""
+    return {f"{key.rsplit('.', 1)[1]}={v}"
+            for key, value in case_pairs(built.entry.id, built.row, built.graph).items()
+            for v in value.split(",")}
+
+
+def _examples(strategy: st.SearchStrategy[_T], run_seed: int, count: int) -> list[_T]:
+    """What hypothesis draws from `strategy` in a run of `count` examples seeded `run_seed`,
+    less the first (the simplest possible one)."""
+    drawn: list[_T] = []
+
+    @seed(run_seed)
+    @settings(max_examples=count, derandomize=False, database=None, deadline=None,
+              phases=[Phase.generate], suppress_health_check=list(HealthCheck))
+    @given(strategy)
+    def collect(value: _T) -> None:
+        drawn.append(value)
+
+    collect()
+    return drawn[1:] or drawn
 
 
 def near_miss_cases(entry: PatternEntry | str) -> st.SearchStrategy[Case]:

@@ -35,6 +35,7 @@ import numpy as np
 from hypothesis import strategies as st
 
 from fusionspec.reference import execute, fill_inputs
+from fusionspec.reference.filling import CLEAN_DOMAINS
 from fusionspec.reference.partitioner import partition
 from fusionspec.spec.errors import FusionspecError
 from fusionspec.spec.graph import Graph, LogicalTensor, Op
@@ -44,11 +45,11 @@ from ..cases import Case, CaseKind
 from ..grade.bounds import error_bounds
 from ..grade.tolerances import weak_elements
 from .ids import case_id
-from .model import graph_features
+from .model import SPECIAL_KINDS, SPECIAL_VALUES, graph_features
 
 __all__ = ["ValuePlan", "CORNER_EVERY", "EXP_LIKE", "TARGETED", "corner_candidates",
            "targeted_corners", "clean_plan", "draw_values", "with_values", "output_health",
-           "narrow_products",
+           "narrow_products", "value_items",
            "NONFINITE_LIMIT", "WEAK_LIMIT"]
 
 #: One drawn case in this many tests a corner.
@@ -224,8 +225,7 @@ TARGETED: Mapping[str, frozenset[str]] = {
     "ties": _ROUNDING,
     "neg-inf-rows": frozenset({"SoftMax"}),
     "saturate": frozenset({"Quantize"}),
-    "special": frozenset({"Divide", "Reciprocal", "Maximum", "Minimum", "Clamp", "ReLU", "Log",
-                          "Sqrt", "MaxPool", "AvgPool", "SoftMax", "Round"}),
+    "special": SPECIAL_KINDS,
     "subnormal": frozenset({"Exp", "Elu", "Tanh", "GELU", "Reciprocal", "Sqrt", "Log"}),
 }
 
@@ -249,6 +249,29 @@ def targeted_corners(graph: Graph) -> list[tuple[tuple[str, int, str], ValuePlan
     return sorted(found.items())
 
 
+#: Clean domains whose values keep every product and sum of a few terms exact in bf16 and f16.
+_EXACT_DOMAINS = frozenset({"grid", "positive", "small"})
+
+
+def value_items(graph: Graph, domains: Mapping[int, str]) -> dict[str, str]:
+    """The tensor value classes of the coverage model (`fusionspec.conformance.generate.model`)
+    that `graph` filled from `domains` shows, by the op kind reading each data input:
+    ``K.narrow fill`` (``bf16 exact``, ``bf16 inexact``, ``f16 ...``: a bf16/f16 input from the
+    grid or from full-precision values) and ``K.special values`` (``NaN and inf``)."""
+    graph = graph if graph.finalized else graph.finalize()
+    found: dict[str, set[str]] = {}
+    for tensor, readers in _data_inputs(graph):
+        domain = domains.get(tensor.id, "grid")
+        for op, _ in readers:
+            if tensor.dtype.value in ("bf16", "f16") and domain in CLEAN_DOMAINS:
+                exact = "exact" if domain in _EXACT_DOMAINS else "inexact"
+                found.setdefault(f"{op.kind}.narrow fill", set()).add(
+                    f"{tensor.dtype.value} {exact}")
+            if domain == "special" and tensor.dtype.is_float:
+                found.setdefault(f"{op.kind}.special values", set()).add(SPECIAL_VALUES)
+    return {key: ",".join(sorted(values)) for key, values in sorted(found.items())}
+
+
 def with_values(case: Case, plan: ValuePlan) -> Case:
     """`case` filled from `plan`, its features saying so (and its id telling it apart from the
     same graph with other values), and the coverage model's items its graph shows
@@ -260,5 +283,6 @@ def with_values(case: Case, plan: ValuePlan) -> Case:
         ident = f"{prefix}/" + case_id(case.pattern, case.kind, case.graph, rule,
                                         plan.domains).rsplit("/", 1)[1]
     return replace(case, id=ident, values=dict(plan.domains),
-                   features={**case.features, **plan.features, **graph_features(case.graph)})
+                   features={**case.features, **plan.features, **graph_features(case.graph),
+                             **value_items(case.graph, plan.domains)})
 

@@ -13,16 +13,22 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from fusionspec.conformance.generate.items import required_items
 from fusionspec.conformance.generate.model import (
+    MAX_RANK,
     OMITTED,
+    SPECIAL_VALUES,
     UNDRAWN,
     graph_features,
+    list_classes,
     model_items,
     op_items,
-    required_items,
+    schema_ranks,
+    tensor_items,
     value_classes,
 )
 from fusionspec.conformance.generate.near_miss import structure_items
+from fusionspec.conformance.generate.values import value_items
 from fusionspec.spec.catalog import CATALOG, entry
 from fusionspec.spec.dtypes import DataType
 from fusionspec.spec.graph import Graph, LogicalTensor, Op
@@ -110,3 +116,68 @@ def test_structure_items_are_the_near_miss_rules_of_the_pattern() -> None:
     assert not structure_items(entry("fp.bn_relu")) or all(
         key == "rule" for key, _ in structure_items(entry("fp.bn_relu"))), \
         "structural items are keyed by the near-miss rule"
+
+
+@pytest.mark.parametrize("kind", PATTERN_KINDS)
+def test_ranks_come_from_the_schema_shape_inference(kind: str) -> None:
+    ranks = schema_ranks(kind)
+    items = {v for k, v in op_items(kind) if k == f"{kind}.rank"}
+    assert ranks and set(ranks) <= set(range(1, MAX_RANK + 1)), \
+        f"{kind}: ranks {ranks} must be some of 1..{MAX_RANK}"
+    assert items == {str(r) for r in ranks}, f"{kind}: rank items {items} against {ranks}"
+
+
+def test_spatial_ops_start_at_rank_3_and_elementwise_ops_at_rank_1() -> None:
+    for kind in ("Convolution", "ConvTranspose", "AvgPool", "MaxPool", "Interpolate"):
+        assert schema_ranks(kind) == (3, 4, 5), \
+            f"{kind} needs N, C and a spatial dim: {schema_ranks(kind)}"
+    for kind in ("ReLU", "Add", "MatMul", "ReduceSum"):
+        assert schema_ranks(kind)[0] == 1, f"{kind} takes a vector: {schema_ranks(kind)}"
+    assert schema_ranks("SoftMax")[0] == 2, \
+        f"SoftMax's default axis is 1, so its src has rank 2 at least: {schema_ranks('SoftMax')}"
+
+
+def test_quantization_lists_fall_into_per_channel_classes() -> None:
+    zps = SCHEMAS["Dequantize"].attr_spec("zps")
+    assert zps is not None, "Dequantize has zero points"
+    assert list_classes(zps, (3, -1, 2)) == (
+        "per-channel differing", "all non-zero", "per-channel differing non-zero"), \
+        "zero points 3, -1, 2 differ per channel and none is 0"
+    assert list_classes(zps, (0, 0)) == ("per-channel uniform", "all zero"), "zeros: uniform"
+    assert list_classes(zps, (2, 0, 1)) == ("per-channel differing",), \
+        "a 0 among differing zero points: neither all zero nor all non-zero"
+    assert ("Dequantize.zps", "per-channel differing non-zero") in op_items("Dequantize"), \
+        "differing non-zero zero points are an item of the model"
+
+
+def test_graph_features_read_ranks_and_lists() -> None:
+    src = LogicalTensor(0, DataType.u8, (2, 3))
+    dst = LogicalTensor(1, DataType.f32, (2, 3))
+    graph = Graph([Op(0, "Dequantize", (src,), (dst,), {
+        "qtype": "per_channel", "axis": 1, "scales": (0.5, 0.25, 0.5), "zps": (1, 2, 3)})])
+    features = graph_features(graph)
+    assert features["Dequantize.rank"] == "2", f"a rank-2 src: {features}"
+    assert "per-channel differing non-zero" in features["Dequantize.zps"].split(","), \
+        f"zero points 1, 2, 3: {features}"
+
+
+def test_tensor_items_ask_for_narrow_inexact_fills_and_special_values() -> None:
+    items = set(tensor_items(entry("fp.reduction_post_ops")))
+    assert ("ReduceProd.narrow fill", "f16 inexact") in items, \
+        "an f16 ReduceProd with inexact values is required (the narrow accumulator miss)"
+    assert ("Maximum.special values", SPECIAL_VALUES) in items, \
+        f"Maximum's NaN handling is required where a pattern holds it: {sorted(items)[:5]}"
+    assert not {i for i in tensor_items(entry("int8.pool")) if i[0].endswith("narrow fill")}, \
+        "a quantized pattern has no bf16/f16 rows, so no narrow fill items"
+
+
+def test_value_items_say_how_a_narrow_input_was_filled() -> None:
+    src = LogicalTensor(0, DataType.f16, (2, 16))
+    graph = Graph([Op(0, "ReduceProd", (src,), (LogicalTensor(1, DataType.f16, (2,)),),
+                      {"axes": (-1,)})])
+    assert value_items(graph, {0: "dense"}) == {"ReduceProd.narrow fill": "f16 inexact"}, \
+        "dense values are not exact in f16"
+    assert value_items(graph, {}) == {"ReduceProd.narrow fill": "f16 exact"}, \
+        "the grid is exact in f16"
+    assert value_items(graph, {0: "special"}) == {"ReduceProd.special values": SPECIAL_VALUES}, \
+        "a special corner puts NaN and inf into the op reading it"

@@ -21,7 +21,7 @@ import pytest
 
 from fusionspec.conformance.cases import STRUCTURAL_RULES, CaseKind, Status
 from fusionspec.conformance.generate.ill_formed import ILL_FORMED_RULES
-from fusionspec.conformance.generate.model import required_items
+from fusionspec.conformance.generate.items import required_items
 from fusionspec.conformance.grade.results import ResultsCollector
 from fusionspec.conformance.suite import run_suite
 from fusionspec.reference.filling import DOMAINS
@@ -34,6 +34,7 @@ V, N, ILL = [CaseKind.valid], [CaseKind.near_miss], [CaseKind.ill_formed]
 #: The modules of the mutants that only the corners of the spec space and the coverage model's
 #: value classes catch.
 CORNERS, CLASSES = "testkit.mutants_corners:", "testkit.mutants_classes:"
+MODEL = "testkit.mutants_model:"
 INT8_WEIGHTED = ["int8.conv_post_ops", "int8.matmul_post_ops"]
 UNARY_PATTERNS = ["fp.unary_binary", "fp.binary_post_ops", "fp.conv_post_ops"]
 ALL = None
@@ -144,6 +145,15 @@ MUTANTS: list[tuple[str, str, list[str] | None, list[CaseKind], Status]] = [
     (f"{CLASSES}MatMulVectorDropsBias", "rank corner", ["fp.matmul_post_ops",
                                                        "int8.matmul_post_ops"], V,
      Status.numeric_mismatch),
+    # Caught only by the model's ranks and narrow fills (testkit.mutants_model).
+    (f"{MODEL}ReduceVectorTakenAsReduced", "rank", ["fp.reduction_post_ops"], V,
+     Status.numeric_mismatch),
+    (f"{MODEL}ReduceL2NarrowSumOfSquares", "narrow fill", ["fp.reduction_post_ops"], V,
+     Status.numeric_mismatch),
+    (f"{MODEL}NarrowPoolSameLowerAsUpper", "dtype x attribute pair",
+     ["fp.pool_binary"], V, Status.numeric_mismatch),
+    (f"{MODEL}TransposedWeightsUnchecked", "rule x setting", ["fp.matmul_post_ops"], ILL,
+     Status.accepted_invalid),
 ]
 
 _OUTCOMES: list[dict[str, Any]] = []
@@ -203,7 +213,8 @@ def test_the_project_plants_at_least_50_bugs_across_the_classes() -> None:
     wanted = {"overflow", "special values", "rounding mode", "approximation",
               "axis convention", "dtype acceptance", "fan-out", "subnormals", "convexity",
               "optional output", "optional input", "rank corner", "per-channel values",
-              "attribute sign", "attribute zero", "inexact narrow fill"}
+              "attribute sign", "attribute zero", "inexact narrow fill", "rank",
+              "narrow fill", "dtype x attribute pair", "rule x setting"}
     assert wanted <= classes, f"bug classes without a mutant: {sorted(wanted - classes)}"
     names = [m[0] for m in MUTANTS]
     assert len(set(names)) == len(names), "a mutant is listed twice"
