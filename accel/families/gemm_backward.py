@@ -19,7 +19,6 @@ from __future__ import annotations
 import math
 
 from fusionspec.spec.graph import LogicalTensor, Op
-from fusionspec.spec.shapes import pads_for, spatial_dims
 
 from ..codegen.access import known_shape
 from ..codegen.args import KernelArgs
@@ -28,7 +27,7 @@ from ..codegen.source import Preamble
 from ..codegen.types import TypePolicy
 from ..errors import UnsupportedPartitionError
 from ..plan import Binding, BufferArg, Param
-from .gemm_geometry import Geometry, IndexCode, ints_of, split_index
+from .gemm_geometry import Geometry, IndexCode, backward_dims, split_index
 
 __all__ = ["backward_geometry", "bias_backward_kernel", "BIAS_KERNEL"]
 
@@ -40,21 +39,10 @@ def backward_geometry(op: Op, args: KernelArgs) -> Geometry:
     """The implicit GEMM of a ConvolutionBackwardWeights op (shapes known); the sizes its
     index code uses go to `args`."""
     src, dy, wshape = (known_shape(t) for t in (op.inputs[0], op.inputs[1], op.outputs[0]))
-    fmt = str(attr_of(op, "data_format"))
-    wfmt = str(attr_of(op, "weights_format"))
-    groups = int(attr_of(op, "groups"))  # type: ignore[arg-type]
-    nsp = len(src) - 2
-    in_sp, out_sp = spatial_dims(src, fmt), spatial_dims(dy, fmt)
-    kernel = wshape[2:] if wfmt == "OIX" else wshape[:-2]
-    strides = ints_of(op, "strides", nsp, 1)
-    dilations = ints_of(op, "dilations", nsp, 1)
-    begin, _ = pads_for(op, in_sp, kernel, strides, dilations)
-    icg = wshape[1] if wfmt == "OIX" else wshape[-2]
-    oc = dy[1] if fmt == "NCX" else dy[-1]
-    if groups <= 0 or oc % groups:
-        raise UnsupportedPartitionError(f"op {op.id} ({op.kind}): {oc} channels do not split "
-                                        f"into {groups} groups")
-    ocg = oc // groups
+    c = backward_dims(op, src, dy, wshape)
+    fmt, wfmt, groups, nsp, icg, ocg = c.fmt, c.wfmt, c.groups, c.nsp, c.icg, c.ocg
+    in_sp, out_sp, kernel = c.in_sp, c.out_sp, c.kernel
+    strides, dilations, begin = c.strides, c.dilations, c.begin
 
     # m = (tap, input channel of the group), k = (batch item, output position), n = oc.
     window = [*((f"ker{d}", t) for d, t in enumerate(kernel)), ("icg", icg)]

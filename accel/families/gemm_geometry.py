@@ -42,8 +42,8 @@ from ..codegen.args import KernelArgs
 from ..codegen.opctx import attr_of
 from ..errors import UnsupportedPartitionError
 
-__all__ = ["Geometry", "IndexCode", "OperandRun", "geometry_of", "MAIN_KINDS", "split_index",
-           "ints_of"]
+__all__ = ["ConvDims", "conv_dims", "backward_dims", "Geometry", "IndexCode", "OperandRun",
+           "geometry_of", "MAIN_KINDS", "split_index", "ints_of"]
 
 #: The main ops of the family.
 MAIN_KINDS = frozenset({"MatMul", "Convolution", "ConvTranspose"})
@@ -116,6 +116,70 @@ def ints_of(op: Op, name: str, count: int, fill: int) -> tuple[int, ...]:
     return ints
 
 
+@dataclass(frozen=True)
+class ConvDims:
+    """The sizes of a convolution-like op (Convolution, ConvTranspose or
+    ConvolutionBackwardWeights), read once from its shapes and attributes: both the generated
+    index code and the host-side index maps of the table form start from these."""
+
+    fmt: str
+    wfmt: str
+    groups: int
+    nsp: int
+    in_sp: tuple[int, ...]
+    out_sp: tuple[int, ...]
+    kernel: tuple[int, ...]
+    strides: tuple[int, ...]
+    dilations: tuple[int, ...]
+    begin: tuple[int, ...]
+    icg: int
+    ocg: int
+    batch: int
+
+
+def _groups_of(op: Op, channels: int) -> int:
+    groups = int(attr_of(op, "groups"))  # type: ignore[arg-type]
+    if groups <= 0 or channels % groups:
+        raise UnsupportedPartitionError(f"op {op.id} ({op.kind}): {channels} channels do not "
+                                        f"split into {groups} groups")
+    return groups
+
+
+def conv_dims(op: Op, src: tuple[int, ...], wei: tuple[int, ...],
+              dst: tuple[int, ...]) -> ConvDims:
+    """`ConvDims` of a Convolution or ConvTranspose with source, weights and destination
+    shapes `src`, `wei`, `dst`."""
+    fmt, wfmt = str(attr_of(op, "data_format")), str(attr_of(op, "weights_format"))
+    nsp = len(src) - 2
+    in_sp, out_sp = spatial_dims(src, fmt), spatial_dims(dst, fmt)
+    kernel = tuple(wei[2:] if wfmt in ("OIX", "IOX") else wei[:-2])
+    strides, dilations = ints_of(op, "strides", nsp, 1), ints_of(op, "dilations", nsp, 1)
+    begin, _ = pads_for(op, in_sp, kernel, strides, dilations,
+                        transposed=op.kind == "ConvTranspose")
+    ic = src[1] if fmt == "NCX" else src[-1]
+    groups = _groups_of(op, ic)
+    oc = dst[1] if fmt == "NCX" else dst[-1]
+    return ConvDims(fmt, wfmt, groups, nsp, tuple(in_sp), tuple(out_sp), kernel, strides,
+                    dilations, tuple(begin), ic // groups, oc // groups, src[0])
+
+
+def backward_dims(op: Op, src: tuple[int, ...], dy: tuple[int, ...],
+                  wshape: tuple[int, ...]) -> ConvDims:
+    """`ConvDims` of a ConvolutionBackwardWeights with source, diff_dst and diff_weights
+    shapes `src`, `dy`, `wshape`."""
+    fmt, wfmt = str(attr_of(op, "data_format")), str(attr_of(op, "weights_format"))
+    nsp = len(src) - 2
+    in_sp, out_sp = spatial_dims(src, fmt), spatial_dims(dy, fmt)
+    kernel = tuple(wshape[2:] if wfmt == "OIX" else wshape[:-2])
+    strides, dilations = ints_of(op, "strides", nsp, 1), ints_of(op, "dilations", nsp, 1)
+    begin, _ = pads_for(op, in_sp, kernel, strides, dilations)
+    icg = wshape[1] if wfmt == "OIX" else wshape[-2]
+    oc = dy[1] if fmt == "NCX" else dy[-1]
+    groups = _groups_of(op, oc)
+    return ConvDims(fmt, wfmt, groups, nsp, tuple(in_sp), tuple(out_sp), kernel, strides,
+                    dilations, tuple(begin), icg, oc // groups, dy[0])
+
+
 def geometry_of(op: Op, args: KernelArgs) -> Geometry:
     """The implicit GEMM of a MatMul, Convolution or ConvTranspose op (shapes known); the
     sizes its index code uses go to `args`."""
@@ -166,23 +230,10 @@ def _matmul(op: Op, args: KernelArgs, sa: tuple[int, ...], sb: tuple[int, ...],
 def _conv(op: Op, args: KernelArgs, src: tuple[int, ...], wei: tuple[int, ...],
           dst: tuple[int, ...]) -> Geometry:
     transposed = op.kind == "ConvTranspose"
-    fmt = str(attr_of(op, "data_format"))
-    wfmt = str(attr_of(op, "weights_format"))
-    groups = int(attr_of(op, "groups"))  # type: ignore[arg-type]
-    nsp = len(src) - 2
-    in_sp, out_sp = spatial_dims(src, fmt), spatial_dims(dst, fmt)
-    kernel = wei[2:] if wfmt in ("OIX", "IOX") else wei[:-2]
-    strides = ints_of(op, "strides", nsp, 1)
-    dilations = ints_of(op, "dilations", nsp, 1)
-    begin, _ = pads_for(op, in_sp, kernel, strides, dilations, transposed=transposed)
-    ic = src[1] if fmt == "NCX" else src[-1]
-    if groups <= 0 or ic % groups:
-        raise UnsupportedPartitionError(f"op {op.id} ({op.kind}): {ic} channels do not split "
-                                        f"into {groups} groups")
-    icg = ic // groups
-    oc = dst[1] if fmt == "NCX" else dst[-1]
-    ocg = oc // groups
-    batch = src[0]
+    c = conv_dims(op, src, wei, dst)
+    fmt, wfmt, groups, nsp, batch = c.fmt, c.wfmt, c.groups, c.nsp, c.batch
+    in_sp, out_sp, kernel, icg, ocg = c.in_sp, c.out_sp, c.kernel, c.icg, c.ocg
+    strides, dilations, begin = c.strides, c.dilations, c.begin
 
     positions = [("batch", batch), *((f"out{d}", o) for d, o in enumerate(out_sp))]
     window = [*((f"ker{d}", t) for d, t in enumerate(kernel)), ("icg", icg)]

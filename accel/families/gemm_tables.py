@@ -25,13 +25,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from fusionspec.spec.graph import Op
-from fusionspec.spec.shapes import pads_for, spatial_dims
 from fusionspec.spec.types import Array
 
 from ..codegen.access import broadcast_domain, known_shape
 from ..codegen.opctx import attr_of
 from ..errors import UnsupportedPartitionError
-from .gemm_geometry import ints_of
+from .gemm_geometry import backward_dims, conv_dims
 
 __all__ = ["IndexMaps", "index_maps"]
 
@@ -95,23 +94,10 @@ def _matmul(op: Op, sa: tuple[int, ...], sb: tuple[int, ...], sd: tuple[int, ...
 def _conv(op: Op, src: tuple[int, ...], wei: tuple[int, ...], dst: tuple[int, ...]
           ) -> IndexMaps:
     transposed = op.kind == "ConvTranspose"
-    fmt = str(attr_of(op, "data_format"))
-    wfmt = str(attr_of(op, "weights_format"))
-    groups = int(attr_of(op, "groups"))  # type: ignore[arg-type]
-    nsp = len(src) - 2
-    in_sp, out_sp = spatial_dims(src, fmt), spatial_dims(dst, fmt)
-    kernel = wei[2:] if wfmt in ("OIX", "IOX") else wei[:-2]
-    strides = ints_of(op, "strides", nsp, 1)
-    dilations = ints_of(op, "dilations", nsp, 1)
-    begin, _ = pads_for(op, in_sp, kernel, strides, dilations, transposed=transposed)
-    ic = src[1] if fmt == "NCX" else src[-1]
-    if groups <= 0 or ic % groups:
-        raise UnsupportedPartitionError(f"op {op.id} ({op.kind}): {ic} channels do not split "
-                                        f"into {groups} groups")
-    icg = ic // groups
-    oc = dst[1] if fmt == "NCX" else dst[-1]
-    ocg = oc // groups
-    batch = src[0]
+    c = conv_dims(op, src, wei, dst)
+    fmt, wfmt, groups, nsp, batch = c.fmt, c.wfmt, c.groups, c.nsp, c.batch
+    in_sp, out_sp, kernel, icg, ocg = c.in_sp, c.out_sp, c.kernel, c.icg, c.ocg
+    strides, dilations, begin = c.strides, c.dilations, c.begin
     # Axes of the broadcast grid: group, batch item, output positions, taps, channel.
     axes = 2 + 2 * nsp + 1
 
@@ -175,21 +161,11 @@ def _conv_backward_weights(op: Op, src: tuple[int, ...], dy: tuple[int, ...],
                            wshape: tuple[int, ...]) -> IndexMaps:
     """Per group: diff_weights (taps x IC/G by OC/G) = src windows (taps x IC/G by batch x
     positions) x diff_dst (batch x positions by OC/G)."""
-    fmt = str(attr_of(op, "data_format"))
-    wfmt = str(attr_of(op, "weights_format"))
-    groups = int(attr_of(op, "groups"))  # type: ignore[arg-type]
-    nsp = len(src) - 2
-    in_sp, out_sp = spatial_dims(src, fmt), spatial_dims(dy, fmt)
-    kernel = wshape[2:] if wfmt == "OIX" else wshape[:-2]
-    strides = ints_of(op, "strides", nsp, 1)
-    dilations = ints_of(op, "dilations", nsp, 1)
-    begin, _ = pads_for(op, in_sp, kernel, strides, dilations)
-    icg = wshape[1] if wfmt == "OIX" else wshape[-2]
-    oc = dy[1] if fmt == "NCX" else dy[-1]
-    if groups <= 0 or oc % groups:
-        raise UnsupportedPartitionError(f"op {op.id} ({op.kind}): {oc} channels do not split "
-                                        f"into {groups} groups")
-    ocg, batch = oc // groups, dy[0]
+    c = backward_dims(op, src, dy, wshape)
+    fmt, wfmt, groups, nsp, icg, ocg = c.fmt, c.wfmt, c.groups, c.nsp, c.icg, c.ocg
+    in_sp, out_sp, kernel = c.in_sp, c.out_sp, c.kernel
+    strides, dilations, begin = c.strides, c.dilations, c.begin
+    batch = c.batch
     # A over (group, taps, channel of the group, batch item, output positions).
     axes = 1 + nsp + 1 + 1 + nsp
 
