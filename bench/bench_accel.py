@@ -25,13 +25,13 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 # The graph builders and the copy kernel live beside this script; tools/gpu_check.py takes
 # them from here.
+from _selection import chosen
 from accel_kernels import (  # noqa: F401  (re-exported for tools/gpu_check.py)
     COPY_VARIANTS,
     CopyKernel,
@@ -46,7 +46,6 @@ from fusionspec.backend.registry import select_device
 from fusionspec.backend.timing import TimingPolicy, interleave
 from fusionspec.conformance.perf.bench import FULL_POLICY, SMALL_POLICY, run_bench
 from fusionspec.conformance.perf.document import write_perf
-from fusionspec.conformance.perf.workloads import WORKLOADS, Workload
 
 #: The workloads measured without --workload or --all: a GEMM, a convolution, SoftMax and
 #: the memory-bound element-wise patterns, the partitions this script measured before it
@@ -56,18 +55,6 @@ DEFAULT_WORKLOADS = ("fp.matmul_post_ops/bert-ffn-gelu", "fp.conv_post_ops/resne
                      "fp.binary_post_ops/*")
 #: Exit code when there is no OpenCL device (as `fusionspec bench`).
 UNAVAILABLE_EXIT = 3
-
-
-def chosen(globs: list[str] | None, everything: bool) -> list[Workload]:
-    """The workloads `globs` select (the defaults without any), or all with `everything`."""
-    if everything:
-        return list(WORKLOADS)
-    patterns = globs or list(DEFAULT_WORKLOADS)
-    found = [w for w in WORKLOADS if any(fnmatchcase(w.id, g) for g in patterns)]
-    if not found:
-        raise SystemExit(f"--workload {','.join(patterns)} matches no workload "
-                         "(see fusionspec bench --list)")
-    return found
 
 
 def device_copy(device_id: str, elements: int, policy: TimingPolicy) -> dict[str, Any]:
@@ -145,7 +132,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-reference", action="store_true",
                         help="leave out the NumPy reference side")
     args = parser.parse_args(argv)
-    workloads = chosen(args.workload, args.all)
+    workloads = chosen(args.workload, args.all, DEFAULT_WORKLOADS)
     policy = SMALL_POLICY if args.size == "small" else FULL_POLICY
     if args.budget is not None:
         policy = TimingPolicy(policy.warmup, policy.min_repeats, policy.max_repeats,

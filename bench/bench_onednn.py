@@ -29,36 +29,24 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _results import write_json
+from _selection import chosen
 
 from fusionspec.backend import BackendUnavailableError, load_backend
 from fusionspec.backend.timing import TimingPolicy
 from fusionspec.conformance.grade.results import artifact_name
 from fusionspec.conformance.perf.bench import FULL_POLICY, SMALL_POLICY, run_bench
 from fusionspec.conformance.perf.document import write_perf
-from fusionspec.conformance.perf.workloads import WORKLOADS, Workload
 
 #: The workloads compared without --workload or --all: the partitions this script compared
 #: before it called `fusionspec bench` (an element-wise chain, MatMul with post-ops, a 3x3
 #: convolution with post-ops, SoftMax), from the catalog's workloads.
 DEFAULT_WORKLOADS = ("fp.binary_post_ops/*", "fp.matmul_post_ops/*",
                      "fp.conv_post_ops/resnet50-conv3-3x3", "softmax.post_ops/*")
-
-
-def chosen(globs: list[str] | None, everything: bool) -> list[Workload]:
-    if everything:
-        return list(WORKLOADS)
-    patterns = globs or list(DEFAULT_WORKLOADS)
-    found = [w for w in WORKLOADS if any(fnmatchcase(w.id, g) for g in patterns)]
-    if not found:
-        raise SystemExit(f"--workload {','.join(patterns)} matches no workload "
-                         "(see fusionspec bench --list)")
-    return found
 
 
 def label(document: dict[str, Any]) -> str:
@@ -121,7 +109,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--budget", type=float, default=None,
                         help="seconds a side may sample after its minimum of runs")
     args = parser.parse_args(argv)
-    workloads = chosen(args.workload, args.all)
+    workloads = chosen(args.workload, args.all, DEFAULT_WORKLOADS)
     policy = SMALL_POLICY if args.size == "small" else FULL_POLICY
     if args.budget is not None:
         policy = TimingPolicy(policy.warmup, policy.min_repeats, policy.max_repeats,
