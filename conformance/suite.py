@@ -56,6 +56,7 @@ from hypothesis.errors import NoSuchExample, Unsatisfiable
 from fusionspec.backend import Device
 from fusionspec.spec.catalog import PatternEntry, entry
 
+from . import draw_cache
 from .cases import Case, CaseKind, Status, Verdict
 from .expectations import Expectation, Expectations
 from .generate.ill_formed import setting_cases
@@ -191,8 +192,30 @@ def _strategy(draw: _Draw) -> st.SearchStrategy[Case]:
     return _STRATEGIES[draw.kind](pattern)
 
 
+def _cache_key(draw: _Draw, profile: Profile, run_seed: int,
+               database_dir: Path | None) -> str | None:
+    """The draw cache's key for `draw`, or None where its cases are not a function of its
+    coordinates (a random profile, or one that replays hypothesis' database)."""
+    if not draw_cache.enabled() or not profile.derandomize or (
+            profile.database and database_dir is not None):
+        return None
+    return draw_cache.draw_key(draw, profile, run_seed)
+
+
 def _run_draw(draw: _Draw, profile: Profile, run_seed: int, database_dir: Path | None,
               ) -> list[Case]:
+    key = _cache_key(draw, profile, run_seed, database_dir)
+    found = draw_cache.load_draw(key) if key is not None else None
+    if isinstance(found, list):
+        return found
+    cases = _draw_fresh(draw, profile, run_seed, database_dir)
+    if key is not None:
+        draw_cache.store_draw(key, dumps(cases))
+    return cases
+
+
+def _draw_fresh(draw: _Draw, profile: Profile, run_seed: int, database_dir: Path | None,
+                ) -> list[Case]:
     valid = draw.kind is CaseKind.valid
     cases = list(instance_cases(entry(draw.pattern))) if draw.floor and valid else []
     # The floors of the dtype row x attribute pairs and of the ill-formed settings take the
@@ -241,7 +264,10 @@ def _draw_in_child(draw: _Draw, profile: Profile, run_seed: int,
 def _drawn(draws: Sequence[_Draw], profile: Profile, run_seed: int, database_dir: Path | None,
            jobs: int) -> Iterator[list[Case]]:
     """The cases of each draw, in order; with several jobs, drawn in as many processes."""
-    if jobs <= 1 or len(draws) < 4:
+    keys = [_cache_key(d, profile, run_seed, database_dir) for d in draws]
+    cached = all(k is not None and (draw_cache.cache_dir() / f"{k}.pickle").is_file()
+                 for k in keys)
+    if jobs <= 1 or len(draws) < 4 or cached:  # every draw on disk: no processes to start
         for draw in draws:
             yield _run_draw(draw, profile, run_seed, database_dir)
         return

@@ -19,3 +19,8 @@ settings.register_profile("ci", deadline=None, derandomize=True, database=None,
                           print_blob=True, suppress_health_check=_QUIET)
 settings.register_profile("explore", deadline=None, suppress_health_check=_QUIET)
 settings.load_profile(os.environ.get("FUSIONSPEC_HYPOTHESIS_PROFILE", "ci"))
+
+# Tests patch the generator at run time (mutated strategies, the old generator's behaviour),
+# which the draw cache's key cannot see: the tests draw afresh, and the cache has tests of its
+# own (tests/conformance/test_draw_cache.py) that turn it on.
+os.environ["FUSIONSPEC_DRAW_CACHE"] = "off"

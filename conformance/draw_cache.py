@@ -1,0 +1,91 @@
+"""A disk cache of drawn cases, so a second run of the same suite on the same profile does not
+draw its cases again (drawing is about as costly as judging the ci profile).
+
+A draw is cached only where its cases are a function of its coordinates: a derandomized
+profile without hypothesis' example database (the ci profile). The key covers everything else
+the cases depend on: the coordinates (pattern, kind, rule, examples, floor), the profile, the
+run's seed, the versions of Python, hypothesis, NumPy and ml_dtypes, and a digest of the
+suite's own source files (spec, backend, reference, conformance), so any change to the
+generator or the spec data is a new key. Entries live in
+``$XDG_CACHE_HOME/fusionspec/draws`` (``~/.cache`` when unset), written atomically; an entry
+that cannot be read is dropped and drawn again. They are pickles the suite wrote itself into
+the user's own cache, like the OpenCL runtimes' binary caches beside them.
+``FUSIONSPEC_DRAW_CACHE=off`` turns the cache off.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import os
+import pickle
+import platform
+import tempfile
+from functools import cache
+from importlib import metadata
+from pathlib import Path
+
+__all__ = ["draw_key", "load_draw", "store_draw", "enabled", "cache_dir"]
+
+#: The subpackages whose sources decide what a draw gives.
+_SOURCES = ("fusionspec.spec", "fusionspec.backend", "fusionspec.reference",
+            "fusionspec.conformance")
+_VERSIONS = ("hypothesis", "numpy", "ml_dtypes")
+
+
+def enabled() -> bool:
+    return os.environ.get("FUSIONSPEC_DRAW_CACHE", "on").strip().lower() not in (
+        "off", "0", "no", "false")
+
+
+def cache_dir() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "fusionspec" / "draws"
+
+
+@cache
+def _code_digest() -> str:
+    digest = hashlib.sha256()
+    for name in _SOURCES:
+        folder = Path(str(importlib.import_module(name).__file__)).parent
+        for path in sorted(p for p in folder.rglob("*") if p.suffix in (".py", ".json")):
+            digest.update(str(path.relative_to(folder)).encode())
+            digest.update(path.read_bytes())
+    for package in _VERSIONS:
+        digest.update(f"{package}={metadata.version(package)}".encode())
+    digest.update(platform.python_version().encode())
+    return digest.hexdigest()
+
+
+def draw_key(*parts: object) -> str:
+    """The cache key of a draw described by `parts` (their reprs), under this code."""
+    text = "\x00".join([_code_digest(), *(repr(p) for p in parts)])
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def load_draw(key: str) -> object | None:
+    """The cached value under `key`, or None (not cached, or unreadable: then dropped)."""
+    path = cache_dir() / f"{key}.pickle"
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return None
+    try:
+        found: object = pickle.loads(data)
+    except Exception:  # a truncated or stale entry is drawn again
+        path.unlink(missing_ok=True)
+        return None
+    return found
+
+
+def store_draw(key: str, data: bytes) -> None:
+    """Keep `data` (a pickle) under `key`; a cache that cannot be written is left alone."""
+    folder = cache_dir()
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        handle, name = tempfile.mkstemp(dir=folder, prefix=".draw-", suffix=".tmp")
+        with os.fdopen(handle, "wb") as out:
+            out.write(data)
+        os.replace(name, folder / f"{key}.pickle")
+    except OSError:
+        return

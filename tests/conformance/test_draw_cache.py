@@ -1,0 +1,70 @@
+"""The draw cache: a second plan of the same derandomized profile reads its cases from disk,
+the same cases; an unreadable entry is drawn again; random profiles and the off switch never
+touch it."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from fusionspec.conformance import draw_cache, suite
+from fusionspec.conformance.cases import CaseKind
+from fusionspec.conformance.selection import Selection
+from fusionspec.conformance.suite import PROFILES, plan_cases
+
+PATTERN = "fp.bn_relu"
+
+
+@pytest.fixture
+def cached(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.setenv("FUSIONSPEC_DRAW_CACHE", "on")
+    return tmp_path / "fusionspec" / "draws"
+
+
+def _plan() -> list[tuple[str, str]]:
+    selection = Selection(patterns=(PATTERN,), kinds=(CaseKind.valid, CaseKind.ill_formed))
+    plan = plan_cases(selection, PROFILES["ci"])
+    return [(p.case.id, repr(p.case)) for p in plan.cases]
+
+
+def test_a_second_plan_reads_the_same_cases_from_disk(cached: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    first = _plan()
+    entries = sorted(cached.glob("*.pickle"))
+    assert entries, f"the first plan keeps its draws under {cached}"
+
+    def no_drawing(*_: object) -> list[object]:
+        raise AssertionError("a cached draw was drawn again")
+
+    monkeypatch.setattr(suite, "_draw_fresh", no_drawing)
+    assert _plan() == first, "the cached cases are the cases drawn, in the same order"
+
+
+def test_an_unreadable_entry_is_drawn_again(cached: Path) -> None:
+    first = _plan()
+    for entry in cached.glob("*.pickle"):
+        entry.write_bytes(b"not a pickle")
+    assert _plan() == first, "broken entries are dropped and the cases drawn again"
+    assert all(e.read_bytes() != b"not a pickle" for e in cached.glob("*.pickle")), \
+        "each broken entry is replaced by a fresh one"
+
+
+def test_random_profiles_and_the_off_switch_leave_the_cache_alone(
+        cached: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    draw = suite._Draw(PATTERN, CaseKind.valid, None, 4)
+    random_profile = replace(PROFILES["ci"], derandomize=False)
+    assert suite._cache_key(draw, random_profile, 0, None) is None, \
+        "a random profile's draws differ from run to run: never cached"
+    with_database = replace(PROFILES["ci"], database=True)
+    assert suite._cache_key(draw, with_database, 0, cached) is None, \
+        "a profile that replays hypothesis' database is never cached"
+    key = suite._cache_key(draw, PROFILES["ci"], 0, None)
+    assert key is not None and key != suite._cache_key(draw, PROFILES["ci"], 1, None), \
+        "the run's seed is part of the key"
+    monkeypatch.setenv("FUSIONSPEC_DRAW_CACHE", "off")
+    assert not draw_cache.enabled() and suite._cache_key(draw, PROFILES["ci"], 0, None) is None
+    _plan()
+    assert not cached.exists(), "with the cache off nothing is written"
