@@ -145,16 +145,23 @@ def _conv(op: Op, src: tuple[int, ...], wei: tuple[int, ...], dst: tuple[int, ..
     b_map = np.ravel_multi_index([np.broadcast_to(c, w_full) for c in w_coords], wei)
     b_map = b_map.reshape(z, k, ocg)
 
-    dg = np.arange(groups).reshape(groups, 1, *([1] * nsp), 1)
-    di = np.arange(batch).reshape(1, batch, *([1] * nsp), 1)
-    do = [np.arange(out_sp[d]).reshape(1, 1, *[out_sp[d] if e == d else 1
-                                                for e in range(nsp)], 1) for d in range(nsp)]
-    dn = np.arange(ocg).reshape(1, 1, *([1] * nsp), ocg)
-    dc = dg * ocg + dn
-    d_coords = [di, dc, *do] if fmt == "NCX" else [di, *do, dc]
-    d_full = (groups, batch, *out_sp, ocg)
-    d_map = np.ravel_multi_index([np.broadcast_to(c, d_full) for c in d_coords], dst)
+    d_map = _output_grid(groups, batch, out_sp, ocg, fmt, dst)
     return IndexMaps(z, m, ocg, k, a_map, b_map, d_map.reshape(z, m, ocg))
+
+
+def _output_grid(groups: int, batch: int, out_sp: tuple[int, ...], ocg: int, fmt: str,
+                 shape: tuple[int, ...]) -> Array:
+    """The flat index into an activation of `shape` (a convolution's dst, or the diff_dst of
+    its weights' gradient) over (group, batch item, output positions, channel of the group)."""
+    nsp = len(out_sp)
+    g = np.arange(groups).reshape(groups, 1, *([1] * nsp), 1)
+    i = np.arange(batch).reshape(1, batch, *([1] * nsp), 1)
+    o = [np.arange(out_sp[d]).reshape(1, 1, *[out_sp[d] if e == d else 1
+                                               for e in range(nsp)], 1) for d in range(nsp)]
+    c = g * ocg + np.arange(ocg).reshape(1, 1, *([1] * nsp), ocg)
+    coords = [i, c, *o] if fmt == "NCX" else [i, *o, c]
+    full = (groups, batch, *out_sp, ocg)
+    return np.ravel_multi_index([np.broadcast_to(x, full) for x in coords], shape)
 
 
 def _conv_backward_weights(op: Op, src: tuple[int, ...], dy: tuple[int, ...],
@@ -193,15 +200,7 @@ def _conv_backward_weights(op: Op, src: tuple[int, ...], dy: tuple[int, ...],
     a_map = np.where(np.broadcast_to(valid, full), a_lin, -1).reshape(z, m, k)
 
     # diff_dst over (group, batch item, output positions, output channel of the group).
-    bg = np.arange(groups).reshape(groups, 1, *([1] * nsp), 1)
-    bi = np.arange(batch).reshape(1, batch, *([1] * nsp), 1)
-    bo = [np.arange(out_sp[d]).reshape(1, 1, *[out_sp[d] if e == d else 1
-                                                for e in range(nsp)], 1) for d in range(nsp)]
-    bn = np.arange(ocg).reshape(1, 1, *([1] * nsp), ocg)
-    bc = bg * ocg + bn
-    b_coords = [bi, bc, *bo] if fmt == "NCX" else [bi, *bo, bc]
-    b_full = (groups, batch, *out_sp, ocg)
-    b_map = np.ravel_multi_index([np.broadcast_to(c, b_full) for c in b_coords], dy)
+    b_map = _output_grid(groups, batch, out_sp, ocg, fmt, dy)
 
     # diff_weights over (group, taps, channel of the group, output channel of the group).
     dg = np.arange(groups).reshape(groups, *([1] * nsp), 1, 1)

@@ -171,18 +171,32 @@ def _narrow_product(narrow: Any) -> Callable[..., Any]:
     return reduce_prod
 
 
-class ReduceProdNarrowAccumulator(ReferenceBackend):
-    """A bf16/f16 ReduceProd keeps its running product in bf16/f16 instead of f32."""
+class NarrowReduction(ReferenceBackend):
+    """The reference with one reduction (`kind`) swapped for `narrow_fn(narrow type)` wherever
+    its input is bf16 or f16: the base of the mutants that accumulate in the narrow type."""
 
-    name = "reduce-prod-narrow-accumulator"
+    kind = ""
+
+    def narrow_fn(self, narrow: Any) -> Callable[..., Any]:
+        raise NotImplementedError  # each mutant names its narrow computation
 
     def compile(self, part: Partition, device: Device) -> CompiledPartition:
         narrow = next((_NARROW[op.inputs[0].dtype] for op in part.ops
-                       if op.kind == "ReduceProd" and op.inputs[0].dtype in _NARROW), None)
+                       if op.kind == self.kind and op.inputs[0].dtype in _NARROW), None)
         if narrow is None:
             return super().compile(part, device)
 
         def run(inputs: Mapping[int, Array]) -> dict[int, Array]:
-            with _swapped("ReduceProd", _narrow_product(narrow)):
+            with _swapped(self.kind, self.narrow_fn(narrow)):
                 return execute(part, inputs)
         return _Compiled(part, run)
+
+
+class ReduceProdNarrowAccumulator(NarrowReduction):
+    """A bf16/f16 ReduceProd keeps its running product in bf16/f16 instead of f32."""
+
+    name = "reduce-prod-narrow-accumulator"
+    kind = "ReduceProd"
+
+    def narrow_fn(self, narrow: Any) -> Callable[..., Any]:
+        return _narrow_product(narrow)

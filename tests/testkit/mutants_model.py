@@ -28,7 +28,7 @@ from fusionspec.spec.graph import Graph, Partition
 from fusionspec.spec.types import Array
 
 from .mutants import Maker, _Compiled, _f32, _swapped, _SwapsOps
-from .mutants_corners import _NARROW
+from .mutants_corners import _NARROW, NarrowReduction
 
 
 def _vector_taken_as_reduced(original: Callable[..., Any]) -> Callable[..., Any]:
@@ -73,21 +73,14 @@ def _narrow_sum_of_squares(narrow: Any) -> Callable[..., Any]:
     return reduce_l2
 
 
-class ReduceL2NarrowSumOfSquares(ReferenceBackend):
+class ReduceL2NarrowSumOfSquares(NarrowReduction):
     """A bf16/f16 ReduceL2 sums its squares in bf16/f16 instead of f32."""
 
     name = "reduce-l2-narrow-sum-of-squares"
+    kind = "ReduceL2"
 
-    def compile(self, part: Partition, device: Device) -> CompiledPartition:
-        narrow = next((_NARROW[op.inputs[0].dtype] for op in part.ops
-                       if op.kind == "ReduceL2" and op.inputs[0].dtype in _NARROW), None)
-        if narrow is None:
-            return super().compile(part, device)
-
-        def run(inputs: Mapping[int, Array]) -> dict[int, Array]:
-            with _swapped("ReduceL2", _narrow_sum_of_squares(narrow)):
-                return execute(part, inputs)
-        return _Compiled(part, run)
+    def narrow_fn(self, narrow: Any) -> Callable[..., Any]:
+        return _narrow_sum_of_squares(narrow)
 
 
 def _lower_as_upper(original: Callable[..., Any]) -> Callable[..., Any]:
