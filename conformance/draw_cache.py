@@ -10,7 +10,9 @@ generator or the spec data is a new key. Entries live in
 ``$XDG_CACHE_HOME/fusionspec/draws`` (``~/.cache`` when unset), written atomically; an entry
 that cannot be read is dropped and drawn again. They are pickles the suite wrote itself into
 the user's own cache, like the OpenCL runtimes' binary caches beside them.
-``FUSIONSPEC_DRAW_CACHE=off`` turns the cache off.
+``FUSIONSPEC_DRAW_CACHE=off`` turns the cache off; an absolute path there puts the entries in
+that folder instead (a CI job that keeps its draws apart from the kernel caches, or a test
+session sharing draws between the runs it starts).
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from functools import cache
 from importlib import metadata
 from pathlib import Path
 
-__all__ = ["draw_key", "load_draw", "store_draw", "enabled", "cache_dir"]
+__all__ = ["ENV", "draw_key", "load_draw", "store_draw", "enabled", "cache_dir"]
 
 #: The subpackages whose sources decide what a draw gives.
 _SOURCES = ("fusionspec.spec", "fusionspec.backend", "fusionspec.reference",
@@ -33,12 +35,18 @@ _SOURCES = ("fusionspec.spec", "fusionspec.backend", "fusionspec.reference",
 _VERSIONS = ("hypothesis", "numpy", "ml_dtypes")
 
 
+#: The environment variable that turns the cache off or names its folder.
+ENV = "FUSIONSPEC_DRAW_CACHE"
+
+
 def enabled() -> bool:
-    return os.environ.get("FUSIONSPEC_DRAW_CACHE", "on").strip().lower() not in (
-        "off", "0", "no", "false")
+    return os.environ.get(ENV, "on").strip().lower() not in ("off", "0", "no", "false")
 
 
 def cache_dir() -> Path:
+    named = os.environ.get(ENV, "").strip()
+    if os.path.isabs(named):
+        return Path(named)
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base) / "fusionspec" / "draws"
 

@@ -68,3 +68,15 @@ def test_random_profiles_and_the_off_switch_leave_the_cache_alone(
     assert not draw_cache.enabled() and suite._cache_key(draw, PROFILES["ci"], 0, None) is None
     _plan()
     assert not cached.exists(), "with the cache off nothing is written"
+
+
+def test_a_folder_named_in_the_switch_holds_the_entries(tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    monkeypatch.setenv("FUSIONSPEC_DRAW_CACHE", str(tmp_path / "draws"))
+    assert draw_cache.enabled(), "a folder in the switch turns the cache on"
+    first = _plan()
+    assert sorted((tmp_path / "draws").glob("*.pickle")), \
+        "the entries are written in the folder the switch names"
+    assert not (tmp_path / "xdg").exists(), "nothing is written under XDG_CACHE_HOME"
+    assert _plan() == first, "the entries in that folder are read back"

@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -22,9 +23,17 @@ BIN = Path(sys.executable).parent
 VOLATILE = frozenset({"started", "finished", "seconds", "dir", "environment"})
 
 
+#: One draw cache for the runs this test process starts: they run the suite's code unpatched,
+#: so a selection drawn by one run is read back by the next (the cache keys on the sources).
+#: The tests' own process keeps the cache off (tests/conftest.py).
+DRAWS = tempfile.mkdtemp(prefix="fusionspec-test-draws-")
+
+
 def env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The environment with the testkit importable and this environment's scripts first."""
+    """The environment with the testkit importable, this environment's scripts first, and the
+    test process's draw cache."""
     found = dict(os.environ)
+    found["FUSIONSPEC_DRAW_CACHE"] = DRAWS
     found["PYTHONPATH"] = os.pathsep.join(filter(None, [str(TESTS),
                                                         found.get("PYTHONPATH", "")]))
     found["PATH"] = os.pathsep.join([str(BIN), found.get("PATH", "")])
