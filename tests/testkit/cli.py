@@ -3,8 +3,10 @@ backends (``testkit.toy_backends:...``) importable, and reading their results do
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -27,6 +29,7 @@ VOLATILE = frozenset({"started", "finished", "seconds", "dir", "environment"})
 #: so a selection drawn by one run is read back by the next (the cache keys on the sources).
 #: The tests' own process keeps the cache off (tests/conftest.py).
 DRAWS = tempfile.mkdtemp(prefix="fusionspec-test-draws-")
+atexit.register(shutil.rmtree, DRAWS, ignore_errors=True)
 
 
 def env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
