@@ -65,6 +65,7 @@ from .facts import (
     partition_facts,
     reason,
 )
+from .prepared import Prepared
 from .signatures import match_signature
 from .tolerances import Bound, chain_of, compare, dtype_name, dtype_reason
 from .triage import explain, who_is_right
@@ -97,17 +98,21 @@ def _contract(status: Status, problem: str, message: str, **details: object) -> 
 
 
 def judge(case: Case, backend: Backend, device: Device, *, seed: int = 0,
-          departures: Sequence[Departure] | None = None) -> Verdict:
+          departures: Sequence[Departure] | None = None,
+          prepared: Prepared | None = None) -> Verdict:
     """The suite's verdict on `case` for `backend` on `device`, inputs filled from `seed`;
     the known `departures` it matches (default: those the backend declares) are recorded in
-    its details."""
+    its details. `prepared`, the reference's side of the case computed ahead
+    (`grade.prepared`), is used instead of computing it again when it is that case's."""
+    ahead = prepared if prepared is not None and prepared.serves(case, seed) else None
     known = departures if departures is not None else tuple(
         d for d in getattr(backend, "departures", ()) or () if isinstance(d, Departure))
     try:
         if case.kind is CaseKind.ill_formed:
             status, said, details = _judge_ill_formed(case, backend, device)
         else:
-            status, said, details = _judge_well_formed(case, backend, device, seed, known)
+            status, said, details = _judge_well_formed(case, backend, device, seed, known,
+                                                       ahead)
     except _Stop as stop:
         status, said, details = stop.status, stop.reason, stop.details
     except Exception as exc:  # a bug of the suite itself: report it on this case, go on
@@ -242,9 +247,13 @@ def _judge_ill_formed(case: Case, backend: Backend, device: Device,
 # -- valid and near-miss ---------------------------------------------------------------------
 
 def _judge_well_formed(case: Case, backend: Backend, device: Device, seed: int,
-                       known: Sequence[Departure]) -> tuple[Status, str, dict[str, object]]:
-    graph = _call_reference("finalize this graph", case.graph.finalize)
-    expected = _call_reference("partition this graph", lambda: partition(graph))
+                       known: Sequence[Departure], ahead: Prepared | None,
+                       ) -> tuple[Status, str, dict[str, object]]:
+    if ahead is not None:
+        graph, expected = ahead.graph, list(ahead.expected)
+    else:
+        graph = _call_reference("finalize this graph", case.graph.finalize)
+        expected = _call_reference("partition this graph", lambda: partition(graph))
     parts = _call_backend("partition", backend, lambda: list(backend.partition(case.graph)),
                           rejection=Status.rejected_valid)
     _check_cover(graph, parts)
@@ -255,7 +264,7 @@ def _judge_well_formed(case: Case, backend: Backend, device: Device, seed: int,
         # Fusion is graded first and stands on its own; the numerics are still run for the
         # report's drill-down, and whatever they run into only lands in the details.
         try:
-            outcome = _numerics(case, graph, backend, device, parts, seed, expected)
+            outcome = _numerics(case, graph, backend, device, parts, seed, expected, ahead)
             details["numerics"] = outcome["summary"]
         except _Stop as stop:
             details["numerics"] = f"{stop.status.value}: {stop.reason}"
@@ -263,7 +272,7 @@ def _judge_well_formed(case: Case, backend: Backend, device: Device, seed: int,
             details["numerics"] = f"not run: {type(exc).__name__}: {exc}"
         facts = fusion_facts(graph, expected, parts, case.rule)
         return Status.fusion_mismatch, reason(facts), {**details, "facts": facts}
-    numerics = _numerics(case, graph, backend, device, parts, seed, expected)
+    numerics = _numerics(case, graph, backend, device, parts, seed, expected, ahead)
     details["numerics"] = numerics["summary"]
     if numerics["failure"] is not None:
         failure = numerics["failure"]
@@ -390,15 +399,18 @@ def _rounding_differs(graph: Graph, expected: Sequence[Partition],
 
 def _numerics(case: Case, graph: Graph, backend: Backend, device: Device,
               parts: Sequence[Partition], seed: int, expected: Sequence[Partition],
-              ) -> dict[str, Any]:
+              ahead: Prepared | None = None) -> dict[str, Any]:
     """Run the backend's partitions and compare the graph outputs with the reference's.
 
     Returns ``summary`` (per output: dtype, errors, tolerance, passed) and ``failure`` (the
     details of the first failing output, or None).
     """
-    inputs = _call_reference("fill inputs", lambda: fill_inputs(graph, seed, case.values))
-    reference = _call_reference("execute this graph", lambda: execute(
-        graph, inputs, keep_intermediates=True))
+    if ahead is not None:
+        inputs, reference = ahead.inputs, ahead.reference
+    else:
+        inputs = _call_reference("fill inputs", lambda: fill_inputs(graph, seed, case.values))
+        reference = _call_reference("execute this graph", lambda: execute(
+            graph, inputs, keep_intermediates=True))
     values: dict[int, object] = dict(inputs)
     sources: list[str] = []
     for part in _order(parts):
@@ -434,8 +446,10 @@ def _numerics(case: Case, graph: Graph, backend: Backend, device: Device,
                     dtype_name(array.dtype), want, ancestors(graph, t.id)),
                     tensor=t.id, dtype=want.value, actual_dtype=str(array.dtype))
             values[t.id] = array
-    radii = _call_reference("bound the errors", lambda: error_bounds(
-        graph, inputs, expected, rounding_differs=_rounding_differs(graph, expected, parts)))
+    differs = _rounding_differs(graph, expected, parts)
+    radii = ahead.radii if ahead is not None and not differs else _call_reference(
+        "bound the errors", lambda: error_bounds(graph, inputs, expected,
+                                                 rounding_differs=differs))
     summary: list[dict[str, object]] = []
     failure: dict[str, object] | None = None
     for t in graph.output_tensors:

@@ -9,9 +9,10 @@ start side by side: all of them at once, or (``start=1``) the first alone, the o
 caller knows how many cases there are (`ensure`), so a run of one case with ``--jobs 64`` starts
 one worker, not 64. With one job it is a plain `Runner`.
 
-Grading runs in this process (the runner's threads share its interpreter), so jobs pay off as
-far as the backend's own work outweighs grading: for the reference backend, whose work costs
-about what grading costs, two jobs gain little (BENCHMARKS.md).
+Grading runs in this process (the runner's threads share its interpreter). The reference's
+share of it, which does not depend on the backend, is prepared ahead in processes of its own
+(`fusionspec.conformance.workers.ahead`, one per job) when `judge_many` has enough cases, so
+the jobs pay off for a backend whose work costs about what grading costs (the reference) too.
 """
 
 from __future__ import annotations
@@ -26,6 +27,8 @@ from types import TracebackType
 from fusionspec.backend import BackendError
 
 from ..cases import Case, Verdict
+from ..grade.prepared import Prepared
+from .ahead import MIN_CASES, Ahead
 from .runner import Runner
 
 __all__ = ["RunnerPool"]
@@ -109,10 +112,11 @@ class RunnerPool:
                 total[name] = total.get(name, 0) + value
         return total
 
-    def run(self, case: Case, *, seed: int | None = None) -> Verdict:
+    def run(self, case: Case, *, seed: int | None = None,
+            prepared: Prepared | None = None) -> Verdict:
         runner = self._free.get()
         try:
-            return runner.run(case, seed=seed)
+            return runner.run(case, seed=seed, prepared=prepared)
         finally:
             self._free.put(runner)
 
@@ -124,21 +128,29 @@ class RunnerPool:
         yield from self._threads.map(self.run, cases)
 
     def judge_many(self, cases: Sequence[Case]) -> Iterator[tuple[Verdict, float]]:
-        """(verdict, wall seconds) on each of `cases`, in order, judged `jobs` at a time."""
-        if len(self.runners) == 1 or self._threads is None:
-            yield from map(self._timed_on_first, cases)
-            return
-        yield from self._threads.map(self._timed, cases)
+        """(verdict, wall seconds) on each of `cases`, in order, judged `jobs` at a time; the
+        reference's side of each case is prepared ahead where that pays (module docstring).
+        The seconds are the judging's own, not the wait for a preparation."""
+        first = self.runners[0]
+        ahead = Ahead(cases, first.seed, self.jobs) if (
+            first.isolate and len(cases) >= MIN_CASES) else None
+        try:
+            def timed(index: int) -> tuple[Verdict, float]:
+                prepared = ahead.prepared(index) if ahead is not None else None
+                start = time.perf_counter()
+                if len(self.runners) == 1:
+                    verdict = first.run(cases[index], prepared=prepared)
+                else:
+                    verdict = self.run(cases[index], prepared=prepared)
+                return verdict, time.perf_counter() - start
 
-    def _timed(self, case: Case) -> tuple[Verdict, float]:
-        start = time.perf_counter()
-        verdict = self.run(case)
-        return verdict, time.perf_counter() - start
-
-    def _timed_on_first(self, case: Case) -> tuple[Verdict, float]:
-        start = time.perf_counter()
-        verdict = self.runners[0].run(case)
-        return verdict, time.perf_counter() - start
+            if len(self.runners) == 1 or self._threads is None:
+                yield from map(timed, range(len(cases)))
+            else:
+                yield from self._threads.map(timed, range(len(cases)))
+        finally:
+            if ahead is not None:
+                ahead.close()
 
     def close(self) -> None:
         if self._threads is not None:

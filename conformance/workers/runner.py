@@ -75,6 +75,7 @@ from ..answers import Abandoned, BackendFailure, Failure, clip
 from ..cases import Case, Status, Verdict
 from ..grade.departures import matching_departures
 from ..grade.facts import Facts, reason
+from ..grade.prepared import Prepared
 from ..grade.verdicts import apply_limitation, judge, matching_limitation
 from ..limitations import check_limitations
 from ..replay import ReplayError, backend_outputs
@@ -118,7 +119,7 @@ class _Died(BaseException):
         self.reason = reason
 
 
-def _context() -> multiprocessing.context.DefaultContext:
+def worker_context() -> multiprocessing.context.DefaultContext:
     # Not "fork": a backend's runtime (an OpenCL driver, say) that the parent process already
     # loaded does not survive a fork. The fork server is a fresh process that never loads one,
     # and forks clean workers quickly; spawn where there is no fork server.
@@ -232,19 +233,21 @@ class Runner:
 
     # -- judging ------------------------------------------------------------------------------
 
-    def run(self, case: Case, *, seed: int | None = None) -> Verdict:
-        """The verdict on `case` (inputs filled from `seed`, default the runner's)."""
+    def run(self, case: Case, *, seed: int | None = None,
+            prepared: Prepared | None = None) -> Verdict:
+        """The verdict on `case` (inputs filled from `seed`, default the runner's), with the
+        reference's side of it when it was `prepared` ahead."""
         use_seed = self.seed if seed is None else seed
         if self._backend is not None:
             return _bounded(judge(case, self._backend, self.device, seed=use_seed,
-                                  departures=self.departures))
+                                  departures=self.departures, prepared=prepared))
         if self._conn is None:
             self.restarts += 1
             self._start()
         self._deadline = time.monotonic() + self.timeout_s
         try:
             verdict = judge(case, self._remote, self.device, seed=use_seed,
-                            departures=self.departures)
+                            departures=self.departures, prepared=prepared)
             self._deadline = time.monotonic() + _HOUSEKEEPING_S
             if self._conn is not None:  # not stopped by an abandoned diagnosis
                 self.call(("release",))
@@ -355,7 +358,7 @@ class Runner:
                      tuple(declared_departures(self._backend)))
 
     def _start(self) -> Ready:
-        context = _context()
+        context = worker_context()
         parent, child = context.Pipe()
         process = context.Process(target=serve, name=f"fusionspec-{self.spec}",
                                   args=(child, self.spec, self.device_id, self.sys_path,

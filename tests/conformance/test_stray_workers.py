@@ -56,3 +56,56 @@ def test_a_stopped_runner_leaves_no_worker(sent: signal.Signals, tmp_path: Path)
     if alive:
         os.kill(helper, signal.SIGKILL)
     assert not alive, f"{sent.name}: the backend's helper {helper} died with the runner"
+
+
+def _marked(mark: str) -> list[int]:
+    """The live processes whose environment holds `mark`."""
+    found = []
+    for folder in Path("/proc").iterdir():
+        if not folder.name.isdigit():
+            continue
+        try:
+            if mark.encode() in (folder / "environ").read_bytes() and _alive(int(folder.name)):
+                found.append(int(folder.name))
+        except OSError:
+            continue
+    return found
+
+
+@pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="needs Linux's /proc")
+@pytest.mark.parametrize("sent", [signal.SIGTERM, signal.SIGINT])
+def test_the_processes_preparing_cases_ahead_stop_with_the_runner(sent: signal.Signals,
+                                                                  tmp_path: Path) -> None:
+    # A paced backend on many cases with two jobs: the reference's side of the cases is being
+    # prepared ahead in processes of its own when the signal comes.
+    mark = f"FUSIONSPEC_TEST_MARK_{os.getpid()}_{sent.name}"
+    said = tmp_path / "said.txt"
+    with said.open("wb") as out:
+        runner = subprocess.Popen(
+            [str(BIN / "fusionspec"), "conform", "--backend",
+             "testkit.perf_backends:PacedBackend", "--patterns", "fp.conv_post_ops", "--jobs",
+             "2", "--out", "out"],
+            cwd=tmp_path, env=env({mark: "1"}), stdout=out, stderr=out,
+            stdin=subprocess.DEVNULL)
+    deadline = time.monotonic() + 120
+    while "judging" not in said.read_text(errors="replace") and runner.poll() is None \
+            and time.monotonic() < deadline:
+        time.sleep(0.2)
+    time.sleep(1.5)
+    family = [pid for pid in _marked(mark) if pid != runner.pid]
+    assert runner.poll() is None and len(family) >= 4, \
+        f"the run is judging with its workers and preparing processes: {family}"
+    runner.send_signal(sent)
+    try:
+        code = runner.wait(60)
+    finally:
+        runner.kill()
+    err = said.read_text(errors="replace")
+    assert code != 0 and "Traceback" not in err, f"{sent.name}: a clean stop: {code} {err}"
+    deadline = time.monotonic() + 10
+    while _marked(mark) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    left = _marked(mark)
+    for pid in left:
+        os.kill(pid, signal.SIGKILL)
+    assert not left, f"{sent.name}: processes of the run outlived it: {left}"

@@ -1,0 +1,100 @@
+"""The reference's side of the cases, prepared ahead in processes of its own.
+
+Grading runs in the runner's process, whose threads share one interpreter: with several jobs
+the backends work side by side while the reference's share of grading (its execution and the
+error bounds, `fusionspec.conformance.grade.prepared`) queues for that one interpreter. `Ahead`
+computes it for the next cases in `processes` processes of fusionspec's own (no backend is
+loaded there), a bounded window ahead of the case being judged, so every core grades.
+
+The processes start from the runner's fork server (never a fork of this process, which may
+have loaded an OpenCL driver), ignore Ctrl-C (the runner handles it) and are stopped with the
+run. Whatever goes wrong here (a process that died, a case that could not be prepared) leaves
+that case to be judged as before, never a verdict of its own.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import pickle
+import signal
+import threading
+from collections.abc import Sequence
+from concurrent.futures import Future, ProcessPoolExecutor
+from types import TracebackType
+
+from ..cases import Case, CaseKind
+from ..grade.prepared import Prepared, prepare
+from .runner import worker_context
+from .transport import dumps
+
+__all__ = ["Ahead", "WINDOW_PER_PROCESS", "MIN_CASES"]
+
+#: Cases prepared ahead per process: enough to keep it busy while judging catches up, few
+#: enough that the prepared arrays held in memory stay small.
+WINDOW_PER_PROCESS = 8
+#: Fewer cases than this are not worth starting processes for (each imports the reference).
+MIN_CASES = 64
+
+
+def _quiet() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _prepare_pickled(case: bytes, seed: int) -> bytes:
+    # Cases and their preparations hold read-only mappings, which the plain pickler the pool
+    # uses refuses: they travel as the transport's pickles, between fusionspec's own
+    # processes (nothing here comes from a backend).
+    found: Case = pickle.loads(case)
+    return dumps(prepare(found, seed))
+
+
+class Ahead:
+    """`prepared(i)` is the reference's side of ``cases[i]`` (or None), prepared in
+    `processes` processes a window ahead of the highest index asked for so far."""
+
+    def __init__(self, cases: Sequence[Case], seed: int, processes: int) -> None:
+        self.cases = cases
+        self.seed = seed
+        self.window = max(1, processes) * WINDOW_PER_PROCESS
+        self._pool = ProcessPoolExecutor(max(1, processes), mp_context=worker_context(),
+                                         initializer=_quiet)
+        self._futures: dict[int, Future[bytes]] = {}
+        self._submitted = 0
+        self._lock = threading.Lock()
+
+    def __enter__(self) -> Ahead:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()
+
+    def prepared(self, index: int) -> Prepared | None:
+        with self._lock:
+            self._submit_through(index + self.window)
+            future = self._futures.pop(index, None)
+        if future is None:
+            return None
+        try:
+            found = pickle.loads(future.result())
+        except Exception:  # a process that died or a result that did not come back
+            return None
+        return found if isinstance(found, Prepared) else None
+
+    def _submit_through(self, last: int) -> None:
+        end = min(last + 1, len(self.cases))
+        while self._submitted < end:
+            case = self.cases[self._submitted]
+            if case.kind is not CaseKind.ill_formed:  # nothing to prepare for those
+                # A pool that broke or was shut down prepares nothing more: judged as before.
+                with contextlib.suppress(RuntimeError):
+                    self._futures[self._submitted] = self._pool.submit(
+                        _prepare_pickled, dumps(case), self.seed)
+            self._submitted += 1
+
+    def close(self) -> None:
+        with self._lock:
+            for future in self._futures.values():
+                future.cancel()
+            self._futures.clear()
+        self._pool.shutdown(wait=True, cancel_futures=True)
