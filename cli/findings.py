@@ -19,7 +19,6 @@ would buy where that is measurable and the command that reproduces each figure
 from __future__ import annotations
 
 import argparse
-import os
 from pathlib import Path
 
 from fusionspec.conformance.grade.results import load_results
@@ -74,7 +73,7 @@ def run(args: argparse.Namespace) -> int:
         if args.examples is not None:
             copied = copy_examples(findings, args.examples, run_label(results), path)
             label = run_label(results)
-            dirs.update({f"{label}:{case}": os.path.relpath(Path(folder).resolve(), Path.cwd())
+            dirs.update({f"{label}:{case}": _shown(Path(folder))
                          for case, folder in copied.items()})
     intro = args.intro.read_text(encoding="utf-8") if args.intro is not None else ""
     text = findings_markdown(runs, title=args.title, example_dirs=dirs, intro=intro)
@@ -90,6 +89,17 @@ def run(args: argparse.Namespace) -> int:
           "extensions": extensions, "unexplained": left, "failing": failing,
           "examples": dirs, "performance": [str(p) for p in perf_paths]})
     return 0
+
+
+def _shown(folder: Path) -> str:
+    """How a replay line names an example folder: relative to the current folder (the
+    repository's root, where the nox session runs) when it lies inside it, else absolute; never
+    a path that climbs out of the current folder and back in (a sibling checkout's name)."""
+    full = folder.resolve()
+    try:
+        return str(full.relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(full)
 
 
 def _perf_markdown(paths: list[Path]) -> str:

@@ -7,6 +7,7 @@ import re
 import shutil
 from pathlib import Path
 
+import pytest
 from testkit.report import load
 
 from fusionspec.cli.main import main
@@ -97,3 +98,26 @@ def test_extension_examples_are_copied_and_replay_from_the_copy(
             f"an extension's example is copied under --examples like a failure's: {folder}"
         case, _ = load_failure(Path(folder))
         assert case.graph.ops, f"the copied extension example {folder} holds its graph"
+
+
+def test_replay_lines_name_examples_from_the_current_folder_or_absolutely(
+        never_fuses_results: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    inside, elsewhere = tmp_path / "repo", tmp_path / "elsewhere"
+    inside.mkdir()
+    elsewhere.mkdir()
+    for cwd, expect_relative in ((inside, True), (elsewhere, False)):
+        monkeypatch.chdir(cwd)
+        out = tmp_path / f"findings-{cwd.name}.md"
+        examples = inside / "docs" / f"examples-{cwd.name}"
+        assert main(["findings", str(never_fuses_results), "-o", str(out), "--examples",
+                     str(examples)]) == 0
+        folders = re.findall(r"--replay (\S+)`", out.read_text(encoding="utf-8"))
+        assert folders, "the document names replayable examples"
+        for folder in folders:
+            assert ".." not in Path(folder).parts, \
+                f"a replay path never climbs out of the current folder: {folder}"
+            assert Path(folder).is_absolute() != expect_relative, \
+                f"from {cwd.name}: {folder} should be " \
+                f"{'relative to it' if expect_relative else 'absolute'}"
+            assert (cwd / folder).resolve().is_relative_to(examples.resolve()), \
+                f"{folder} names a copied example under {examples}"
