@@ -154,9 +154,13 @@ class NativeGraph:
         lib.call("dnnl_graph_graph_filter", self._handle, policy, context="partitioning",
                  refusal_is_rejection=True)
         count = ctypes.c_size_t()
-        lib.call("dnnl_graph_graph_get_partition_num", self._handle, ctypes.byref(count))
+        # oneDNN 3.2 finalizes a graph with a cycle and refuses it only here (invalid_graph):
+        # a refusal of the graph like any other.
+        lib.call("dnnl_graph_graph_get_partition_num", self._handle, ctypes.byref(count),
+                 context="partitioning", refusal_is_rejection=True)
         handles = (ctypes.c_void_p * max(count.value, 1))()
-        lib.call("dnnl_graph_graph_get_partitions", self._handle, count.value, handles)
+        lib.call("dnnl_graph_graph_get_partitions", self._handle, count.value, handles,
+                 context="partitioning", refusal_is_rejection=True)
         self._partitions = [ctypes.c_void_p(h) for h in handles[:count.value]]
         return [self._describe(index, h) for index, h in enumerate(self._partitions)]
 

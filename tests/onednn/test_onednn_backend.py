@@ -94,6 +94,20 @@ def test_refusal_is_a_declared_rejection(onednn: OnednnBackend) -> None:
         "the suite must count a oneDNN refusal as a rejection"
 
 
+def test_a_cyclic_graph_is_refused_as_a_rejection(onednn: OnednnBackend) -> None:
+    # t1 -> Add -> t2 -> ReLU -> t3 -> back into the Add: ill-formed (graph.acyclic). oneDNN 3.2
+    # accepts it until it is asked for the partitions; the refusal is a rejection either way.
+    graph = Graph([
+        Op(0, "ReLU", [_t(0, (2, 2))], [_t(1, (2, 2))]),
+        Op(1, "Add", [_t(1, (2, 2)), _t(3, (2, 2))], [_t(2, (2, 2))]),
+        Op(2, "ReLU", [_t(2, (2, 2))], [_t(3, (2, 2))]),
+    ])
+    with pytest.raises(OnednnRejection) as info:
+        onednn.partition(graph)
+    assert isinstance(info.value, rejection_types(onednn)), \
+        f"a cycle refused by oneDNN must count as a rejection, not an error: {info.value}"
+
+
 def test_dtypes_outside_the_headers_are_limitations(onednn: OnednnBackend) -> None:
     missing = {d for d in (DataType.f8_e4m3, DataType.f8_e5m2)
                if d not in supported_dtypes(onednn.library.headers)}
