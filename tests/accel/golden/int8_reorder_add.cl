@@ -35,9 +35,11 @@ __kernel void fs_elementwise(
     if (i < idx_size) {
         const int idx1 = fs_mod(fs_div(i, idx_in1_div), idx_n1_div);
         const long v0 = (long)t0[i];
-        const float v1 = (convert_float(v0) - zps0[idx1]) * scales0[idx1];
+        const float v0f = (float)t0[i];
+        const float v1 = (v0f - zps0[idx1]) * scales0[idx1];
         const long v2 = (long)t1[i];
-        const float v3 = (convert_float(v2) - zp0) * scale0;
+        const float v2f = (float)t1[i];
+        const float v3 = (v2f - zp0) * scale0;
         const float v4 = v3;
         const float v5 = v4 + v1;
         const long v6 = (long)convert_uchar_sat_rte(fs_nan_to_zero(fs_quantize_rne(v5 / scale1, zp1)));
