@@ -96,15 +96,36 @@ inline float fs_nan_to_zero(float value) { return value != value ? 0.0f : value;
 inline int fs_div(int n, uint4 d) { return (int)(((ulong)(uint)n * d.y) >> d.z); }""",
     "fs_mod": """\
 inline int fs_mod(int n, uint4 d) { return n - fs_div(n, d) * (int)d.x; }""",
+    "fs_rint": """\
+inline float fs_rint(float x) {
+    /* rint as arithmetic (PoCL's rint, trunc and fabs are library calls that keep a kernel
+       from being vectorised: its Quantize ran at 10 ns an element): adding and taking away
+       2**23 (8388608) leaves no fraction bits, rounding to nearest even; from 2**23 up x is
+       whole, and NaN fails the test and stays. The sign goes back on: -0.3 gives -0. */
+    const uint sign = as_uint(x) & 2147483648u;
+    const float ax = as_float(as_uint(x) ^ sign);
+    const float r = (ax + 8388608.0f) - 8388608.0f;
+    return ax < 8388608.0f ? as_float(as_uint(r) | sign) : x;
+}""",
+    "fs_trunc": """\
+inline float fs_trunc(float x) {
+    /* trunc as arithmetic (see fs_rint): |x| rounded to nearest, less one where that went up */
+    const uint sign = as_uint(x) & 2147483648u;
+    const float ax = as_float(as_uint(x) ^ sign);
+    const float r = (ax + 8388608.0f) - 8388608.0f;
+    const float t = r > ax ? r - 1.0f : r;
+    return ax < 8388608.0f ? as_float(as_uint(t) | sign) : x;
+}""",
     "fs_quantize_rne": """\
 inline float fs_quantize_rne(float a, float zp) {
     /* round_half_even(a + zp) for an integral zp, without rounding a's fraction away first:
        the fraction is split off (exactly), and only an exact .5 lets the parity of the sum
        decide. An infinite a stays infinite (the store saturates it). */
-    const float whole = trunc(a);
+    const float whole = fs_trunc(a);
     const float frac = a - whole;
     const float base = whole + zp;
-    const float q = fabs(frac) == 0.5f ? rint(base + frac) : base + rint(frac);
+    const float q = as_float(as_uint(frac) & 2147483647u) == 0.5f ? fs_rint(base + frac)
+                                                               : base + fs_rint(frac);
     return (a == INFINITY || a == -INFINITY) ? a : q;
 }""",
 }
@@ -114,6 +135,7 @@ HELPERS.update(MATH_HELPERS)
 _HELPER_DEPS: dict[str, tuple[str, ...]] = {
     "fs_mod": ("fs_div",),
     "fs_round_bf16": ("fs_bf16_to_f32", "fs_f32_to_bf16"),
+    "fs_quantize_rne": ("fs_rint", "fs_trunc"),
     **MATH_DEPS,
 }
 
