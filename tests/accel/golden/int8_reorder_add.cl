@@ -9,21 +9,21 @@ inline float fs_nan_to_zero(float value) { return value != value ? 0.0f : value;
 inline float fs_rint(float x) {
     /* rint as arithmetic (PoCL's rint, trunc and fabs are library calls that keep a kernel
        from being vectorised: its Quantize ran at 10 ns an element): adding and taking away
-       2**23 leaves no fraction bits, rounding to nearest even; from 2**23 up x is whole, and
-       NaN fails the test and stays. The sign goes back on, so -0.3 gives -0. */
-    const uint sign = as_uint(x) & 0x80000000u;
+       2**23 (8388608) leaves no fraction bits, rounding to nearest even; from 2**23 up x is
+       whole, and NaN fails the test and stays. The sign goes back on: -0.3 gives -0. */
+    const uint sign = as_uint(x) & 2147483648u;
     const float ax = as_float(as_uint(x) ^ sign);
-    const float r = (ax + 0x1p23f) - 0x1p23f;
-    return ax < 0x1p23f ? as_float(as_uint(r) | sign) : x;
+    const float r = (ax + 8388608.0f) - 8388608.0f;
+    return ax < 8388608.0f ? as_float(as_uint(r) | sign) : x;
 }
 
 inline float fs_trunc(float x) {
     /* trunc as arithmetic (see fs_rint): |x| rounded to nearest, less one where that went up */
-    const uint sign = as_uint(x) & 0x80000000u;
+    const uint sign = as_uint(x) & 2147483648u;
     const float ax = as_float(as_uint(x) ^ sign);
-    const float r = (ax + 0x1p23f) - 0x1p23f;
+    const float r = (ax + 8388608.0f) - 8388608.0f;
     const float t = r > ax ? r - 1.0f : r;
-    return ax < 0x1p23f ? as_float(as_uint(t) | sign) : x;
+    return ax < 8388608.0f ? as_float(as_uint(t) | sign) : x;
 }
 
 inline float fs_quantize_rne(float a, float zp) {
@@ -33,7 +33,7 @@ inline float fs_quantize_rne(float a, float zp) {
     const float whole = fs_trunc(a);
     const float frac = a - whole;
     const float base = whole + zp;
-    const float q = as_float(as_uint(frac) & 0x7fffffffu) == 0.5f ? fs_rint(base + frac)
+    const float q = as_float(as_uint(frac) & 2147483647u) == 0.5f ? fs_rint(base + frac)
                                                                : base + fs_rint(frac);
     return (a == INFINITY || a == -INFINITY) ? a : q;
 }
