@@ -4,7 +4,9 @@ register and stored back, on the device and on the host.
 Registers. Floating-point values are computed in ``float`` (f32), as the reference computes
 them; integer values (s8, u8, s32, boolean) are held exactly in ``long`` (kind ``int``) and
 become float only when a float op consumes them (`as_float`, exact for 8-bit values, nearest
-even for s32 as NumPy's ``astype(float32)``).
+even for s32 as NumPy's ``astype(float32)``). A loaded integer input also gets an f32 twin read
+straight from its storage type (`load_float`), which float ops such as Dequantize take; the
+compiler drops whichever of the two no op reads.
 
 Storage, per type:
 

@@ -29,8 +29,8 @@ one of two forms, chosen by the device's properties (never its name):
     test each element (the select kept Intel's compiler from folding the load into the
     multiply-add: the 3x3 convolution of the benchmark went from 2.45 to 1.84 ms there);
   * "packed": A materialised k-major in a scratch buffer first (an explicit im2col), where the
-    index code decodes but runs do not apply (a Dequantize folded into a convolution's src,
-    the weight gradient) and the buffer fits `IM2COL_BUDGET`;
+    index code decodes but runs do not apply (the weight gradient; a Dequantize folded into a
+    convolution's src that cannot be staged) and the buffer fits `IM2COL_BUDGET`;
   * "element": A's full index code per element in the GEMM loop (the rest).
 
   Both ways of reading a convolution were measured (`fusionspec.accel.tune`, 3x3
@@ -55,7 +55,10 @@ one of two forms, chosen by the device's properties (never its name):
   feeding them, and a Quantize -> Dequantize pair on f32 weights, are folded into the loads:
   the shared generator (`fusionspec.accel.codegen.epilogue`) emits them at the operand's index,
   so an int8 value is loaded and turned into ``(x - zp) * scale`` in f32 right there (in the
-  packing kernels of the register-blocked form). Accumulation is ``acc += a * b`` in f32 (an
+  packing kernels of the register-blocked form). There, a Dequantize of A is staged instead
+  where A can then be read in runs: the launch that packs B also writes A dequantized to a
+  dense f32 scratch buffer (`fusionspec.accel.families.stage`), and the GEMM kernel reads that
+  in runs, as it reads an f32 source. Accumulation is ``acc += a * b`` in f32 (an
   explicit ``fma`` call is a slow library call on some CPU drivers).
 - Epilogue. The main op's optional bias input is added to the accumulator, which is rounded to
   dst's type when that is f16/bf16 (as the reference stores it); all the other ops of the
