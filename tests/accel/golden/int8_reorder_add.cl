@@ -63,7 +63,7 @@ __kernel void fs_elementwise(
         const float v3 = (v2f - zp0) * scale0;
         const float v4 = v3;
         const float v5 = v4 + v1;
-        const long v6 = (long)convert_uchar_sat_rte(fs_nan_to_zero(fs_quantize_rne(v5 / scale1, zp1)));
+        const long v6 = (long)(int)clamp(fs_nan_to_zero(fs_quantize_rne(v5 / scale1, zp1)), 0.0f, 255.0f);
         t2[i] = (uchar)clamp((long)(v6), 0L, 255L);
     }
 }
