@@ -155,7 +155,15 @@ class _Emitter:
         ctype = "float" if kind == "float" else "long"
         name = self.args.fresh("v")
         self.lines.append(f"const {ctype} {name} = {expr};")
-        value = self.values[tensor.id] = Value(name, kind)
+        twin = None
+        if kind == "int":
+            # The same element read as f32 for the float ops (`TypePolicy.load_float`); the
+            # compiler drops whichever of the two registers no op reads.
+            fexpr, fhelpers = self.policy.load_float(tensor.dtype, buffer, offset)
+            self.preamble.need(fhelpers)
+            twin = f"{name}f"
+            self.lines.append(f"const float {twin} = {fexpr};")
+        value = self.values[tensor.id] = Value(name, kind, twin)
         return value
 
     def load_1d(self, tensor: LogicalTensor, index: str, op: Op) -> str:
@@ -168,10 +176,10 @@ class _Emitter:
                                             "be 1-D")
         self.preamble.uses(tensor.dtype)
         buffer = self.args.read(tensor)
-        expr, helpers = self.policy.load(tensor.dtype, buffer,
-                                         channel_offset(tensor, index, self.args))
+        expr, helpers = self.policy.load_float(tensor.dtype, buffer,
+                                               channel_offset(tensor, index, self.args))
         self.preamble.need(helpers)
-        return self.policy.as_float(expr, self.policy.kind(tensor.dtype))
+        return expr
 
     def _maybe_store(self, tid: int) -> None:
         tensor = self.outputs.get(tid)

@@ -27,10 +27,13 @@ __all__ = ["Value", "Emitter", "OpCtx", "attr_of"]
 
 @dataclass(frozen=True)
 class Value:
-    """A register (or C expression) and its kind: f32 ``float`` or exact integer ``long``."""
+    """A register (or C expression) and its kind: f32 ``float`` or exact integer ``long``.
+    `f32`, for an integer register, names the same value already read as f32 (a loaded
+    input's twin), which float ops take instead of converting `text`."""
 
     text: str
     kind: Kind = "float"
+    f32: str | None = None
 
 
 class Emitter(Protocol):
@@ -76,6 +79,8 @@ class OpCtx:
     def f(self, port: int) -> str:
         """Input `port` as an f32 expression (integers are converted as NumPy does)."""
         value = self.arg(port)
+        if value.f32 is not None:
+            return value.f32
         return self.policy.as_float(value.text, value.kind)
 
     def input(self, port: int) -> LogicalTensor:

@@ -4,7 +4,9 @@ register and stored back, on the device and on the host.
 Registers. Floating-point values are computed in ``float`` (f32), as the reference computes
 them; integer values (s8, u8, s32, boolean) are held exactly in ``long`` (kind ``int``) and
 become float only when a float op consumes them (`as_float`, exact for 8-bit values, nearest
-even for s32 as NumPy's ``astype(float32)``).
+even for s32 as NumPy's ``astype(float32)``). A loaded integer input also gets an f32 twin read
+straight from its storage type (`load_float`), which float ops such as Dequantize take; the
+compiler drops whichever of the two no op reads.
 
 Storage, per type:
 
@@ -96,15 +98,36 @@ inline float fs_nan_to_zero(float value) { return value != value ? 0.0f : value;
 inline int fs_div(int n, uint4 d) { return (int)(((ulong)(uint)n * d.y) >> d.z); }""",
     "fs_mod": """\
 inline int fs_mod(int n, uint4 d) { return n - fs_div(n, d) * (int)d.x; }""",
+    "fs_rint": """\
+inline float fs_rint(float x) {
+    /* rint as arithmetic (PoCL's rint, trunc and fabs are library calls that keep a kernel
+       from being vectorised: its Quantize ran at 10 ns an element): adding and taking away
+       2**23 (8388608) leaves no fraction bits, rounding to nearest even; from 2**23 up x is
+       whole, and NaN fails the test and stays. The sign goes back on: -0.3 gives -0. */
+    const uint sign = as_uint(x) & 2147483648u;
+    const float ax = as_float(as_uint(x) ^ sign);
+    const float r = (ax + 8388608.0f) - 8388608.0f;
+    return ax < 8388608.0f ? as_float(as_uint(r) | sign) : x;
+}""",
+    "fs_trunc": """\
+inline float fs_trunc(float x) {
+    /* trunc as arithmetic (see fs_rint): |x| rounded to nearest, less one where that went up */
+    const uint sign = as_uint(x) & 2147483648u;
+    const float ax = as_float(as_uint(x) ^ sign);
+    const float r = (ax + 8388608.0f) - 8388608.0f;
+    const float t = r > ax ? r - 1.0f : r;
+    return ax < 8388608.0f ? as_float(as_uint(t) | sign) : x;
+}""",
     "fs_quantize_rne": """\
 inline float fs_quantize_rne(float a, float zp) {
     /* round_half_even(a + zp) for an integral zp, without rounding a's fraction away first:
        the fraction is split off (exactly), and only an exact .5 lets the parity of the sum
        decide. An infinite a stays infinite (the store saturates it). */
-    const float whole = trunc(a);
+    const float whole = fs_trunc(a);
     const float frac = a - whole;
     const float base = whole + zp;
-    const float q = fabs(frac) == 0.5f ? rint(base + frac) : base + rint(frac);
+    const float q = as_float(as_uint(frac) & 2147483647u) == 0.5f ? fs_rint(base + frac)
+                                                               : base + fs_rint(frac);
     return (a == INFINITY || a == -INFINITY) ? a : q;
 }""",
 }
@@ -114,6 +137,7 @@ HELPERS.update(MATH_HELPERS)
 _HELPER_DEPS: dict[str, tuple[str, ...]] = {
     "fs_mod": ("fs_div",),
     "fs_round_bf16": ("fs_bf16_to_f32", "fs_f32_to_bf16"),
+    "fs_quantize_rne": ("fs_rint", "fs_trunc"),
     **MATH_DEPS,
 }
 
@@ -197,6 +221,18 @@ class TypePolicy:
         check_supported(dtype, "a tensor")
         return f"(long){element}", set()
 
+    def load_float(self, dtype: DataType, pointer: str, offset: str
+                   ) -> tuple[str, set[str]]:
+        """A C expression reading element `offset` of `pointer` straight into an f32
+        register (equal to `as_float` of `load`), and the helpers it calls. An integer element
+        is cast from its storage type (`as_float` says why a cast)."""
+        if dtype is DataType.boolean:
+            return f"({pointer}[{offset}] != 0 ? 1.0f : 0.0f)", set()
+        if is_integer(dtype):
+            check_supported(dtype, "a tensor")
+            return f"(float){pointer}[{offset}]", set()
+        return self.load(dtype, pointer, offset)
+
     def store(self, dtype: DataType, pointer: str, offset: str, value: str, kind: Kind
               ) -> tuple[str, set[str]]:
         """A C statement writing register `value` (of `kind`) to element `offset` of `pointer`
@@ -229,7 +265,12 @@ class TypePolicy:
 
     @staticmethod
     def as_float(value: str, kind: Kind) -> str:
-        return value if kind == "float" else f"convert_float({value})"
+        # Every integer register holds an int32 value (8- and 32-bit loads, saturated
+        # Quantize, integer arithmetic clamped to int32), so the conversion goes through int,
+        # and as a C cast (nearest even, as convert_float): Intel's CPU compiler leaves
+        # convert_float of a long, and of an int8 load, scalar, and the int8 MaxPool with its
+        # Dequantize folded into the window loads ran 5x slower through it than with casts.
+        return value if kind == "float" else f"(float)(int)({value})"
 
     def round_to(self, dtype: DataType, value: str) -> tuple[str, set[str]]:
         """An f32 expression: `value` rounded to `dtype` (nearest even) and widened back."""

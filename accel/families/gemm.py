@@ -29,8 +29,8 @@ one of two forms, chosen by the device's properties (never its name):
     test each element (the select kept Intel's compiler from folding the load into the
     multiply-add: the 3x3 convolution of the benchmark went from 2.45 to 1.84 ms there);
   * "packed": A materialised k-major in a scratch buffer first (an explicit im2col), where the
-    index code decodes but runs do not apply (a Dequantize folded into a convolution's src,
-    the weight gradient) and the buffer fits `IM2COL_BUDGET`;
+    index code decodes but runs do not apply (the weight gradient; a Dequantize folded into a
+    convolution's src that cannot be staged) and the buffer fits `IM2COL_BUDGET`;
   * "element": A's full index code per element in the GEMM loop (the rest).
 
   Both ways of reading a convolution were measured (`fusionspec.accel.tune`, 3x3
@@ -55,7 +55,10 @@ one of two forms, chosen by the device's properties (never its name):
   feeding them, and a Quantize -> Dequantize pair on f32 weights, are folded into the loads:
   the shared generator (`fusionspec.accel.codegen.epilogue`) emits them at the operand's index,
   so an int8 value is loaded and turned into ``(x - zp) * scale`` in f32 right there (in the
-  packing kernels of the register-blocked form). Accumulation is ``acc += a * b`` in f32 (an
+  packing kernels of the register-blocked form). There, a Dequantize of A is staged instead
+  where A can then be read in runs: the launch that packs B also writes A dequantized to a
+  dense f32 scratch buffer (`fusionspec.accel.families.stage`), and the GEMM kernel reads that
+  in runs, as it reads an f32 source. Accumulation is ``acc += a * b`` in f32 (an
   explicit ``fma`` call is a slow library call on some CPU drivers).
 - Epilogue. The main op's optional bias input is added to the accumulator, which is rounded to
   dst's type when that is f16/bf16 (as the reference stores it); all the other ops of the
@@ -85,6 +88,7 @@ from .base import BuildContext, KernelFamily
 from .gemm_backward import BIAS_KERNEL, backward_geometry, bias_backward_kernel
 from .gemm_geometry import MAIN_KINDS, Geometry, IndexCode, OperandRun, geometry_of
 from .gemm_table import build_gemm_table
+from .stage import StagedOperand, stage_operand
 from .table import choose_table, table_post_ops
 from .table_gather import MAP_LIMIT
 
@@ -315,29 +319,38 @@ def _load_code(main: Op, port: int, code: IndexCode, array: str, chain: list[Op]
 
 
 def _run_code(main: Op, code: IndexCode, run: OperandRun, rows: int, ctx: BuildContext,
-              preamble: Preamble, args: KernelArgs) -> tuple[str, list[str]]:
+              preamble: Preamble, args: KernelArgs, staged: StagedOperand | None
+              ) -> tuple[str, list[str]]:
     """For A read in runs: statements setting ``aok`` (not padding) and ``aoff`` (the element
     offset) at the decoded (m, k), the start of a run; and, per row i, the expression loading
-    A at ``aoff<i>`` plus ``c`` steps of the run."""
+    A at ``aoff<i>`` plus ``c`` steps of the run. A `staged` A (its Dequantize computed by the
+    packing launch, `fusionspec.accel.families.stage`) is read from its dense f32 scratch."""
     operand = main.inputs[0]
     domain = Domain(known_shape(operand), args, "ai")
-    preamble.uses(operand.dtype)
-    buffer = args.read(operand)
+    if staged is None:
+        preamble.uses(operand.dtype)
+        buffer = args.read(operand)
+    else:
+        buffer = staged.buffer
     lines = [*code.statements, f"int ai[{domain.rank}];",
              *(f"ai[{j}] = {e};" for j, e in enumerate(code.index))]
-    offset = domain.read_offset(operand)
+    offset = domain.read_offset(operand) if staged is None else domain.dense_offset(operand)
     if code.valid:
         lines += [f"aok = {code.valid};", f"aoff = aok ? {offset} : 0;"]
     else:
         lines.append(f"aoff = {offset};")
-    stride = stride_exprs(operand, args)[run.dim]
+    last = len(known_shape(operand)) - 1
+    stride = stride_exprs(operand, args)[run.dim] if staged is None else \
+        "1" if run.dim == last else args.dense_stride(operand, run.dim)
     step = "c" if stride == "1" else f"c * {stride}"
     loads = []
-    kind = ctx.policy.kind(operand.dtype)
     for i in range(rows):
-        expr, helpers = ctx.policy.load(operand.dtype, buffer, f"aoff{i} + {step}")
+        if staged is not None:
+            loads.append(f"{buffer}[aoff{i} + {step}]")
+            continue
+        expr, helpers = ctx.policy.load_float(operand.dtype, buffer, f"aoff{i} + {step}")
         preamble.need(helpers)
-        loads.append(ctx.policy.as_float(expr, kind))
+        loads.append(expr)
     return "\n".join(lines), loads
 
 
@@ -452,8 +465,16 @@ def _build_specialised(partition: Partition, ctx: BuildContext) -> tuple[KernelP
     args = KernelArgs(preamble)
     geo = backward_geometry(main, args) if main.kind == _BACKWARD else geometry_of(main, args)
     register: RegisterTiles | None = None
+    staged: StagedOperand | None = None
     if register_blocked(ctx):
         register = choose_register_tiles(ctx, geo, bool(chains[0]))
+        if chains[0] and geo.k and geo.m and geo.n and geo.z:
+            # A Dequantize folded into A is staged by the packing launch where A can then be
+            # read in runs (`fusionspec.accel.families.stage`).
+            unfolded = choose_register_tiles(ctx, geo, False)
+            if unfolded.a_mode == "run" and _register_fits(geo, unfolded):
+                staged = stage_operand(chains[0], "a_f32", ctx, preamble, args)
+                register = unfolded if staged is not None else register
         if not _register_fits(geo, register):
             register = None
     # The bounds of the product, which the template tests every index against.
@@ -485,7 +506,7 @@ def _build_specialised(partition: Partition, ctx: BuildContext) -> tuple[KernelP
         tiles = choose_tiles(ctx, geo.m, geo.n, geo.k)
         values: dict[str, object] = dict(
             register=False, tx=tiles.tx, ty=tiles.ty, rm=tiles.rm, rn=tiles.rn, tk=tiles.tk,
-            tm=tiles.tm, tn=tiles.tn)
+            tm=tiles.tm, tn=tiles.tn, staged=None)
         params = args.params
         if geo.m and geo.n and geo.z:
             groups_n, groups_m = -(-geo.n // tiles.tn), -(-geo.m // tiles.tm)
@@ -508,12 +529,14 @@ def _build_specialised(partition: Partition, ctx: BuildContext) -> tuple[KernelP
             assert geo.a_run is not None
             run = geo.a_run.length
             run_setup, run_loads = _run_code(main, geo.a, geo.a_run, register.rm, ctx,
-                                             preamble, args)
+                                             preamble, args, staged)
+        if staged is not None:
+            scratch.append(staged.scratch)
         values = dict(register=True, rm=register.rm, nv=register.nv, w=register.width,
                       nb=register.nb, a_mode=register.a_mode, packed_a=packed_a,
                       packed_b=packed_b, panels=args.index("panels", panels),
                       blocks=args.index("blocks", blocks), run=run, run_setup=run_setup,
-                      run_loads=run_loads, run_padded=bool(geo.a.valid))
+                      run_loads=run_loads, run_padded=bool(geo.a.valid), staged=staged)
         params = args.params
         if geo.m and geo.n and geo.z:
             launches += _register_launches(ctx, geo, register, params)

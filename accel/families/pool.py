@@ -146,9 +146,9 @@ def build_pool(partition: Partition, ctx: BuildContext) -> KernelPlan:
     if feeder is None:
         preamble.uses(src.dtype)
         buffer = args.read(src)
-        load, helpers = ctx.policy.load(src.dtype, buffer, src_domain.read_offset(src))
+        load, helpers = ctx.policy.load_float(src.dtype, buffer, src_domain.read_offset(src))
         preamble.need(helpers)
-        load_body = f"const float x = {ctx.policy.as_float(load, ctx.policy.kind(src.dtype))};"
+        load_body = f"const float x = {load};"
     else:
         deq = emit_epilogue([feeder], domain=src_domain, policy=ctx.policy, preamble=preamble)
         value = ctx.policy.as_float(deq.result.text, deq.result.kind)

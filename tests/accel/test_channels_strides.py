@@ -80,14 +80,18 @@ def test_dequantize_reorder_quantize(qtype: str, axis: int, scales: list[float],
     lo, hi = (-128, 127) if dst is S8 else (0, 255)
     src = RNG.integers(lo, hi, size=shape, endpoint=True).astype(cast_to(0, dst).dtype)
     on.check({0: src}, label=f"int8.reorder {qtype} {dst}")
-    # Quantize alone on f32 values with ties and saturation.
+    # Quantize alone on f32 values with ties and saturation, in the table form (what the
+    # backend runs at this size) and the specialised kernel (its arithmetic rounding and the
+    # clamp that saturates an 8-bit result).
     x, y = _t(0, F32, shape), _t(1, dst, shape)
-    alone = OnDevice(Graph([Op(0, "Quantize", inputs=(x,), outputs=(y,), attrs=attrs)]))
     values = np.array([0.5, 1.5, 2.5, -0.5, -1.5, 300.0, -300.0, np.nan, np.inf, -np.inf,
                        0.3, 7.5, 0.75, -0.75, 1e9, 63.5, 64.5, -64.5, 0.125, 0.375, 100.5,
                        -100.5, 127.5, 255.5], dtype=np.float32).reshape(shape)
     values = values * np.float32(scales[0])  # ties stay ties for the first scale
-    alone.check({0: values}, label=f"Quantize {qtype} {dst}")
+    for form in (None, "specialised"):
+        alone = OnDevice(Graph([Op(0, "Quantize", inputs=(x,), outputs=(y,), attrs=attrs)]),
+                         form=form)
+        alone.check({0: values}, label=f"Quantize {qtype} {dst} [{form or 'default'}]")
 
 
 @pytest.mark.parametrize("dtype", [BF16, F16])

@@ -9,6 +9,7 @@ large devices."""
 from __future__ import annotations
 
 import dataclasses
+import math
 from typing import Any
 
 import numpy as np
@@ -284,13 +285,24 @@ def test_int8_matmul_folds_dequantize_into_loads(quantize_weights: bool, form: s
 def test_int8_conv_and_convtranspose(form: str) -> None:
     conv = _conv("Convolution", (1, 4, 7, 7), (6, 2, 3, 3), groups=2, strides=[2, 1],
                  pads_begin=[1, 1], pads_end=[1, 0], data_format="NCX", weights_format="OIX")
-    _run(_int8_graph(conv, (6, 2, 3, 3), 0, quantize_weights=True), "int8 Convolution",
-         form=form)
     deconv = _conv("ConvTranspose", (1, 5, 5, 4), (3, 3, 5, 4), strides=[2, 2],
                    pads_begin=[1, 1], pads_end=[0, 0], data_format="NXC",
                    weights_format="XOI")
-    _run(_int8_graph(deconv, (3, 3, 5, 4), 2, quantize_weights=False),
-         "int8 ConvTranspose", form=form)
+    cases = [("int8 Convolution", conv, _int8_graph(conv, (6, 2, 3, 3), 0,
+                                                    quantize_weights=True)),
+             ("int8 ConvTranspose", deconv, _int8_graph(deconv, (3, 3, 5, 4), 2,
+                                                        quantize_weights=False))]
+    for label, main, graph in cases:
+        on = _run(graph, label, form=form)
+        if form != "run":
+            continue
+        plan = on.compiled[0].plans[0]
+        names = [launch.kernel for launch in plan.launches]
+        assert names == ["fs_gemm_pack_b", "fs_gemm"], \
+            f"{label}: A's Dequantize staged by the packing launch, no im2col pass: {names}"
+        assert [s.name for s in plan.scratch] == ["packed_b", "a_f32"] and \
+            plan.scratch[1].nbytes == 4 * math.prod(main.inputs[0].shape or ()), \
+            f"{label}: A staged as dense f32 of the source's size: {plan.scratch}"
 
 
 def test_tiles_fit_the_device() -> None:

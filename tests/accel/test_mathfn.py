@@ -96,3 +96,43 @@ def test_gelu_from_erfc_within_tolerance() -> None:
     err = np.abs(got - want)
     assert np.all(err <= 4e-5 * np.abs(want) + 4e-5), \
         "GELU within the suite's eltwise-complex tolerance (4e-5 relative and absolute)"
+
+
+_ROUNDING = """
+__kernel void t_rint(__global const float* x, __global float* y) {
+    const int i = get_global_id(0); y[i] = fs_rint(x[i]); }
+__kernel void t_trunc(__global const float* x, __global float* y) {
+    const int i = get_global_id(0); y[i] = fs_trunc(x[i]); }
+"""
+
+
+@pytest.mark.parametrize(("kernel", "want"), [("t_rint", np.rint), ("t_trunc", np.trunc)])
+def test_arithmetic_rounding_is_bit_exact(kernel: str, want: Any) -> None:
+    """fs_rint and fs_trunc (the arithmetic forms Quantize rounds with) give NumPy's rint and
+    trunc bit for bit: halves to even, signed zeros, whole values from 2**23 up, infinities and
+    NaN, and a random sample of every f32 bit pattern."""
+    import pyopencl as cl
+
+    runtime = runtime_for(first_info())
+    source = "\n\n".join(HELPERS[n] for n in helper_closure({"fs_rint", "fs_trunc"}))
+    program = runtime.program(source + _ROUNDING, kernels=["t_rint", "t_trunc"])
+    halves = np.arange(-40, 40, dtype=np.float32) + np.float32(0.5)
+    edges = np.array([0.0, -0.0, 0.3, -0.3, 0.49999997, -0.49999997, 1.5, -2.5, 8388607.5,
+                      -8388607.5, 8388608.0, 8388609.0, 16777215.0, 3.4e38, -3.4e38, 1e-45,
+                      -1e-45, np.inf, -np.inf, np.nan], dtype=np.float32)
+    bits = np.random.default_rng(0).integers(0, 2 ** 32, 200_000, dtype=np.uint32)
+    x = np.concatenate([halves, edges, bits.view(np.float32)])
+    flags = cl.mem_flags
+    src = cl.Buffer(runtime.context, flags.READ_ONLY | flags.COPY_HOST_PTR, hostbuf=x)
+    out = np.empty_like(x)
+    dst = cl.Buffer(runtime.context, flags.WRITE_ONLY, size=out.nbytes)
+    k = runtime.kernel(program, kernel)
+    k.set_args(src, dst)
+    cl.enqueue_nd_range_kernel(runtime.queue, k, (x.size,), None)
+    cl.enqueue_copy(runtime.queue, out, dst)
+    runtime.queue.finish()
+    expected = want(x)
+    same = (out.view(np.uint32) == expected.view(np.uint32)) | (np.isnan(out) & np.isnan(expected))
+    bad = np.flatnonzero(~same)
+    assert bad.size == 0, (f"{kernel} differs from numpy at {bad.size} values, e.g. "
+                           f"{x[bad[:5]]} -> {out[bad[:5]]}, want {expected[bad[:5]]}")
