@@ -27,7 +27,7 @@ __all__ = ["SCHEMA_VERSION", "READABLE_VERSIONS", "ResultsFormatError", "DeviceR
            "ResultsDocument", "RECORDS"]
 
 #: The results document's format, as this fusionspec writes it.
-SCHEMA_VERSION = "fusionspec-results/2"
+SCHEMA_VERSION = "fusionspec-results/3"
 
 
 class ResultsFormatError(FusionspecError):
@@ -346,7 +346,9 @@ class LimitationRecord(_Record):
 @dataclass(frozen=True)
 class CaseRecord(_Record):
     """A case an expectations entry kept from running, or one it expected to fail that did
-    not: the case, and in `extra` the entry's citation (entry number, status, reason, link)."""
+    not: the case, and in `extra` the entry's citation (entry number, reason, link). `status`
+    is the case's (``skip`` for a skipped case, what it got for an unexpected pass);
+    `expected_status` the entry's, where it differs (an unexpected pass)."""
 
     case_id: str
     pattern: str
@@ -355,6 +357,7 @@ class CaseRecord(_Record):
     rule: str | None = None
     dtype: str | None = None
     status: str | None = None
+    expected_status: str | None = None
     occurrence: int | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
@@ -362,9 +365,10 @@ class CaseRecord(_Record):
     def read(r: _Reader) -> CaseRecord:
         return CaseRecord(r.text("case_id"), r.text("pattern"), r.opt_number("index"),
                           r.opt_text("kind"), r.opt_text("rule"), r.opt_text("dtype"),
-                          r.opt_text("status"), r.opt_number("occurrence"), r.rest(CaseRecord))
+                          r.opt_text("status"), r.opt_text("expected_status"),
+                          r.opt_number("occurrence"), r.rest(CaseRecord))
 
-    OMIT_NONE = ("index", "kind", "dtype", "status", "occurrence")
+    OMIT_NONE = ("index", "kind", "dtype", "status", "expected_status", "occurrence")
 
 
 @dataclass(frozen=True)
@@ -499,8 +503,35 @@ def _from_v1(document: Json) -> Json:
     return out
 
 
+def _from_v2(document: Json) -> Json:
+    """Version 2 gave an unexpected pass the expectations entry's status (``fail``) instead
+    of the one the case got: that one is the verdict line's at the same index (left out where
+    no line matches), and the entry's becomes ``expected_status``."""
+    got = {(v.get("index"), v.get("case_id")): v.get("status")
+           for v in document.get("verdicts") or [] if isinstance(v, dict)}
+
+    def corrected(record: object) -> object:
+        if not isinstance(record, dict) or "expected_status" in record:
+            return record
+        out = {k: v for k, v in record.items() if k != "status"}
+        out["expected_status"] = record.get("status")
+        status = got.get((record.get("index"), record.get("case_id")))
+        if status is not None:
+            out["status"] = status
+        return out
+
+    out = dict(document)
+    section = out.get("expectations")
+    if isinstance(section, dict) and isinstance(section.get("unexpected_passes"), list):
+        out["expectations"] = {**section, "unexpected_passes":
+                               [corrected(r) for r in section["unexpected_passes"]]}
+    out["schema"] = "fusionspec-results/3"
+    return out
+
+
 #: Schema version -> the step that brings a document of it one version up.
-UPGRADES: Mapping[str, Callable[[Json], Json]] = {"fusionspec-results/1": _from_v1}
+UPGRADES: Mapping[str, Callable[[Json], Json]] = {"fusionspec-results/1": _from_v1,
+                                                  "fusionspec-results/2": _from_v2}
 #: The versions this fusionspec reads.
 READABLE_VERSIONS = (*UPGRADES, SCHEMA_VERSION)
 

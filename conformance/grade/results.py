@@ -43,7 +43,8 @@ Every record of a case names it ``case_id``. Its top-level keys:
 - ``expectations``: present when the run had an expectations file
   (`fusionspec.conformance.expectations`): the file and its digest, ``strict``,
   ``expected_failures`` (how many), ``unexpected_passes`` (cases an entry expected to fail that
-  did not) and ``skipped`` (cases an entry kept from running, with the reason).
+  did not: the entry cited, ``status`` the status the case got and ``expected_status`` the
+  entry's) and ``skipped`` (cases an entry kept from running, with the reason).
 
 Lists of cases are in plan order (``index``) and counts in sorted order, so documents of the
 same run compare equal however its cases were spread over jobs, shards or pytest workers
@@ -297,9 +298,12 @@ class ResultsCollector:
             self.extensions.append(self._failure(case, verdict, use_seed, folder="extensions",
                                                  index=index, occurrence=occurrence))
         if expectation is not None and not verdict.failed:
+            # The entry is cited, but the status is the one the case got: the entry's own
+            # (the failure it expected) is kept apart.
+            cited = {k: v for k, v in expected.items() if k != "status"}
             self.unexpected_passes.append({"index": index, "case_id": case.id,
-                                           "pattern": case.pattern, "status": status,
-                                           **expected})
+                                           "pattern": case.pattern, **cited, "status": status,
+                                           "expected_status": expected.get("status")})
 
     def add_minimal(self, case: Case, verdict: Verdict, *, of_case: str) -> None:
         """Record a shrunk case that stands for the failure `of_case`: saved and listed with

@@ -138,6 +138,21 @@ def test_an_expected_failure_that_passes_fails_only_in_strict_mode() -> None:
         "an unexpected pass is a note, and an error in strict mode"
 
 
+def test_an_unexpected_pass_records_the_status_it_got() -> None:
+    """The record cites the entry, but its status is the case's (pass), not the entry's
+    (fail), which is kept as expected_status, in the collector and the written document."""
+    collector = _collect(toy.Faithful(), EXPECT_MATMUL)
+    section = collector.to_dict()["expectations"]
+    for where, record in (("collector", collector.unexpected_passes[0]),
+                          ("document", section["unexpected_passes"][0])):
+        assert record["status"] == "pass", \
+            f"{where}: the case passed, so its status is pass, not the entry's: {record}"
+        assert record["expected_status"] == "fail", \
+            f"{where}: what the entry expected is kept apart: {record}"
+        assert (record["entry"], record["reason"]) == (1, "known"), \
+            f"{where}: the entry is still cited with its reason: {record}"
+
+
 def test_a_written_file_reads_back_and_expects_the_failures() -> None:
     collector = _collect(toy.WrongMath(), Expectations.parse(HEAD))
     text = expectations_toml(collector.failures, title="from a test")

@@ -18,7 +18,8 @@ from fusionspec.backend import (
     load_backend,
 )
 from fusionspec.conformance.cases import Case, CaseKind, Status
-from fusionspec.conformance.generate.instances import build_instance, instance_plans
+from fusionspec.conformance.generate.instance_build import build_instance
+from fusionspec.conformance.generate.instance_plans import instance_plans
 from fusionspec.conformance.grade.verdicts import judge
 from fusionspec.reference import execute, fill_inputs
 from fusionspec.reference.backend import NUMPY_DEVICE, ReferenceBackend

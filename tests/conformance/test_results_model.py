@@ -87,7 +87,7 @@ def _extra(record: type) -> st.SearchStrategy[dict[str, Any]]:
 
 
 CASES = st.builds(CaseRecord, case_id=NAME, pattern=NAME, index=INDEX, kind=OPT_TEXT,
-                  rule=OPT_TEXT, dtype=OPT_TEXT, status=OPT_TEXT,
+                  rule=OPT_TEXT, dtype=OPT_TEXT, status=OPT_TEXT, expected_status=OPT_TEXT,
                   occurrence=st.none() | st.integers(1, 5), extra=_extra(CaseRecord))
 FAILURES = st.builds(FailureRecord, case_id=NAME, pattern=NAME, status=NAME, index=INDEX,
                      kind=TEXT, rule=OPT_TEXT, dtype=OPT_TEXT, description=TEXT,
@@ -168,6 +168,32 @@ def test_a_version_1_document_still_loads(tmp_path: Path) -> None:
     assert [v.case_id for v in loaded.verdicts] == \
         [v["case_id"] for v in current["verdicts"]], "version 1's id became case_id"
     assert load_results(path) == current, "the upgraded document equals the one written today"
+
+
+def test_a_version_2_unexpected_pass_gets_the_status_its_case_got(tmp_path: Path) -> None:
+    """Version 2 wrote the expectations entry's status on an unexpected pass; on the way in
+    it becomes ``expected_status`` and the status is the verdict line's at that index."""
+    current = json.loads(_written(tmp_path).read_text())
+    line = current["verdicts"][0]
+    cited = {"entry": 1, "reason": "known", "link": "https://example.org/issues/1"}
+    stale = {"index": line["index"], "case_id": line["case_id"], "pattern": line["pattern"],
+             "status": "fail", **cited}
+    unmatched = {**stale, "index": 99, "case_id": "fp.gone/valid/0"}
+    old = {**current, "schema": "fusionspec-results/2",
+           "expectations": {"file": "ci.toml", "strict": False, "expected_failures": 0,
+                            "unexpected_passes": [stale, unmatched], "skipped": []}}
+    path = tmp_path / "v2.json"
+    path.write_text(json.dumps(old))
+    loaded = load_document(path)
+    assert loaded.schema == SCHEMA_VERSION, f"brought up to {SCHEMA_VERSION}: {loaded.schema}"
+    assert loaded.expectations is not None, "the expectations section is kept"
+    found, lost = loaded.expectations.unexpected_passes
+    assert (found.status, found.expected_status) == (line["status"], "fail"), \
+        f"the status is the verdict line's ({line['status']}), the entry's fail is " \
+        f"expected_status: {found}"
+    assert found.extra == cited, f"the entry's citation is kept as it was: {found.extra}"
+    assert (lost.status, lost.expected_status) == (None, "fail"), \
+        f"without a verdict line at its index the status is left out, not guessed: {lost}"
 
 
 @pytest.mark.parametrize("version", ["fusionspec-results/0", "fusionspec-results/9", None])

@@ -12,7 +12,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from fusionspec.conformance.generate.instances import build_instance, instance_plans
+from fusionspec.conformance.generate.instance_build import build_instance
+from fusionspec.conformance.generate.instance_plans import instance_plans
 from fusionspec.reference import execute, fill_inputs, single_op_partitions
 from fusionspec.reference.partitioner import partition
 from fusionspec.spec.catalog import CATALOG, PatternEntry

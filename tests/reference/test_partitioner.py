@@ -8,7 +8,8 @@ from collections.abc import Sequence
 
 import pytest
 
-from fusionspec.conformance.generate.instances import build_instance, instance_plans
+from fusionspec.conformance.generate.instance_build import build_instance
+from fusionspec.conformance.generate.instance_plans import instance_plans
 from fusionspec.conformance.generate.strategies import accepted_patterns
 from fusionspec.reference.explain import explain
 from fusionspec.reference.partitioner import partition

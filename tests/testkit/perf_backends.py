@@ -2,8 +2,10 @@
 
 Each compiled partition computes the reference's outputs once per set of input arrays (later
 runs on the same arrays return them again) and then sleeps, so that its time is the sleep:
-deterministic enough for the verdicts and the gate to be tested on a shared machine. `UNIT`
-is the time of one kernel. Loaded by ``testkit.perf_backends:<Class>``.
+deterministic enough for the verdicts to be tested on a shared machine. The device-timed
+ones also report their kernels' time themselves (``execute_timed``), as a GPU backend reads
+it from events: the host's load cannot move it, which the gate's test of a planted slowdown
+needs. `UNIT` is the time of one kernel. Loaded by ``testkit.perf_backends:<Class>``.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from fusionspec.spec.types import Array
 
 #: Seconds one kernel of a paced backend takes.
 UNIT = 0.01
-#: The pattern whose fused kernel `SlowPatternBackend` makes 30% slower.
+#: The pattern whose fused kernel `DeviceTimedSlowPatternBackend` makes 30% slower.
 SLOW_PATTERN = "fp.binary_post_ops"
 
 
@@ -39,6 +41,18 @@ class _Paced:
             self.memo[key] = execute(self.partition, inputs)
         time.sleep(self.seconds)
         return self.memo[key]
+
+
+class _DeviceTimed(_Paced):
+    """A `_Paced` kernel that also reports its time as a device timer would
+    (``execute_timed``): exactly its `seconds`, whatever the load on the host, so a bench of
+    it times the planted speeds and nothing else (`fusionspec.backend.timing.DeviceTimed`)."""
+
+    def execute_timed(self, inputs: Mapping[int, Array]) -> float:
+        key = tuple(sorted((k, id(v)) for k, v in inputs.items()))
+        if key not in self.memo:
+            self.memo[key] = execute(self.partition, inputs)
+        return self.seconds
 
 
 class _OneByOne:
@@ -72,14 +86,21 @@ class OneByOneBackend(PacedBackend):
         return _OneByOne(partition) if len(partition.ops) > 1 else _Paced(partition, UNIT)
 
 
-class SlowPatternBackend(PacedBackend):
-    """`PacedBackend` with the fused kernel of `SLOW_PATTERN` 30% slower."""
+class DeviceTimedBackend(PacedBackend):
+    """`PacedBackend` timed by its own device timer: every kernel reports `UNIT`."""
 
-    name = "paced"
+    name = "device-timed"
+
+    def compile(self, partition: Partition, device: Device) -> _Paced | _OneByOne:
+        return _DeviceTimed(partition, UNIT)
+
+
+class DeviceTimedSlowPatternBackend(DeviceTimedBackend):
+    """`DeviceTimedBackend` with the fused kernel of `SLOW_PATTERN` reporting 30% more time."""
 
     def compile(self, partition: Partition, device: Device) -> _Paced | _OneByOne:
         slow = partition.pattern == SLOW_PATTERN and len(partition.ops) > 1
-        return _Paced(partition, UNIT * (1.3 if slow else 1.0))
+        return _DeviceTimed(partition, UNIT * (1.3 if slow else 1.0))
 
 
 class SplittingBackend(PacedBackend):

@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from fusionspec.spec import AttrValue, DataType, Graph, LogicalTensor, Op
+from fusionspec.spec.categories import BINARY, REDUCTION
 
 __all__ = ["OpCase", "VALID", "tensor", "op", "single", "edit", "D"]
 
@@ -82,9 +83,6 @@ _UNARY_ATTRS: dict[str, dict[str, AttrValue]] = {
     "SoftPlus": {}, "Pow": {"beta": 2.0}, "ReLU": {}, "Round": {}, "Sqrt": {}, "Square": {},
     "Tanh": {}, "Reciprocal": {}, "Reorder": {},
 }
-_BINARY = ("Add", "Divide", "Maximum", "Minimum", "Multiply", "Subtract")
-_REDUCTIONS = ("ReduceL1", "ReduceL2", "ReduceMax", "ReduceMean", "ReduceMin", "ReduceProd",
-               "ReduceSum")
 #: Convolution attributes for 2 spatial dims, no padding, unit strides and dilations.
 CONV_2D: dict[str, AttrValue] = {"strides": (1, 1), "pads_begin": (0, 0), "pads_end": (0, 0),
                                  "dilations": (1, 1)}
@@ -94,8 +92,8 @@ POOL_2D: dict[str, AttrValue] = {"strides": (2, 2), "pads_begin": (0, 0), "pads_
 
 def _cases() -> list[OpCase]:
     cases = [OpCase(k, (_f32(2, 3, 4),), (_f32(2, 3, 4),), a) for k, a in _UNARY_ATTRS.items()]
-    cases += [OpCase(k, (_f32(2, 3, 4), _f32(1, 3, 1)), (_f32(2, 3, 4),)) for k in _BINARY]
-    cases += [OpCase(k, (_f32(2, 3, 4),), (_f32(2, 4),), {"axes": (1,)}) for k in _REDUCTIONS]
+    cases += [OpCase(k, (_f32(2, 3, 4), _f32(1, 3, 1)), (_f32(2, 3, 4),)) for k in BINARY]
+    cases += [OpCase(k, (_f32(2, 3, 4),), (_f32(2, 4),), {"axes": (1,)}) for k in REDUCTION]
     cases += [
         # 8x8 input, 3x3 kernel, pads 1: 8 + 2 - 3 + 1 = 8.
         OpCase("Convolution", (_f32(1, 3, 8, 8), _f32(4, 3, 3, 3), _f32(4)), (_f32(1, 4, 8, 8),),

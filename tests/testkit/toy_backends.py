@@ -16,7 +16,8 @@ import numpy as np
 
 from fusionspec.backend import CompiledPartition, Device, Limitation
 from fusionspec.conformance.cases import Case, CaseKind
-from fusionspec.conformance.generate.instances import build_instance, instance_plans
+from fusionspec.conformance.generate.instance_build import build_instance
+from fusionspec.conformance.generate.instance_plans import instance_plans
 from fusionspec.reference import execute, single_op_partitions
 from fusionspec.reference.backend import NUMPY_DEVICE, ReferenceBackend
 from fusionspec.reference.partitioner import external_tensors
