@@ -8,6 +8,7 @@ import os
 import signal
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -23,6 +24,26 @@ def _alive(pid: int) -> bool:
         return Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0] != "Z"
     except OSError:
         return False
+
+
+def _stop(runner: subprocess.Popen[bytes], sent: signal.Signals, said: Path,
+          survivors: Callable[[], list[int]]) -> list[int]:
+    """Send `sent` to the runner, check that it stops cleanly, and return the processes of
+    `survivors()` still alive 10 s later (killed, so none outlives the test)."""
+    runner.send_signal(sent)
+    try:
+        code = runner.wait(60)
+    finally:
+        runner.kill()
+    err = said.read_text(errors="replace")
+    assert code != 0 and "Traceback" not in err, f"{sent.name}: a clean stop: {code} {err}"
+    deadline = time.monotonic() + 10
+    while survivors() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    left = survivors()
+    for pid in left:
+        os.kill(pid, signal.SIGKILL)
+    return left
 
 
 @pytest.mark.parametrize("sent", [signal.SIGTERM, signal.SIGINT])
@@ -42,20 +63,8 @@ def test_a_stopped_runner_leaves_no_worker(sent: signal.Signals, tmp_path: Path)
     time.sleep(0.5)  # the pid is written
     assert marker.exists(), f"the backend started its helper: {runner.poll()}"
     helper = int(marker.read_text())
-    runner.send_signal(sent)
-    try:
-        code = runner.wait(60)
-    finally:
-        runner.kill()
-    err = said.read_text(errors="replace")
-    assert code != 0 and "Traceback" not in err, f"{sent.name}: a clean stop: {code} {err}"
-    deadline = time.monotonic() + 10
-    while _alive(helper) and time.monotonic() < deadline:
-        time.sleep(0.2)
-    alive = _alive(helper)
-    if alive:
-        os.kill(helper, signal.SIGKILL)
-    assert not alive, f"{sent.name}: the backend's helper {helper} died with the runner"
+    left = _stop(runner, sent, said, lambda: [helper] if _alive(helper) else [])
+    assert not left, f"{sent.name}: the backend's helper {helper} died with the runner"
 
 
 def _marked(mark: str) -> list[int]:
@@ -95,17 +104,5 @@ def test_the_processes_preparing_cases_ahead_stop_with_the_runner(sent: signal.S
     family = [pid for pid in _marked(mark) if pid != runner.pid]
     assert runner.poll() is None and len(family) >= 4, \
         f"the run is judging with its workers and preparing processes: {family}"
-    runner.send_signal(sent)
-    try:
-        code = runner.wait(60)
-    finally:
-        runner.kill()
-    err = said.read_text(errors="replace")
-    assert code != 0 and "Traceback" not in err, f"{sent.name}: a clean stop: {code} {err}"
-    deadline = time.monotonic() + 10
-    while _marked(mark) and time.monotonic() < deadline:
-        time.sleep(0.2)
-    left = _marked(mark)
-    for pid in left:
-        os.kill(pid, signal.SIGKILL)
+    left = _stop(runner, sent, said, lambda: _marked(mark))
     assert not left, f"{sent.name}: processes of the run outlived it: {left}"
