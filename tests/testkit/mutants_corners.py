@@ -150,25 +150,33 @@ class SoftPlusGuardFlipsForNegativeBeta(_SwapsOps):
 _NARROW = {DataType.f16: np.float16, DataType.bf16: ml_dtypes.bfloat16}
 
 
-def _narrow_product(narrow: Any) -> Callable[..., Any]:
-    def reduce_prod(src: Array, axes_input: Array | None = None, *, axes: Sequence[int],
-                    keep_dims: bool) -> Array:
+def narrow_fold(narrow: Any, start: float,
+                step: Callable[[Array, Array], Array],
+                finish: Callable[[Array], Array] = _f32) -> Callable[..., Any]:
+    """A reduction whose running value is held in `narrow` (the bug the narrow-accumulator
+    mutants share): it starts at `start`, takes ``step(accumulator as f32, next f32 element)``
+    rounded to `narrow` for each reduced element, and ends with `finish` of the f32 value."""
+    def reduce(src: Array, axes_input: Array | None = None, *, axes: Sequence[int],
+               keep_dims: bool) -> Array:
         x = np.asarray(src, dtype=np.float32)
         given = [int(a) for a in (np.asarray(axes_input).reshape(-1) if axes_input is not None
                                   else axes)]
         reduced = sorted({a % x.ndim for a in given})
         kept = [a for a in range(x.ndim) if a not in reduced]
-        rows = np.transpose(x, (*kept, *reduced)).reshape(
-            *[x.shape[a] for a in kept], -1)
-        # the bug: the running product is held in the narrow type, rounded at every step
-        acc = np.ones(rows.shape[:-1], dtype=narrow)
+        rows = np.transpose(x, (*kept, *reduced)).reshape(*[x.shape[a] for a in kept], -1)
+        acc = np.full(rows.shape[:-1], start, dtype=narrow)
         for i in range(rows.shape[-1]):
-            acc = (acc.astype(np.float32) * rows[..., i]).astype(narrow)
-        out = acc.astype(np.float32)
+            acc = step(acc.astype(np.float32), rows[..., i]).astype(narrow)
+        out = finish(acc.astype(np.float32))
         if keep_dims:
             out = out.reshape([1 if a in reduced else d for a, d in enumerate(x.shape)])
-        return out
-    return reduce_prod
+        return _f32(out)
+    return reduce
+
+
+def _narrow_product(narrow: Any) -> Callable[..., Any]:
+    # the bug: the running product is held in the narrow type, rounded at every step
+    return narrow_fold(narrow, 1.0, lambda acc, x: acc * x)
 
 
 class NarrowReduction(ReferenceBackend):

@@ -28,7 +28,7 @@ from fusionspec.spec.graph import Graph, Partition
 from fusionspec.spec.types import Array
 
 from .mutants import Maker, _Compiled, _f32, _swapped, _SwapsOps
-from .mutants_corners import _NARROW, NarrowReduction
+from .mutants_corners import _NARROW, NarrowReduction, narrow_fold
 
 
 def _vector_taken_as_reduced(original: Callable[..., Any]) -> Callable[..., Any]:
@@ -53,24 +53,9 @@ class ReduceVectorTakenAsReduced(_SwapsOps):
 
 
 def _narrow_sum_of_squares(narrow: Any) -> Callable[..., Any]:
-    def reduce_l2(src: Array, axes_input: Array | None = None, *, axes: Sequence[int],
-                  keep_dims: bool) -> Array:
-        x = np.asarray(src, dtype=np.float32)
-        given = [int(a) for a in (np.asarray(axes_input).reshape(-1) if axes_input is not None
-                                  else axes)]
-        reduced = sorted({a % x.ndim for a in given})
-        kept = [a for a in range(x.ndim) if a not in reduced]
-        rows = np.transpose(x, (*kept, *reduced)).reshape(*[x.shape[a] for a in kept], -1)
-        # the bug: the squares and their running sum are rounded to the narrow type
-        acc = np.zeros(rows.shape[:-1], dtype=narrow)
-        for i in range(rows.shape[-1]):
-            square = (rows[..., i] * rows[..., i]).astype(narrow)
-            acc = (acc.astype(np.float32) + square.astype(np.float32)).astype(narrow)
-        out = np.sqrt(acc.astype(np.float32))
-        if keep_dims:
-            out = out.reshape([1 if a in reduced else d for a, d in enumerate(x.shape)])
-        return _f32(out)
-    return reduce_l2
+    # the bug: the squares and their running sum are rounded to the narrow type
+    return narrow_fold(narrow, 0.0, lambda acc, x: acc + (x * x).astype(narrow).astype(
+        np.float32), finish=np.sqrt)
 
 
 class ReduceL2NarrowSumOfSquares(NarrowReduction):
