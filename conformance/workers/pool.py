@@ -138,10 +138,7 @@ class RunnerPool:
             def timed(index: int) -> tuple[Verdict, float]:
                 prepared = ahead.prepared(index) if ahead is not None else None
                 start = time.perf_counter()
-                if len(self.runners) == 1:
-                    verdict = first.run(cases[index], prepared=prepared)
-                else:
-                    verdict = self.run(cases[index], prepared=prepared)
+                verdict = self.run(cases[index], prepared=prepared)
                 return verdict, time.perf_counter() - start
 
             if len(self.runners) == 1 or self._threads is None:
