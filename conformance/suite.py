@@ -59,8 +59,8 @@ from fusionspec.spec.catalog import PatternEntry, entry
 from . import draw_cache
 from .cases import Case, CaseKind, Status, Verdict
 from .expectations import Expectation, Expectations
-from .generate.ill_formed import setting_cases
 from .generate.instances import instance_cases
+from .generate.methods import ill_formed_floor
 from .generate.near_miss import near_miss_rules, near_misses
 from .generate.strategies import design_cases, ill_formed_cases, near_miss_cases, valid_cases
 from .grade.results import ResultsCollector
@@ -220,11 +220,16 @@ def _draw_fresh(draw: _Draw, profile: Profile, run_seed: int, database_dir: Path
     cases = list(instance_cases(entry(draw.pattern))) if draw.floor and valid else []
     # The floors of the dtype row x attribute pairs and of the ill-formed settings take the
     # place of as many drawn cases.
-    designed = (([] if not draw.floor else design_cases(draw.pattern, draw.examples)) if valid
-                else setting_cases(entry(draw.pattern), draw.examples) if draw.floor else [])
+    # The rule x setting and graph-format ill-formed cases come after the draws, on top of them.
+    designed: list[Case] = []
+    extra: list[Case] = []
+    if draw.floor and valid:
+        designed = design_cases(draw.pattern, draw.examples)
+    elif draw.floor:
+        designed, extra = ill_formed_floor(entry(draw.pattern), draw.examples)
     cases += designed
     if len(designed) >= draw.examples:
-        return cases
+        return cases + extra
 
     # The seed is explicit: hypothesis would otherwise derive it from this function's source,
     # and the cases would change whenever the code around them does.
@@ -235,7 +240,7 @@ def _draw_fresh(draw: _Draw, profile: Profile, run_seed: int, database_dir: Path
         cases.append(case)
 
     collect()
-    return cases
+    return cases + extra
 
 
 def draw_cases(pattern: PatternEntry, kind: CaseKind, profile: Profile, *, run_seed: int = 0,

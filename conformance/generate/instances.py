@@ -12,9 +12,12 @@ from __future__ import annotations
 from fusionspec.spec.catalog import PatternEntry
 
 from ..cases import Case
+from .boundaries import boundary_cases
 from .floors import narrow_fill_cases, narrow_product_cases, rank_floor_cases, variant_cases
+from .graph_format import format_cases
 from .instance_build import build_instance, instance_case
 from .instance_plans import instance_plans
+from .rule_settings import inside_cases
 from .values import clean_plan, targeted_corners, with_values
 
 __all__ = ["instance_cases"]
@@ -26,8 +29,10 @@ def instance_cases(entry: PatternEntry, engine_kind: str = "cpu") -> list[Case]:
     op kind reading a graph input and each corner specific to it
     (`fusionspec.conformance.generate.values.TARGETED`), the shortest instance showing that
     pair once more with that corner (the fewer ops after it, the less can hide it: a Minimum
-    after an Exp clips its overflow away); last, the rank floor, the narrow ReduceProd
-    products and the narrow fills (`floors`)."""
+    after an Exp clips its overflow away); then the rank floor, the narrow ReduceProd
+    products and the narrow fills (`floors`); last, the valid cases of the coverage methods:
+    just inside each validation rule (`rule_settings`), the graph format (`graph_format`) and
+    the value boundaries (`boundaries`)."""
     cases: list[Case] = []
     corners: dict[tuple[str, int, str], tuple[int, int, Case]] = {}
     turns: dict[str, int] = {}
@@ -43,4 +48,5 @@ def instance_cases(entry: PatternEntry, engine_kind: str = "cpu") -> list[Case]:
     cases += variant_cases(entry, plans, turns, engine_kind)
     cases += [c for _, _, c in sorted(corners.values(), key=lambda v: v[:2])]
     return (cases + rank_floor_cases(entry, plans) + narrow_product_cases(entry)
-            + narrow_fill_cases(entry, plans))
+            + narrow_fill_cases(entry, plans) + inside_cases(entry)
+            + format_cases(entry, plans) + boundary_cases(entry, plans))

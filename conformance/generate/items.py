@@ -1,30 +1,31 @@
 """Everything the coverage model asks of the suite, per pattern and for the ci profile.
 
-The model's items come from three places: the op schemas and the tensor value classes
-(`fusionspec.conformance.generate.model.model_items`), the dtype row x attribute pairs
-(`fusionspec.conformance.generate.pairs.pair_items`) and the ill-formed rule x layout
-settings (`fusionspec.conformance.generate.ill_formed.setting_items`). `all_items(entry)` is
-the three for one pattern (the report's per-pattern charts count them); `required_items()`
-what the ci profile must draw between all its cases: every pattern's items less the pairs
-its 60 valid cases a pattern are too few to hold (`thorough_only`, each with the reason; the
-thorough profile draws them all).
+The model's items come from its methods (`fusionspec.conformance.generate.methods`: the op
+schemas' items, the tensor value classes, the dtype row x attribute pairs, the layout settings,
+each validation rule under each setting it reads, the graph format, the value boundaries).
+`all_items(entry)` is all of them for one pattern (the report's per-pattern charts count
+them); `required_items()` what the ci profile must draw between all its cases: every
+pattern's items less the pairs its 60 valid cases a pattern are too few to hold
+(`thorough_only`, each with the reason; the thorough profile draws them all).
 """
 
 from __future__ import annotations
 
 from fusionspec.spec.catalog import CATALOG, PatternEntry
 
-from .ill_formed import setting_items
-from .model import UNDRAWN, Item, model_items
+from .methods import METHODS, undrawn
+from .model import Item
 from .pairs import CI_VALID, ci_pairs, pair_design, pair_items
 
 __all__ = ["all_items", "required_items", "thorough_only"]
 
 
 def all_items(entry: PatternEntry) -> tuple[Item, ...]:
-    """The model items of `entry`, its pairs and its ill-formed settings, less `UNDRAWN`."""
-    return tuple(item for item in (*model_items(entry), *pair_items(entry),
-                                   *setting_items(entry)) if item not in UNDRAWN)
+    """The items of every method of the coverage model (`methods.METHODS`) for `entry`, less
+    those no case can show (`methods.undrawn`)."""
+    left_out = undrawn()
+    return tuple(dict.fromkeys(item for method in METHODS for item in method.items(entry)
+                               if item not in left_out))
 
 
 def thorough_only() -> dict[Item, str]:
