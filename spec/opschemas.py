@@ -17,19 +17,24 @@ from .ir import AttrValue, Op
 from .schema import AttrKind, AttrSpec, Constraint, OpSchema, PortSpec
 from .shapes import (
     filled_default,
-    infer_batchnorm_backward,
     infer_bias_add,
     infer_bias_add_backward,
     infer_conv,
-    infer_conv_backward_weights,
     infer_conv_transpose,
     infer_elementwise,
     infer_identity,
     infer_interpolate,
     infer_matmul,
     infer_pool,
-    infer_reduce,
     infer_softmax,
+)
+from .shapes_operands import (
+    infer_batchnorm,
+    infer_batchnorm_backward,
+    infer_conv_backward_weights,
+    infer_quantize,
+    infer_reduce,
+    infer_relu_backward,
 )
 
 __all__ = ["SCHEMAS", "OPAQUE_KINDS", "COMMUTATIVE_KINDS", "schema_for", "carries_shape",
@@ -101,11 +106,18 @@ def _clamp_order(op: Op) -> str | None:
     return None
 
 
+def _softplus_beta(op: Op) -> str | None:
+    return "beta is 0, and SoftPlus divides by it" if op.attrs.get("beta") == 0 else None
+
+
 def _unary(kind: str, attrs: tuple[AttrSpec, ...], summary: str) -> OpSchema:
     constraints: tuple[Constraint, ...] = ()
     if kind == "Clamp":
         constraints = (Constraint("schema.attr.clamp_order", "Clamp needs min <= max",
                                   _clamp_order),)
+    if kind == "SoftPlus":
+        constraints = (Constraint("schema.attr.softplus_beta", "SoftPlus divides by beta, so "
+                                  "beta is not 0", _softplus_beta),)
     return OpSchema(
         kind=kind,
         inputs=_ports("src"),
@@ -172,6 +184,12 @@ def _binary(kind: str) -> OpSchema:
 # -- reductions (the pages' Reduction category) --------------------------------------------
 
 
+def _one_axes_source(op: Op) -> str | None:
+    if len(op.inputs) > 1 and op.attrs.get("axes"):
+        return "the axes come from both the attribute and the axes input; give exactly one"
+    return None
+
+
 def _reduction(kind: str) -> OpSchema:
     return OpSchema(
         kind=kind,
@@ -181,6 +199,8 @@ def _reduction(kind: str) -> OpSchema:
         attrs=(AttrSpec("axes", AttrKind.s64_list, default=()),
             AttrSpec("keep_dims", AttrKind.boolean, default=False)),
         infer=infer_reduce,
+        constraints=(Constraint("schema.attr.reduce_axes_source", "the axes come from the "
+                                "attribute or the input, not both", _one_axes_source),),
         summary=f"{kind[6:]} over `axes`",
     )
 
@@ -368,7 +388,7 @@ def _build() -> dict[str, OpSchema]:
             outputs=(PortSpec("dst", "T1"),),
             types={"T1": F, "T2": frozenset({D.f32, D.bf16})},
             attrs=(_req("epsilon", AttrKind.f32, minimum=0.0), DATA_FORMAT),
-            infer=infer_identity,
+            infer=infer_batchnorm,
             constraints=(_bn_aux(1),),
             summary="gamma*(x - mean)/sqrt(variance + epsilon) + beta per channel",
         ),
@@ -418,7 +438,7 @@ def _build() -> dict[str, OpSchema]:
             outputs=(PortSpec("dst", "T2"),),
             types={"T1": F32, "T2": QUANT},
             attrs=_quant_attrs(),
-            infer=infer_identity,
+            infer=infer_quantize,
             constraints=(Constraint("schema.attr.quant_scales_zps", "scales/zps lengths fit qtype",
                 _quant_scales_zps),),
             summary="saturate(round_half_even(x/scale + zp))",
@@ -429,7 +449,7 @@ def _build() -> dict[str, OpSchema]:
             outputs=(PortSpec("dst", "T2"),),
             types={"T1": QUANT, "T2": F32},
             attrs=_quant_attrs(),
-            infer=infer_identity,
+            infer=infer_quantize,
             constraints=(Constraint("schema.attr.quant_scales_zps", "scales/zps lengths fit qtype",
                 _quant_scales_zps),),
             summary="(x - zp)*scale in f32, no rounding",
@@ -485,7 +505,7 @@ def _build() -> dict[str, OpSchema]:
             outputs=(PortSpec("diff_src", "T"),),
             types={"T": F},
             attrs=(AttrSpec("use_dst", AttrKind.boolean, default=True),),
-            infer=infer_identity,
+            infer=infer_relu_backward,
             summary="diff_dst where (dst or src) > 0, else 0",
         ),
         OpSchema(

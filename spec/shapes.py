@@ -32,12 +32,10 @@ __all__ = [
     "infer_reduce",
     "infer_conv",
     "infer_conv_transpose",
-    "infer_conv_backward_weights",
     "infer_matmul",
     "infer_pool",
     "infer_interpolate",
     "infer_softmax",
-    "infer_batchnorm_backward",
 ]
 
 U = UNKNOWN_DIM
@@ -316,6 +314,8 @@ def infer_conv_transpose(op: Op, shapes: Sequence[Shape]) -> Sequence[Shape]:
     for name, vals in (("strides", strides), ("dilations", dil), ("output_padding", out_pad)):
         _check_len(name, vals, len(sp))
     pb, pe = pads_for(op, sp, k, strides, dil, transposed=True)
+    _check_len("pads_begin", pb, len(sp))
+    _check_len("pads_end", pe, len(sp))
     out_sp: list[int] = []
     for j in range(len(sp)):
         if not _known(sp[j]):
@@ -328,16 +328,6 @@ def infer_conv_transpose(op: Op, shapes: Sequence[Shape]) -> Sequence[Shape]:
     oc = o_g * g if _known(o_g) else U
     _check_bias(shapes, oc)
     return [_make_data_shape(fmt, src[0], oc, out_sp)]
-
-
-def infer_conv_backward_weights(op: Op, shapes: Sequence[Shape]) -> Sequence[Shape]:
-    declared = _ints(op, "weights_shape")
-    if len(shapes) > 2:
-        return [None]  # the shape comes from a runtime tensor
-    if not declared or all(d == 0 for d in declared):
-        raise InferenceFailure("weights_shape is required when there is no weights_shape "
-                               "input", where="attribute weights_shape")
-    return [declared]
 
 
 def infer_matmul(op: Op, shapes: Sequence[Shape]) -> Sequence[Shape]:
@@ -455,13 +445,3 @@ def infer_softmax(op: Op, shapes: Sequence[Shape]) -> Sequence[Shape]:
     stats = None if src is None else tuple(1 if i == _int(op, "axis") % len(src) else d
                                            for i, d in enumerate(src))
     return [src, stats]
-
-
-def infer_batchnorm_backward(op: Op, shapes: Sequence[Shape]) -> Sequence[Shape]:
-    src = shapes[0]
-    c: Shape = None
-    if src is not None:
-        if len(src) < 2:
-            raise InferenceFailure(f"src must have rank >= 2, got {list(src)}", where="input 0")
-        c = (src[channel_axis(_str(op, "data_format"), len(src))],)
-    return [src, c, c][: max(len(op.outputs), 1)]

@@ -39,7 +39,7 @@ from .model import UNDRAWN, schema_ranks, tensor_items
 from .values import clean_plan, with_values
 
 __all__ = ["variant_cases", "rank_floor_cases", "narrow_fill_cases", "narrow_product_cases",
-           "NARROW_PRODUCT_TERMS"]
+           "NARROW_PRODUCT_TERMS", "narrowed"]
 
 F32, BF16, F16 = DataType.f32, DataType.bf16, DataType.f16
 
@@ -86,7 +86,7 @@ def rank_floor_cases(entry: PatternEntry, plans: Sequence[Plan]) -> list[Case]:
     return cases
 
 
-def _narrowed(graph: Graph, dtype: DataType) -> Graph:
+def narrowed(graph: Graph, dtype: DataType) -> Graph:
     """`graph` with every f32 tensor turned `dtype` (the uniform bf16/f16 rows), save those on
     a port whose schema does not allow it (a batch norm's f16 statistics stay f32)."""
     kept = {t.id for op in graph.ops
@@ -117,7 +117,7 @@ def narrow_fill_cases(entry: PatternEntry, plans: Sequence[Plan]) -> list[Case]:
         holding = sorted((p for p in plans if p.kinds[0] == kind), key=lambda p: len(p.kinds))
         if not holding or kind == "ReduceProd":
             continue
-        graph = _narrowed(build_instance(entry, holding[0]), DataType(dtype))
+        graph = narrowed(build_instance(entry, holding[0]), DataType(dtype))
         case = instance_case(entry, graph, f"catalog instance: {holding[0].describe()}, "
                                            f"{dtype} with inexact values")
         cases.append(with_values(replace(case, dtype=dtype), clean_plan(graph, "dense")))

@@ -1,35 +1,274 @@
-"""Every validation rule under every setting it reads: ill-formed cases and the valid ones just
-inside each rule.
+"""Every validation rule under every setting it reads: ill-formed cases, and the valid cases
+just inside each rule.
 
-(Being written: `rule_setting_items`, `rule_setting_cases` and `inside_cases` are the hooks the
-coverage model, the ill-formed floor and the catalog instances call.)
+The settings a rule reads are found by probing the validator, not listed by hand
+(`fusionspec.conformance.generate.probes`): on every catalog instance of a pattern, each op
+gets every defect of a generic family, on the instance as it is and on each variation that
+changes one setting of that op (an attribute value, an input's type, an optional input). Where
+the same defect breaks rule ``r`` under one value of a setting ``Kind.s`` and not under
+another, ``r`` reads ``Kind.s``, and that gives two items:
+
+- ``("ill-formed r under Kind.s", value)`` where the defect breaks the rule: drawn as an
+  ill-formed case (a backend that checks the rule only under the other value accepts it: a
+  Binary that broadcasts under ``auto_broadcast="none"``, a TypeCast that checks its types only
+  from f32);
+- ``("inside r under Kind.s", value)`` where the same defect leaves the graph valid: drawn as a
+  valid case (a backend that checks the rule under every value rejects it, or computes the new
+  shape wrong: a lower-rank Binary operand under ``numpy``).
+
+Every rule the family breaks at all is an item too (``("ill-formed rule", r)``), so each typed
+error of the validator is drawn at least once; `RULE_UNDRAWN` lists the rules no defect of a
+valid instance can break, with the reason. Each item is drawn once, by the first pattern in
+catalog order whose instances show it (`owned_items`), so the floors add one case per item.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import hashlib
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from functools import cache
 
-from fusionspec.spec.catalog import PatternEntry
+from fusionspec.spec.catalog import CATALOG, PatternEntry
+from fusionspec.spec.dtypes import DataType
+from fusionspec.spec.errors import FusionspecError, GraphRule
+from fusionspec.spec.graph import Graph, Op
+from fusionspec.spec.onednn_json import dumps
+from fusionspec.spec.opschemas import SCHEMAS
 
-from ..cases import Case
+from ..cases import Case, CaseKind
+from .dtypes import headline_dtype, required_rows
+from .floors import narrowed
+from .ids import case_id
+from .instance_build import ACT_BY_RANK, ANY_RANK_HEADS, build_instance, grammar_features
+from .instance_plans import instance_plans
 from .model import Item
+from .probes import Defect, defects, outcome, variations
+from .values import clean_plan, with_values
 
-__all__ = ["rule_setting_items", "rule_setting_cases", "inside_cases", "RULE_UNDRAWN"]
+__all__ = ["rule_setting_items", "rule_setting_cases", "inside_cases", "RULE_UNDRAWN",
+           "Example", "owned_items"]
 
-#: Rule x setting items no case can show, and why.
-RULE_UNDRAWN: Mapping[Item, str] = {}
+#: Rules of the validator no one-op defect of a valid instance breaks, and why.
+RULE_UNDRAWN: Mapping[Item, str] = {
+    ("ill-formed rule", GraphRule.engine_kind): "a graph setting, not an op's: the graph JSON "
+    "format's engine_kind is read before any op (tests/spec hold the check)",
+    ("ill-formed rule", GraphRule.fpmath_mode): "a graph setting, not an op's: checked when "
+    "the graph is read (tests/spec hold the check)",
+    ("ill-formed rule", GraphRule.kind): "an op kind outside oneDNN's is refused by the graph "
+    "JSON reader before validation, so no backend sees it as a graph",
+    ("ill-formed rule", GraphRule.value_types): "ids and dims that are not integers cannot be "
+    "written in the graph JSON format a backend reads",
+    ("ill-formed rule", GraphRule.attr_finite): "NaN and infinity cannot be written in JSON, "
+    "the format cases reach a backend in",
+    ("ill-formed rule", GraphRule.acyclic): "needs two ops changed at once (the ill-formed "
+    "draws make it: conformance.generate.ill_formed)",
+}
+
+
+@dataclass(frozen=True)
+class Example:
+    """One graph showing an item: `graph` with `defect` made on it (`rule`: the rule it breaks,
+    None when the result is still valid)."""
+
+    pattern: str
+    graph: Graph
+    defect: Defect
+    rule: str | None
+
+
+def _roots(entry: PatternEntry) -> Iterator[tuple[Graph, dict[int, Graph]]]:
+    """Each catalog instance of `entry` (and the same in bf16 and f16 where the pattern's rows
+    allow them), with the same plan built at each other rank its head takes."""
+    narrow = [DataType(row) for row in ("bf16", "f16") if row in required_rows(entry)]
+    for plan in instance_plans(entry):
+        graph = build_instance(entry, plan).finalize()
+        ranks: dict[int, Graph] = {}
+        if plan.kinds[0] in ANY_RANK_HEADS:
+            for rank in sorted(ACT_BY_RANK):
+                try:
+                    ranks[rank] = build_instance(entry, plan, rank=rank).finalize()
+                except (FusionspecError, ValueError, IndexError):
+                    continue  # a plan whose ops do not all take that rank
+        yield graph, ranks
+        for dtype in narrow:
+            try:
+                yield narrowed(graph, dtype).finalize(), {}
+            except FusionspecError:
+                continue
+
+
+def _signature(graph: Graph, op: Op) -> str:
+    """What the outcomes of `op`'s defects depend on: the op, its tensors, which of them are
+    free, and the producers of the others."""
+    parts = [op.kind, repr(sorted(op.attrs.items()))]
+    for t in op.inputs:
+        made = graph.producers.get(t.id)
+        producer = made[0] if made else None
+        parts.append(f"{t.dtype}{t.shape}{len(graph.consumers.get(t.id, ()))}"
+                     + (f"<{producer.kind}{sorted(producer.attrs.items())}"
+                        f"{[x.dtype for x in producer.inputs]}" if producer else ""))
+    parts += [f"{t.dtype}{t.shape}{t.id in graph.consumers}" for t in op.outputs]
+    return "|".join(parts)
+
+
+_OUTCOMES: dict[str, dict[str, tuple[Defect, str | None]]] = {}
+
+
+def _outcomes(graph: Graph, op: Op) -> dict[str, tuple[Defect, str | None]]:
+    """Each defect of `op` by name, with the rule it breaks; the rules are computed once per
+    op signature (the defects themselves are listed on `graph`, whose ids they use)."""
+    listed = defects(graph, op)
+    sig = _signature(graph, op)
+    if sig not in _OUTCOMES:
+        _OUTCOMES[sig] = {d.name: (d, outcome(graph, d)) for d in listed}
+    rules = _OUTCOMES[sig]
+    return {d.name: (d, rules[d.name][1]) for d in listed if d.name in rules}
+
+
+def _probe(graph: Graph, op: Op, seen: set[str]) -> Iterator[tuple[Item, Example]]:
+    """The items one op of one instance shows, each with its example."""
+    sig = _signature(graph, op)
+    if sig in seen:
+        return
+    seen.add(sig)
+    base = _outcomes(graph, op)
+    pattern = ""
+    for _, (d, rule) in base.items():
+        if rule is not None and rule != "?" and not rule.startswith("crash"):
+            yield ("ill-formed rule", rule), Example(pattern, graph, d, rule)
+    from .probes import settings_of
+    before = settings_of(graph, op)
+    for setting, value, varied in variations(graph, op):
+        again = _outcomes(varied, varied.op_by_id[op.id])
+        for name, (d, rule) in base.items():
+            if name not in again:
+                continue
+            other = again[name][1]
+            if other == rule or "?" in (rule, other):
+                continue
+            old = before.get(setting, "")
+            for r, v, g, dd in ((rule, old, graph, d), (other, value, varied, again[name][0])):
+                if r is not None and not r.startswith("crash"):
+                    yield (f"ill-formed {r} under {setting}", v), Example(pattern, g, dd, r)
+            if rule is None and other is not None and not other.startswith("crash"):
+                yield (f"inside {other} under {setting}", old), Example(pattern, graph, d, None)
+            if other is None and rule is not None and not rule.startswith("crash"):
+                yield (f"inside {rule} under {setting}", value), Example(
+                    pattern, varied, again[name][0], None)
+
+
+def _by_rank(graph: Graph, ranks: Mapping[int, Graph], op: Op,
+             ) -> Iterator[tuple[Item, Example]]:
+    """The items of the setting ``Kind.rank``: the same defect on the op of the same id in
+    the instance built at another rank, where it breaks another rule (or none)."""
+    if op.kind not in SCHEMAS or not op.inputs or op.inputs[0].shape is None:
+        return
+    here = len(op.inputs[0].shape)
+    base = _outcomes(graph, op)
+    for rank, other in ranks.items():
+        twin = other.op_by_id.get(op.id)
+        if rank == here or twin is None or twin.kind != op.kind:
+            continue
+        again = _outcomes(other, twin)
+        setting = f"{op.kind}.rank"
+        for name, (d, rule) in base.items():
+            if name not in again or again[name][1] == rule or "?" in (rule, again[name][1]):
+                continue
+            d2, rule2 = again[name]
+            for r, v, g, dd in ((rule, here, graph, d), (rule2, rank, other, d2)):
+                if r is not None and not r.startswith("crash"):
+                    yield (f"ill-formed {r} under {setting}", str(v)), Example("", g, dd, r)
+            for r, v, g, dd, valid in ((rule2, here, graph, d, rule), (rule, rank, other, d2,
+                                                                        rule2)):
+                if valid is None and r is not None and not r.startswith("crash"):
+                    yield (f"inside {r} under {setting}", str(v)), Example("", g, dd, None)
+
+
+#: Rules whose defects cannot be written in the graph JSON format (see `RULE_UNDRAWN`).
+_UNWRITABLE = frozenset({GraphRule.attr_finite, GraphRule.value_types, GraphRule.kind})
+
+
+def _drawable(item: Item, example: Example) -> bool:
+    rule = example.rule or item[0].split()[1]
+    return item not in RULE_UNDRAWN and rule not in _UNWRITABLE and not rule.startswith(
+        "crash")
+
+
+@cache
+def _pattern_examples(pattern: str) -> tuple[tuple[Item, Example], ...]:
+    entry = next(e for e in CATALOG if e.id == pattern)
+    seen: set[str] = set()
+    found: dict[Item, Example] = {}
+    for graph, ranks in _roots(entry):
+        for op in graph.ops:
+            shown = [*_probe(graph, op, seen), *_by_rank(graph, ranks, op)]
+            for item, example in shown:
+                if item not in found and _drawable(item, example):
+                    found[item] = Example(pattern, example.graph, example.defect, example.rule)
+    return tuple(found.items())
+
+
+@cache
+def owned_items() -> dict[str, tuple[tuple[Item, Example], ...]]:
+    """Per pattern, the items it is the first in catalog order to show, with their examples."""
+    taken: set[Item] = set()
+    owned: dict[str, tuple[tuple[Item, Example], ...]] = {}
+    for entry in CATALOG:
+        mine = [(item, ex) for item, ex in _pattern_examples(entry.id) if item not in taken]
+        taken.update(item for item, _ in mine)
+        owned[entry.id] = tuple(mine)
+    return owned
 
 
 def rule_setting_items(entry: PatternEntry) -> tuple[Item, ...]:
-    """The rule x setting items of `entry`."""
-    return ()
+    """The rule x setting items `entry` draws (those it is the first to show)."""
+    return tuple(item for item, _ in owned_items()[entry.id])
+
+
+def _features(entry: PatternEntry, example: Example, item: Item, graph: Graph
+              ) -> dict[str, str | int]:
+    op = example.graph.op_by_id[example.defect.op_id]
+    features: dict[str, str | int] = {"source": "rule x setting", "defect_op": op.kind,
+                                      item[0]: item[1]}
+    if example.rule is not None:
+        features["rule"] = example.rule
+    else:
+        features.update(grammar_features(entry, graph))
+    return features
 
 
 def rule_setting_cases(entry: PatternEntry) -> list[Case]:
-    """One ill-formed case per rule x setting item of `entry`."""
-    return []
+    """One ill-formed case per ill-formed item `entry` owns: its example's graph with its
+    defect."""
+    cases: list[Case] = []
+    for item, example in owned_items()[entry.id]:
+        if example.rule is None:
+            continue
+        graph = example.defect.apply(example.graph)
+        op = example.graph.op_by_id[example.defect.op_id]
+        cases.append(Case(case_id(entry.id, CaseKind.ill_formed, graph, example.rule),
+                          CaseKind.ill_formed, entry.id, graph, example.rule,
+                          headline_dtype(example.graph), _features(entry, example, item, graph),
+                          f"ill-formed [{example.rule}]: {op.kind} {op.id} "
+                          f"{example.defect.name}; {item[0]} = {item[1]}"))
+    return cases
 
 
 def inside_cases(entry: PatternEntry) -> list[Case]:
-    """The valid cases just inside each rule."""
-    return []
+    """One valid case per inside item `entry` owns: the defect that the other value of the
+    setting makes ill-formed, here still valid."""
+    cases: list[Case] = []
+    for item, example in owned_items()[entry.id]:
+        if example.rule is not None:
+            continue
+        graph = example.defect.apply(example.graph).finalize()
+        op = example.graph.op_by_id[example.defect.op_id]
+        digest = hashlib.sha256(dumps(graph, indent=None).encode()).hexdigest()[:8]
+        case = Case(f"{entry.id}/valid/inside-{digest}", CaseKind.valid, entry.id, graph,
+                    dtype=headline_dtype(graph),
+                    features=_features(entry, example, item, graph),
+                    description=f"just inside a rule: {op.kind} {op.id} "
+                                f"{example.defect.name}; {item[0]} = {item[1]}")
+        cases.append(with_values(case, clean_plan(graph)))
+    return cases

@@ -229,6 +229,11 @@ def _constraint_cases() -> Iterator[Broken]:
     yield Broken("Dequantize: f8 with zero points",
                  edit(v["Dequantize"], input_dtype={0: D.f8_e4m3}), A,
                  "schema.attr.quant_scales_zps")
+    yield Broken("ReduceSum: axes from the attribute and the input",
+                 edit(v["ReduceSum"], inputs=[(D.f32, (2, 3, 4)), (D.s32, (1,))]), A,
+                 "schema.attr.reduce_axes_source")
+    yield Broken("SoftPlus: beta 0", edit(v["SoftPlus"], set_attrs={"beta": 0.0}), A,
+                 "schema.attr.softplus_beta")
     yield Broken("TypeCast: f32 to f32", edit(v["TypeCast"], output_dtype={0: D.f32}), T,
                  "schema.dtype.typecast")
     yield Broken("TypeCast: bf16 to f16",
@@ -287,6 +292,38 @@ def _shape_rule_cases() -> Iterator[Broken]:
                  "attribute axis")
     yield Broken("AvgPool: kernel 9 on an 8-wide input",
                  edit(v["AvgPool"], set_attrs={"kernel": (9, 9)}), S, "schema.shape.infer")
+    yield from _operand_shape_cases()
+
+
+def _operand_shape_cases() -> Iterator[Broken]:
+    """The inputs that must agree with the one whose shape the output copies."""
+    v = VALID
+    S = ShapeRuleError
+    bn = v["BatchNormInference"]
+    yield Broken("BatchNormInference: gamma of 4 for 3 channels",
+                 edit(bn, inputs=[bn.inputs[0], (D.f32, (4,)), *bn.inputs[2:]]), S,
+                 "schema.shape.infer", "input 1 (gamma)")
+    bwd = v["BatchNormTrainingBackward"]
+    yield Broken("BatchNormTrainingBackward: diff_dst of another shape",
+                 edit(bwd, inputs=[bwd.inputs[0], (D.f32, (2, 3, 4, 5)), *bwd.inputs[2:]]), S,
+                 "schema.shape.infer", "input 1 (diff_dst)")
+    yield Broken("BatchNormTrainingBackward: variance of 2 for 3 channels",
+                 edit(bwd, inputs=[*bwd.inputs[:3], (D.f32, (2,)), bwd.inputs[4]]), S,
+                 "schema.shape.infer", "input 3 (variance)")
+    yield Broken("ReLUBackward: diff_dst of another shape",
+                 edit(v["ReLUBackward"], inputs=[(D.f32, (2, 3)), (D.f32, (3, 2))]), S,
+                 "schema.shape.infer", "input 1 (diff_dst)")
+    yield Broken("Quantize: 2 per-channel scales for 3 channels",
+                 edit(v["Quantize"], set_attrs={"qtype": "per_channel", "axis": 1,
+                                                "scales": (0.5, 0.25), "zps": (0, 0)}), S,
+                 "schema.shape.infer", "attribute scales")
+    yield Broken("ConvolutionBackwardWeights: diff_dst not what the convolution gives",
+                 edit(v["ConvolutionBackwardWeights"],
+                      inputs=[(D.f32, (1, 3, 8, 8)), (D.f32, (1, 4, 5, 5))]), S,
+                 "schema.shape.infer", "input 1 (diff_dst)")
+    yield Broken("ConvolutionBackwardWeights: 3 dilations for 2 spatial dims",
+                 edit(v["ConvolutionBackwardWeights"], set_attrs={"dilations": (1, 1, 1)}), S,
+                 "schema.shape.infer", "attribute dilations")
 
 
 def _all_broken() -> list[Broken]:
