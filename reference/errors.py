@@ -16,7 +16,7 @@ from __future__ import annotations
 from fusionspec.spec.errors import FusionspecError
 
 __all__ = ["ExecutionError", "InputMismatchError", "UnsupportedOpError", "OpInputError",
-           "MemoryBudgetError"]
+           "MemoryBudgetError", "OutputShapeError"]
 
 
 class ExecutionError(FusionspecError):
@@ -65,3 +65,14 @@ class OpInputError(ExecutionError):
 class MemoryBudgetError(ExecutionError):
     """Running a graph would need more memory than the budget allows (the estimate and the
     budget are in the message)."""
+
+
+class OutputShapeError(ExecutionError):
+    """An op computed an output of another shape than its tensor declares: a wrong result, not
+    a failure to run. `fields` carries the tensor and both shapes, so that a suite grading a
+    backend built on this executor reports the wrong values it computed."""
+
+    @property
+    def fields(self) -> dict[str, str]:
+        return {"problem": "output-shape", "tensor": str(self.tensor_id),
+                "detail": self.detail}

@@ -35,7 +35,13 @@ from fusionspec.spec.types import Array
 from fusionspec.spec.validate import validate_op
 
 from .dtypes import cast_to, compute_dtype, high_precision, is_float_dtype, numpy_dtype, widen
-from .errors import ExecutionError, InputMismatchError, OpInputError, UnsupportedOpError
+from .errors import (
+    ExecutionError,
+    InputMismatchError,
+    OpInputError,
+    OutputShapeError,
+    UnsupportedOpError,
+)
 from .memory import budget, check_budget
 from .partitioner import partition
 from .registry import implementation
@@ -209,7 +215,7 @@ def run_op(op: Op, args: Sequence[Array]) -> list[Array]:
         if is_float_dtype(arr.dtype) and arr.dtype != compute_dtype():
             arr = arr.astype(compute_dtype())
         if tensor.shape is not None and not _shape_fits(tensor.shape, arr.shape):
-            raise ExecutionError(f"computed shape {list(arr.shape)} differs from the declared "
+            raise OutputShapeError(f"computed shape {list(arr.shape)} differs from the declared "
                                  f"{_fmt(tensor.shape)}", op_id=op.id, op_kind=op.kind,
                                  tensor_id=tensor.id)
         out.append(arr)

@@ -8,7 +8,11 @@ asks for that the plans in turn do not reach:
   did not take in turn, on the shortest plan holding the op;
 - `rank_floor_cases`: each rank besides the instances' 4, on the fewest plans;
 - `narrow_fill_cases`: each float base op in uniform bf16 and f16 with inexact values;
-- `narrow_product_cases`: a lone bf16 and f16 ReduceProd over many inexact terms.
+- `narrow_product_cases`: a lone bf16 and f16 ReduceProd over many inexact terms;
+- `source_floor_cases`: a lone op given neither the attribute nor the input that can replace
+  it (a reduction without axes);
+- `operand_rank_cases`: a lone binary op with an operand of lower rank, whose dims line up
+  with the other's trailing dims only or with other dims too.
 """
 
 from __future__ import annotations
@@ -18,7 +22,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
 from fusionspec.spec.catalog import PatternEntry
+from fusionspec.spec.categories import BINARY
 from fusionspec.spec.dtypes import DataType
+from fusionspec.spec.errors import FusionspecError
 from fusionspec.spec.graph import Graph, LogicalTensor, Op
 from fusionspec.spec.onednn_json import dumps
 from fusionspec.spec.opschemas import SCHEMAS
@@ -35,11 +41,12 @@ from .instance_build import (
     instance_case,
 )
 from .instance_plans import Plan
-from .model import UNDRAWN, schema_ranks, tensor_items
+from .model import UNDRAWN, replaceable, schema_ranks, tensor_items
 from .values import clean_plan, with_values
 
 __all__ = ["variant_cases", "rank_floor_cases", "narrow_fill_cases", "narrow_product_cases",
-           "NARROW_PRODUCT_TERMS", "narrowed"]
+           "NARROW_PRODUCT_TERMS", "source_floor_cases", "operand_rank_cases",
+           "OPERAND_SHAPES"]
 
 F32, BF16, F16 = DataType.f32, DataType.bf16, DataType.f16
 
@@ -86,7 +93,7 @@ def rank_floor_cases(entry: PatternEntry, plans: Sequence[Plan]) -> list[Case]:
     return cases
 
 
-def narrowed(graph: Graph, dtype: DataType) -> Graph:
+def _narrowed(graph: Graph, dtype: DataType) -> Graph:
     """`graph` with every f32 tensor turned `dtype` (the uniform bf16/f16 rows), save those on
     a port whose schema does not allow it (a batch norm's f16 statistics stay f32)."""
     kept = {t.id for op in graph.ops
@@ -117,7 +124,7 @@ def narrow_fill_cases(entry: PatternEntry, plans: Sequence[Plan]) -> list[Case]:
         holding = sorted((p for p in plans if p.kinds[0] == kind), key=lambda p: len(p.kinds))
         if not holding or kind == "ReduceProd":
             continue
-        graph = narrowed(build_instance(entry, holding[0]), DataType(dtype))
+        graph = _narrowed(build_instance(entry, holding[0]), DataType(dtype))
         case = instance_case(entry, graph, f"catalog instance: {holding[0].describe()}, "
                                            f"{dtype} with inexact values")
         cases.append(with_values(replace(case, dtype=dtype), clean_plan(graph, "dense")))
@@ -151,4 +158,65 @@ def narrow_product_cases(entry: PatternEntry) -> list[Case]:
                     description=f"catalog instance: ReduceProd {dtype} over "
                                 f"{NARROW_PRODUCT_TERMS} inexact terms")
         cases.append(with_values(case, clean_plan(graph)))
+    return cases
+
+
+def source_floor_cases(entry: PatternEntry) -> list[Case]:
+    """For each kind a pattern's head may be that has an attribute an optional input can
+    replace (`model.replaceable`): a lone op of that kind given neither, where the schema
+    takes that (a reduction without axes reduces nothing: Sum, Mean, Max, Min and Prod give
+    src back, L1 and L2 give |x|), filled with full-precision values."""
+    cases = []
+    for kind in sorted(_heads(entry)):
+        if kind not in SCHEMAS or not replaceable(kind):
+            continue
+        b = InstanceBuilder("cpu")
+        b.op(kind, [b.tensor((2, 3, 4))], [LogicalTensor(next(b.ids), F32)])
+        try:
+            graph = Graph(b.ops).finalize()
+        except FusionspecError:
+            continue  # an op that needs one of the two (Interpolate, the weights shape)
+        digest = hashlib.sha256(dumps(graph, indent=None).encode()).hexdigest()[:8]
+        features: dict[str, str | int] = {"source": "catalog instance",
+                                          **grammar_features(entry, graph)}
+        case = Case(f"{entry.id}/valid/instance-{digest}", CaseKind.valid, entry.id, graph,
+                    features=features, description=f"catalog instance: {kind} given neither "
+                    f"{' nor '.join(replaceable(kind))} by attribute nor by input")
+        cases.append(with_values(case, clean_plan(graph, "dense")))
+    return cases
+
+
+def _heads(entry: PatternEntry) -> frozenset[str]:
+    main = entry.tree.parts[-1] if isinstance(entry.tree, Subgraphs) else entry.tree
+    items = main.items if isinstance(main, Chain) else (main,)
+    return frozenset(first_kinds(items[0]))
+
+
+#: The operand shapes of the operand-rank floor: a lower-rank operand that lines up only with
+#: the trailing dims, and one that also lines up with the dims from the channel axis.
+OPERAND_SHAPES = (((2, 4, 3, 3), (3, 3)), ((2, 3, 3, 3), (3, 3)))
+
+
+def operand_rank_cases(entry: PatternEntry) -> list[Case]:
+    """For each binary kind: a lone op whose second operand has a lower rank (each of
+    `OPERAND_SHAPES`), in the first pattern of the catalog a binary op may head (the items
+    are the op's, so one pattern draws them)."""
+    from fusionspec.spec.catalog import CATALOG
+
+    first = next((e.id for e in CATALOG if _heads(e) & set(BINARY)), None)
+    if entry.id != first:
+        return []
+    cases = []
+    for kind in sorted(_heads(entry) & set(BINARY)):
+        for src, operand in OPERAND_SHAPES:
+            b = InstanceBuilder("cpu")
+            b.op(kind, [b.tensor(src), b.tensor(operand)], [b.tensor(src)])
+            graph = Graph(b.ops).finalize()
+            digest = hashlib.sha256(dumps(graph, indent=None).encode()).hexdigest()[:8]
+            features: dict[str, str | int] = {"source": "catalog instance",
+                                              **grammar_features(entry, graph)}
+            case = Case(f"{entry.id}/valid/instance-{digest}", CaseKind.valid, entry.id, graph,
+                        features=features, description=f"catalog instance: {kind} of "
+                        f"{list(src)} and a lower-rank {list(operand)}")
+            cases.append(with_values(case, clean_plan(graph, "dense")))
     return cases

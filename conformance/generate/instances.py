@@ -13,11 +13,19 @@ from fusionspec.spec.catalog import PatternEntry
 
 from ..cases import Case
 from .boundaries import boundary_cases
-from .floors import narrow_fill_cases, narrow_product_cases, rank_floor_cases, variant_cases
+from .floors import (
+    narrow_fill_cases,
+    narrow_product_cases,
+    operand_rank_cases,
+    rank_floor_cases,
+    source_floor_cases,
+    variant_cases,
+)
 from .graph_format import format_cases
 from .instance_build import build_instance, instance_case
 from .instance_plans import instance_plans
 from .rule_settings import inside_cases
+from .side_types import side_type_cases
 from .values import clean_plan, targeted_corners, with_values
 
 __all__ = ["instance_cases"]
@@ -31,8 +39,9 @@ def instance_cases(entry: PatternEntry, engine_kind: str = "cpu") -> list[Case]:
     pair once more with that corner (the fewer ops after it, the less can hide it: a Minimum
     after an Exp clips its overflow away); then the rank floor, the narrow ReduceProd
     products and the narrow fills (`floors`); last, the valid cases of the coverage methods:
-    just inside each validation rule (`rule_settings`), the graph format (`graph_format`) and
-    the value boundaries (`boundaries`)."""
+    just inside each validation rule (`rule_settings`),
+    each type a side Dequantize may read (`side_types`), the graph format (`graph_format`)
+    and the value boundaries (`boundaries`)."""
     cases: list[Case] = []
     corners: dict[tuple[str, int, str], tuple[int, int, Case]] = {}
     turns: dict[str, int] = {}
@@ -48,5 +57,7 @@ def instance_cases(entry: PatternEntry, engine_kind: str = "cpu") -> list[Case]:
     cases += variant_cases(entry, plans, turns, engine_kind)
     cases += [c for _, _, c in sorted(corners.values(), key=lambda v: v[:2])]
     return (cases + rank_floor_cases(entry, plans) + narrow_product_cases(entry)
-            + narrow_fill_cases(entry, plans) + inside_cases(entry)
-            + format_cases(entry, plans) + boundary_cases(entry, plans))
+            + narrow_fill_cases(entry, plans) + source_floor_cases(entry)
+            + operand_rank_cases(entry) + inside_cases(entry)
+            + side_type_cases(entry) + format_cases(entry, plans)
+            + boundary_cases(entry, plans))

@@ -14,6 +14,8 @@ layout settings        each shape rule under each value of the layout attribute 
                        axis it checks (`ill_formed.setting_items`)
 rule x setting         each validation rule under each setting it reads, ill-formed and just
                        inside (`rule_settings`)
+side input types       each type a side subgraph's Dequantize may read, at each place a
+                       pattern puts one (`side_types`)
 graph format           what a graph and a logical tensor can express beyond one op's attributes
                        (`graph_format`)
 value boundaries       where each op's definition changes behaviour (`boundaries`)
@@ -37,6 +39,7 @@ from .ill_formed import setting_cases, setting_items
 from .model import UNDRAWN, Item, op_items, tensor_items
 from .pairs import pair_items
 from .rule_settings import RULE_UNDRAWN, rule_setting_cases, rule_setting_items
+from .side_types import side_type_items
 
 __all__ = ["Method", "METHODS", "method_of", "ill_formed_floor", "undrawn"]
 
@@ -70,6 +73,8 @@ METHODS: tuple[Method, ...] = (
            setting_items, UNDRAWN),
     Method("rule x setting", "each validation rule under each setting it reads, ill-formed "
            "and just inside", rule_setting_items, RULE_UNDRAWN),
+    Method("side input types", "each type a side subgraph's Dequantize may read, at each "
+           "place a pattern puts one", side_type_items, {}),
     Method("graph format", "what a graph and its tensors can express beyond one op's "
            "attributes", format_items, FORMAT_UNDRAWN),
     Method("value boundaries", "where each op's definition changes behaviour",

@@ -11,6 +11,12 @@ chain, its post-ops and its side subgraphs). For an op kind ``K``:
   where the schema draws a bound;
 - each optional input or output port ``p`` gives ``K.input p`` / ``K.output p`` with the values
   ``present`` and ``absent``;
+- an attribute that an optional input of the same name can replace (a reduction's ``axes``)
+  gives ``K.a source``: ``attribute``, ``input`` or ``neither`` (the default applies: empty
+  axes, the identity);
+- a binary op gives ``K.operand ranks``: ``equal``, ``lower`` or ``lower, ambiguous
+  alignment`` (a lower-rank operand whose dims line up with more than one run of the other
+  operand's dims, so that aligning it anywhere but at the end gives another result);
 - ``K.rank``: each rank of the op's first input from 1 to `MAX_RANK` (the largest the generator
   draws, which keeps tensors small) that the schema accepts: an op built with every required
   input of that rank (or of rank 1, for a bias, a scale or an axes list) and the least
@@ -46,6 +52,7 @@ from collections.abc import Mapping
 from functools import cache
 
 from fusionspec.spec.catalog import PatternEntry
+from fusionspec.spec.categories import BINARY
 from fusionspec.spec.dtypes import DataType
 from fusionspec.spec.errors import FusionspecError
 from fusionspec.spec.graph import AttrValue, Graph, LogicalTensor, Op
@@ -62,7 +69,9 @@ from .dtypes import required_rows
 #: spells them.
 Item = tuple[str, str]
 
-__all__ = ["Item", "OMITTED", "value_classes", "list_classes", "op_items", "model_items",
+__all__ = ["Item", "OMITTED", "SOURCES", "replaceable", "source_of", "OPERAND_RANKS",
+           "operand_ranks", "value_classes",
+           "list_classes", "op_items", "model_items",
            "graph_features", "schema_ranks", "tensor_items", "UNDRAWN",
            "MAX_RANK", "SPECIAL_KINDS", "SPECIAL_VALUES"]
 
@@ -203,11 +212,58 @@ def op_items(kind: str) -> tuple[Item, ...]:
         if spec.kind in _LISTS and _quantizes(schema):
             items += [(f"{kind}.{spec.name}", value) for value in _list_item_classes(spec)]
     items += [(f"{kind}.rank", str(rank)) for rank in schema_ranks(kind)]
+    items += [(f"{kind}.{name} source", v) for name in replaceable(kind) for v in SOURCES]
+    if kind in BINARY:
+        items += [(f"{kind}.operand ranks", v) for v in OPERAND_RANKS]
     for direction, ports in (("input", schema.inputs), ("output", schema.outputs)):
         for port in ports:
             if port.optional:
                 items += [(f"{kind}.{direction} {port.name}", v) for v in ("present", "absent")]
     return tuple(items)
+
+
+#: How a binary op's operands compare in rank: the same, or one lower, with its dims lining up
+#: with the other's trailing dims only, or also with another run of them (aligned at the end,
+#: as broadcasting does, and at the channel axis or the front, as a backend might).
+OPERAND_RANKS = ("equal", "lower", "lower, ambiguous alignment")
+
+
+def operand_ranks(a: tuple[int, ...] | None, b: tuple[int, ...] | None) -> str | None:
+    """The `OPERAND_RANKS` class of two operand shapes (None when a rank is unknown)."""
+    if a is None or b is None:
+        return None
+    if len(a) == len(b):
+        return OPERAND_RANKS[0]
+    big, small = (a, b) if len(a) > len(b) else (b, a)
+    # Where the smaller fits inside the bigger without changing its shape; where it fits at
+    # more than one place and is not all ones, the places give different results.
+    fits = [start for start in range(len(big) - len(small) + 1)
+            if all(s in (1, d) for s, d in zip(small, big[start:]))]
+    ambiguous = len(fits) > 1 and any(s != 1 for s in small)
+    return OPERAND_RANKS[2] if ambiguous else OPERAND_RANKS[1]
+
+
+#: Where an attribute that an optional input of the same name can replace takes its value
+#: from: the attribute, the input, or neither (the default: empty axes reduce nothing).
+SOURCES = ("attribute", "input", "neither")
+
+
+@cache
+def replaceable(kind: str) -> tuple[str, ...]:
+    """The attributes of `kind` that an optional input of the same name can replace
+    (a reduction's ``axes``, Interpolate's ``sizes``, ConvolutionBackwardWeights'
+    ``weights_shape``)."""
+    schema = SCHEMAS[kind]
+    names = {a.name for a in schema.attrs}
+    return tuple(p.name for p in schema.inputs if p.optional and p.name in names)
+
+
+def source_of(op: Op, name: str) -> str:
+    """Where `op` takes the value of `name` (one of `replaceable`) from (see `SOURCES`)."""
+    port = next(i for i, p in enumerate(SCHEMAS[op.kind].inputs) if p.name == name)
+    if port < len(op.inputs):
+        return "input"
+    return "attribute" if op.attrs.get(name) else "neither"
 
 
 def value_classes(spec: AttrSpec, value: AttrValue | None) -> tuple[str, ...]:
@@ -253,6 +309,12 @@ def graph_features(graph: Graph) -> dict[str, str]:
                         "present" if index < given else "absent")
         if op.inputs and op.inputs[0].shape is not None:
             found.setdefault(f"{op.kind}.rank", set()).add(str(len(op.inputs[0].shape)))
+        if op.kind in BINARY and len(op.inputs) == 2:
+            ranks = operand_ranks(op.inputs[0].shape, op.inputs[1].shape)
+            if ranks is not None:
+                found.setdefault(f"{op.kind}.operand ranks", set()).add(ranks)
+        for name in replaceable(op.kind):
+            found.setdefault(f"{op.kind}.{name} source", set()).add(source_of(op, name))
     return {key: ",".join(sorted(values)) for key, values in sorted(found.items())}
 
 
@@ -286,6 +348,11 @@ UNDRAWN: Mapping[Item, str] = {
     **{(f"{kind}.scales", "all zero"): "a zero scale: Quantize divides by it and Dequantize "
        "maps every value to 0, so no output would carry a signal the suite could judge"
        for kind in ("Quantize", "Dequantize")},
+    ("Interpolate.sizes source", "neither"): "Interpolate takes its output size from scales "
+    "then, which the attribute items of scales count",
+    ("ConvolutionBackwardWeights.weights_shape source", "neither"): "the weights shape comes "
+    "from the attribute or the input: without either, no output shape exists (an ill-formed "
+    "graph, schema.shape.infer)",
     ("MatMul.accumulation_mode", "s32"): "integer accumulation: every MatMul of the patterns "
     "multiplies f32, bf16 or f16 operands (the int8 patterns dequantize first)",
 }

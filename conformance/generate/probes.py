@@ -6,8 +6,9 @@ from a generic family that knows only what a graph can hold (`defects`): a graph
 unread graph output of another data type, shape (a dim one larger, a dim of 1, one dim fewer
 or more), an attribute removed, given a value outside its allowed strings, a list one longer or
 shorter or with a zero or negative first element, a number turned negative, zero, NaN or a
-string, an attribute the op does not have, one input more or fewer, a tensor retyped at one
-reader only, an op id reused. `outcome` runs `Graph.finalize()` on the changed graph and
+string or large, an attribute the op does not have, one input more or fewer, the free inputs
+of one type symbol retyped together, a tensor retyped at one reader only or written again by
+its reader, an op id reused. `outcome` runs `Graph.finalize()` on the changed graph and
 returns the rule id it raises (None when the graph is still valid).
 
 A *setting* is what the op reads besides the defect: the value in effect of each of its
@@ -127,12 +128,37 @@ def _tensor_defects(graph: Graph, op: Op) -> Iterator[Defect]:
             wrong = (t.shape[0] + 1, *t.shape[1:])
             yield Defect(op.id, f"output {port} dim 0 +1",
                          _change(_set_output(op, port, _retyped(t, shape=wrong))))
+    yield from _symbol_defects(graph, op)
     for port, t in enumerate(op.inputs):
         if t.id in graph.producers:
+            # The tensor it reads, written by this op too: a second producer.
+            yield Defect(op.id, "output 0 is the tensor it reads",
+                         _change(_set_output(op, 0, _retyped(t, op.outputs[0].dtype,
+                                                             t.shape))))
             # The tensor read here with another type than its producer wrote.
             other = D.bf16 if t.dtype != D.bf16 else D.f32
             yield Defect(op.id, f"input {port} retyped at its reader",
                          _change(_set_input(op, port, _retyped(t, other))))
+
+
+def _symbol_defects(graph: Graph, op: Op) -> Iterator[Defect]:
+    """Every free input that shares a type symbol with another, retyped together (a check
+    of the types the symbol may take together, which one input retyped alone never reaches:
+    it breaks the symbol's unity first)."""
+    schema = SCHEMAS[op.kind]
+    by_symbol: dict[str, list[int]] = {}
+    for port in free_inputs(graph, op):
+        if port < len(schema.inputs):
+            by_symbol.setdefault(schema.inputs[port].symbol, []).append(port)
+    for symbol, ports in sorted(by_symbol.items()):
+        if len(ports) < 2:
+            continue
+        for dtype in OFFERED_TYPES:
+            changed = op
+            for port in ports:
+                changed = _set_input(changed, port, _retyped(op.inputs[port], dtype))
+            if changed != op:
+                yield Defect(op.id, f"inputs of type {symbol} all {dtype}", _change(changed))
 
 
 def _list_changes(value: tuple[int | float, ...]) -> Iterator[tuple[str, AttrValue]]:
@@ -159,7 +185,8 @@ def _attr_defects(op: Op) -> Iterator[Defect]:
             changes += list(_list_changes(value))
         elif spec.kind in (AttrKind.s64, AttrKind.f32):
             changes += [("negative", -1 if spec.kind is AttrKind.s64 else -1.0),
-                        ("zero", 0 if spec.kind is AttrKind.s64 else 0.0)]
+                        ("zero", 0 if spec.kind is AttrKind.s64 else 0.0),
+                        ("large", 1000 if spec.kind is AttrKind.s64 else 1000.0)]
             if spec.kind is AttrKind.f32:
                 changes.append(("not finite", math.nan))
             changes.append(("a string", _BAD_STRING))

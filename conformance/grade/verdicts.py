@@ -201,6 +201,14 @@ def _call_backend(stage: str, backend: object, fn: Callable[[], T], *,
         if rejection is not None and said.is_rejection:
             raise _Stop(rejection, facts, stage=stage, error_type=said.type_name,
                         message=said.message, error_rule=said.rule) from None
+        if stage == "execute" and said.fields.get("problem") == "output-shape":
+            # The kernel ran and its result has the wrong shape (a backend built on the
+            # reference's executor says so with this exception): wrong values, not a crash.
+            tensor = said.fields.get("tensor", "")
+            raise _contract(Status.numeric_mismatch, "wrong-shape",
+                            f"execute() computed output tensor {tensor} with the wrong shape: "
+                            f"{said.fields.get('detail', said.message)}",
+                            **({"tensor": int(tensor)} if tensor.isdigit() else {})) from None
         facts["what"], facts["kind"] = "error", "exception"
         raise _Stop(Status.error, facts, stage=stage, error_type=said.type_name,
                     message=said.message, traceback=said.traceback) from None
