@@ -23,7 +23,7 @@ something that moves with that setting (`fusionspec.conformance.generate.rule_se
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 from fusionspec.spec.dtypes import DataType
@@ -207,7 +207,7 @@ def _arity_defects(graph: Graph, op: Op) -> Iterator[Defect]:
     yield Defect(op.id, "one input more",
                  _change(_rebuilt(op, inputs=(*op.inputs, extra))))
     if op.inputs:
-        yield Defect(op.id, "one input fewer", _change(_rebuilt(op, inputs=op.inputs[:-1])))
+        yield Defect(op.id, "one input fewer", _change(_rebuilt(op, inputs=tuple(op.inputs[:-1]))))
     spare = LogicalTensor(fresh, op.outputs[0].dtype, op.outputs[0].shape)
     yield Defect(op.id, "one output more",
                  _change(_rebuilt(op, outputs=(*op.outputs, spare))))
@@ -269,12 +269,12 @@ def settings_of(graph: Graph, op: Op) -> dict[str, str]:
             value = op.attrs.get(spec.name, spec.default)
             if value is not None:
                 found[f"{op.kind}.{spec.name}"] = _text(value)
-    for t, spec in zip(op.inputs, schema.inputs):
-        if not spec.carries_shape:
-            found[f"{op.kind}.{spec.name} dtype"] = t.dtype.value
-    for port, spec in enumerate(schema.inputs):
-        if spec.optional:
-            found[f"{op.kind}.input {spec.name}"] = (
+    for t, port_spec in zip(op.inputs, schema.inputs):
+        if not port_spec.carries_shape:
+            found[f"{op.kind}.{port_spec.name} dtype"] = t.dtype.value
+    for port, port_spec in enumerate(schema.inputs):
+        if port_spec.optional:
+            found[f"{op.kind}.input {port_spec.name}"] = (
                 "present" if port < len(op.inputs) else "absent")
     return found
 
@@ -285,7 +285,7 @@ def _text(value: AttrValue) -> str:
 
 def _retype_everywhere(graph: Graph, tid: int, dtype: DataType) -> Graph:
     """`graph` with tensor `tid` of `dtype` at its producer and at every reader."""
-    def fix(ts: tuple[LogicalTensor, ...]) -> tuple[LogicalTensor, ...]:
+    def fix(ts: Sequence[LogicalTensor]) -> tuple[LogicalTensor, ...]:
         return tuple(_retyped(t, dtype) if t.id == tid else t for t in ts)
     return graph.replace_ops([_rebuilt(o, inputs=fix(o.inputs), outputs=fix(o.outputs))
                               for o in graph.ops])
@@ -334,12 +334,12 @@ def variations(graph: Graph, op: Op) -> Iterator[tuple[str, str, Graph]]:
                                    _with_op(graph, changed)))
     free = free_inputs(graph, op)
     for port, t in enumerate(op.inputs):
-        spec = schema.inputs[port] if port < len(schema.inputs) else None
-        if spec is None or spec.carries_shape:
+        port_spec = schema.inputs[port] if port < len(schema.inputs) else None
+        if port_spec is None or port_spec.carries_shape:
             continue
         same = [p for p in free if p != port and p < len(schema.inputs)
-                and schema.inputs[p].symbol == spec.symbol]
-        for dtype in sorted(schema.types[spec.symbol], key=lambda d: d.value):
+                and schema.inputs[p].symbol == port_spec.symbol]
+        for dtype in sorted(schema.types[port_spec.symbol], key=lambda d: d.value):
             if dtype == t.dtype:
                 continue
             varied = _retype_everywhere(graph, t.id, dtype)
@@ -351,7 +351,7 @@ def variations(graph: Graph, op: Op) -> Iterator[tuple[str, str, Graph]]:
     if last > 0 and last < len(schema.inputs) and schema.inputs[last].optional \
             and last in free:
         candidates.append((f"{op.kind}.input {schema.inputs[last].name}", "absent",
-                           _with_op(graph, _rebuilt(op, inputs=op.inputs[:-1]))))
+                           _with_op(graph, _rebuilt(op, inputs=tuple(op.inputs[:-1])))))
     for setting, value, varied in candidates:
         try:
             _around(varied, op.id).finalize()
