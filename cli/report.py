@@ -90,7 +90,7 @@ def run(args: argparse.Namespace) -> int:
         mutation = mutation_view(_read_json(args.mutation), str(args.mutation))
     report = build_report(runs, baselines=baselines, required=required, mutation=mutation,
                           max_drilldowns=DEFAULT_DRILLDOWNS if args.drilldowns is None
-                          else args.drilldowns, perf=perf)
+                          else args.drilldowns, perf=perf, methods=_methods())
     written = write(report, args.out)
     if required is None:
         print("fusionspec report: hypothesis is not installed, so the coverage charts show what "
@@ -138,6 +138,18 @@ def _required() -> dict[str, tuple[tuple[str, str], ...]] | None:
         return None
     return {entry.id: coverage_items(entry) + all_items(entry) + structure_items(entry)
             for entry in CATALOG}
+
+
+def _methods() -> tuple[dict[str, object], ...]:
+    """The coverage model by method, as data; none without hypothesis."""
+    try:
+        from fusionspec.conformance.generate.items import thorough_only
+        from fusionspec.conformance.generate.methods import method_table
+    except ModuleNotFoundError as exc:
+        if exc.name != "hypothesis":
+            raise
+        return ()
+    return method_table(thorough_only())
 
 
 def _read_json(path: Path) -> Any:

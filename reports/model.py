@@ -26,6 +26,7 @@ from .coverage import Required
 from .diff import RunDiff, diff_runs, pair_baselines
 from .document import Doc, ReportError
 from .legend import METRICS, STATUSES, StatusInfo, family_title, status_info
+from .method_coverage import MethodCoverage, method_coverage
 from .mutation import MutationView
 from .op_coverage import OpCoverage, op_coverage
 from .patterns import Anchors, PatternView, pattern_view
@@ -81,6 +82,8 @@ class Report:
     perf: PerfSection | None = None
     #: Per op kind, how much of the coverage model the runs drew (with the required items).
     op_coverage: tuple[OpCoverage, ...] = ()
+    #: Per method of the coverage model, its items, how many were drawn and what is left.
+    method_coverage: tuple[MethodCoverage, ...] = ()
 
     @property
     def patterns(self) -> tuple[PatternView, ...]:
@@ -153,7 +156,8 @@ def build_report(runs: Sequence[RunInput], *, baselines: Sequence[RunInput] = ()
                  max_drilldowns: int = DEFAULT_DRILLDOWNS,
                  generated: datetime | None = None,
                  mutation: MutationView | None = None,
-                 perf: PerfSection | None = None) -> Report:
+                 perf: PerfSection | None = None,
+                 methods: Sequence[Mapping[str, object]] = ()) -> Report:
     """The view model of the report on `runs` (see the module docstring); `perf`, the
     performance section, may stand without any run."""
     if not runs and (perf is None or not perf.runs):
@@ -195,7 +199,8 @@ def build_report(runs: Sequence[RunInput], *, baselines: Sequence[RunInput] = ()
         diffs=tuple(diff_runs(run, base, note) for run, base, note in pairs),
         diff_notes=tuple(notes), has_baseline=bool(base_docs), statuses=statuses,
         metrics=METRICS, mutation=mutation, perf=perf,
-        op_coverage=op_coverage(_observed(docs), required) if required is not None else ())
+        op_coverage=op_coverage(_observed(docs), required) if required is not None else (),
+        method_coverage=method_coverage(_observed(docs), methods))
 
 
 def _observed(docs: Sequence[Doc]) -> list[dict[str, dict[str, int]]]:

@@ -41,7 +41,7 @@ from .pairs import pair_items
 from .rule_settings import RULE_UNDRAWN, rule_setting_cases, rule_setting_items
 from .side_types import side_type_items
 
-__all__ = ["Method", "METHODS", "method_of", "ill_formed_floor", "undrawn"]
+__all__ = ["Method", "METHODS", "method_of", "ill_formed_floor", "undrawn", "method_table"]
 
 
 def _schema_items(entry: PatternEntry) -> tuple[Item, ...]:
@@ -104,3 +104,21 @@ def ill_formed_floor(entry: PatternEntry, count: int) -> tuple[list[Case], list[
     come on top of them)."""
     return (setting_cases(entry, count),
             rule_setting_cases(entry) + format_ill_formed_cases(entry))
+
+
+def method_table(left_out: Mapping[Item, str] | None = None,
+                 ) -> tuple[dict[str, object], ...]:
+    """Per method, as plain data for the report and BENCHMARKS.md: its name and sentence, every
+    item it asks of the catalog (``items``), and the items it leaves out with the reason
+    (``left``: those no case can show, and `left_out`, those the ci profile leaves to the
+    thorough profile)."""
+    rows: list[dict[str, object]] = []
+    for method in METHODS:
+        found = sorted({item for entry in CATALOG for item in method.items(entry)})
+        left = {f"{k} = {v}": method.undrawn[(k, v)] for k, v in found
+                if (k, v) in method.undrawn}
+        left.update({f"{k} = {v}": (left_out or {})[(k, v)] for k, v in found
+                     if (k, v) in (left_out or {})})
+        rows.append({"name": method.name, "summary": method.summary,
+                     "items": [list(item) for item in found], "left": left})
+    return tuple(rows)

@@ -345,7 +345,7 @@ def variations(graph: Graph, op: Op) -> Iterator[tuple[str, str, Graph]]:
             varied = _retype_everywhere(graph, t.id, dtype)
             for p in same:
                 varied = _retype_everywhere(varied, op.inputs[p].id, dtype)
-            candidates.append((f"{op.kind}.{spec.name} dtype", dtype.value,
+            candidates.append((f"{op.kind}.{port_spec.name} dtype", dtype.value,
                                _valid_outputs(varied, op.id)))
     last = len(op.inputs) - 1
     if last > 0 and last < len(schema.inputs) and schema.inputs[last].optional \

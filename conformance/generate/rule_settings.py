@@ -25,6 +25,7 @@ catalog order whose instances show it (`owned_items`), so the floors add one cas
 from __future__ import annotations
 
 import hashlib
+import pickle
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, replace
 from functools import cache
@@ -35,6 +36,7 @@ from fusionspec.spec.graph import Graph, Op
 from fusionspec.spec.onednn_json import dumps
 from fusionspec.spec.opschemas import SCHEMAS
 
+from .. import draw_cache
 from ..cases import Case, CaseKind
 from .dtypes import headline_dtype
 from .ids import case_id
@@ -222,9 +224,29 @@ def owned_items() -> dict[str, tuple[tuple[Item, Example], ...]]:
     return owned
 
 
+@cache
+def _owned_keys() -> dict[str, tuple[Item, ...]]:
+    """The items of `owned_items` without their examples, kept beside the draws in the draw
+    cache (`fusionspec.conformance.draw_cache`, whose key covers the suite's sources): the
+    report and the coverage tests ask for the items of every pattern, and probing the
+    validator again for them costs seconds."""
+    key = draw_cache.draw_key("rule x setting items") if draw_cache.enabled() else None
+    found = draw_cache.load_draw(key) if key is not None else None
+    if isinstance(found, dict) and set(found) == {e.id for e in CATALOG} and all(
+            isinstance(v, tuple) and all(isinstance(i, tuple) and len(i) == 2
+                                         and all(isinstance(x, str) for x in i) for i in v)
+            for v in found.values()):
+        return found
+    items = {pattern: tuple(item for item, _ in shown)
+             for pattern, shown in owned_items().items()}
+    if key is not None:
+        draw_cache.store_draw(key, pickle.dumps(items))
+    return items
+
+
 def rule_setting_items(entry: PatternEntry) -> tuple[Item, ...]:
     """The rule x setting items `entry` draws (those it is the first to show)."""
-    return tuple(item for item, _ in owned_items()[entry.id])
+    return _owned_keys()[entry.id]
 
 
 def _features(entry: PatternEntry, example: Example, item: Item, graph: Graph
