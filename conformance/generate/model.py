@@ -138,9 +138,12 @@ def _accepts_rank(schema: OpSchema, rank: int) -> bool:
     needed = [a for a in schema.attrs if a.required]
     for length in dict.fromkeys((max(rank - 2, 0), rank, 1)):
         # An optional list that shape inference needs one of (Interpolate's sizes).
+        # (ConvolutionBackwardWeights' weights_shape has one value per dim, not per spatial
+        # dim.)
         extras: list[dict[str, AttrValue]] = [{}] + [
-            {a.name: (1,) * length} for a in schema.attrs
-            if not a.required and a.kind is AttrKind.s64_list]
+            {a.name: (1,) * n} for a in schema.attrs
+            if not a.required and a.kind is AttrKind.s64_list
+            for n in dict.fromkeys((length, rank))]
         others = [[(1,) * rank, (1,), (rank,)]] * (len(required) - 1)
         for values, extra, shapes, change in itertools.product(
                 itertools.product(*(_probe_values(a, length) for a in needed)), extras,
@@ -333,14 +336,8 @@ UNDRAWN: Mapping[Item, str] = {
     "is defined for beta = 0 (the reference rejects it as bad input)",
     ("MatMul.accumulation_mode", "f16"): "licenses sums held in f16, an error the bounds do not "
     "model: a case would fail a backend that takes the licence (a suite limitation)",
-    ("BatchNormInference.rank", "1"): "the page's src is N, C and spatial dims, and the "
-    "reference refuses a rank-1 src; the schema's shape inference alone does not check it (a "
-    "gap between the two that a case would only report as the suite's own error)",
     ("BiasAddBackward.rank", "2"): "its one pattern (train.conv_bwd_weights_bias_bwd) feeds it "
     "the output of a ConvolutionBackwardWeights: convolution weights, rank 3 and up",
-    **{("ConvolutionBackwardWeights.rank", r): "a convolution's src has a spatial dim (rank 3 "
-       "and up, as Convolution's own shape inference says); this schema takes the weights "
-       "shape as given and does not repeat the check" for r in ("1", "2")},
     ("ReLUBackward.rank", "1"): "its one pattern (train.relu_bwd_bn_bwd) feeds its output to a "
     "BatchNormTrainingBackward, whose schema needs rank 2 and up",
     ("TypeCast.rank", "1"): "TypeCast appears only after a SoftMax (softmax.post_ops), whose "
@@ -348,8 +345,6 @@ UNDRAWN: Mapping[Item, str] = {
     **{(f"{kind}.scales", "all zero"): "a zero scale: Quantize divides by it and Dequantize "
        "maps every value to 0, so no output would carry a signal the suite could judge"
        for kind in ("Quantize", "Dequantize")},
-    ("Interpolate.sizes source", "neither"): "Interpolate takes its output size from scales "
-    "then, which the attribute items of scales count",
     ("ConvolutionBackwardWeights.weights_shape source", "neither"): "the weights shape comes "
     "from the attribute or the input: without either, no output shape exists (an ill-formed "
     "graph, schema.shape.infer)",

@@ -143,6 +143,8 @@ def _probe(graph: Graph, op: Op, seen: set[str]) -> Iterator[tuple[Item, Example
             if name not in again:
                 continue
             other = again[name][1]
+            if other is not None and other != "?" and not other.startswith("crash"):
+                yield ("ill-formed rule", other), Example(pattern, varied, again[name][0], other)
             if other == rule or "?" in (rule, other):
                 continue
             old = before.get(setting, "")
