@@ -257,6 +257,20 @@ def test_ci_profile_draws_every_required_item_of_the_coverage_model(
                          + "; ".join(f"{k} = {v}" for k, v in missing))
 
 
+#: The ci profile's cases before the coverage methods (rule x setting, side input types,
+#: attribute sources, operand ranks, graph format, value boundaries) were added: together they
+#: may grow it by at most 30%.
+CI_CASES_BEFORE_METHODS = 3183
+
+
+def test_the_coverage_methods_grow_the_ci_profile_by_at_most_30_percent(
+        reference_results: ResultsCollector) -> None:
+    total = sum(reference_results.totals.values())
+    assert total <= CI_CASES_BEFORE_METHODS * 1.3, \
+        f"the ci profile holds {total} cases, {total / CI_CASES_BEFORE_METHODS - 1:.0%} more " \
+        f"than the {CI_CASES_BEFORE_METHODS} before the coverage methods (at most 30%)"
+
+
 def test_reference_passes_every_pattern_with_zero_failures(
         reference_results: ResultsCollector) -> None:
     results = reference_results
