@@ -14,7 +14,7 @@ chain, its post-ops and its side subgraphs). For an op kind ``K``:
 - an attribute that an optional input of the same name can replace (a reduction's ``axes``)
   gives ``K.a source``: ``attribute``, ``input`` or ``neither`` (the default applies: empty
   axes, the identity);
-- a binary op gives ``K.operand ranks``: ``equal``, ``lower`` or ``lower, ambiguous
+- a binary op gives ``K.operand ranks``: ``equal``, ``lower`` or ``lower with ambiguous
   alignment`` (a lower-rank operand whose dims line up with more than one run of the other
   operand's dims, so that aligning it anywhere but at the end gives another result);
 - ``K.rank``: each rank of the op's first input from 1 to `MAX_RANK` (the largest the generator
@@ -228,7 +228,7 @@ def op_items(kind: str) -> tuple[Item, ...]:
 #: How a binary op's operands compare in rank: the same, or one lower, with its dims lining up
 #: with the other's trailing dims only, or also with another run of them (aligned at the end,
 #: as broadcasting does, and at the channel axis or the front, as a backend might).
-OPERAND_RANKS = ("equal", "lower", "lower, ambiguous alignment")
+OPERAND_RANKS = ("equal", "lower", "lower with ambiguous alignment")
 
 
 def operand_ranks(a: tuple[int, ...] | None, b: tuple[int, ...] | None) -> str | None:
