@@ -35,6 +35,7 @@ V, N, ILL = [CaseKind.valid], [CaseKind.near_miss], [CaseKind.ill_formed]
 #: value classes catch.
 CORNERS, CLASSES = "testkit.mutants_corners:", "testkit.mutants_classes:"
 MODEL = "testkit.mutants_model:"
+BOUNDARIES = "testkit.mutants_boundaries:"
 INT8_WEIGHTED = ["int8.conv_post_ops", "int8.matmul_post_ops"]
 UNARY_PATTERNS = ["fp.unary_binary", "fp.binary_post_ops", "fp.conv_post_ops"]
 ALL = None
@@ -154,6 +155,15 @@ MUTANTS: list[tuple[str, str, list[str] | None, list[CaseKind], Status]] = [
      ["fp.pool_binary"], V, Status.numeric_mismatch),
     (f"{MODEL}TransposedWeightsUnchecked", "rule x setting", ["fp.matmul_post_ops"], ILL,
      Status.accepted_invalid),
+    # Caught only by the value boundaries (testkit.mutants_boundaries).
+    (f"{BOUNDARIES}ExpOverflowsAt88", "value boundary", ["fp.unary_binary"], V,
+     Status.numeric_mismatch),
+    (f"{BOUNDARIES}EpilogueMaxDropsUpstreamNaN", "value boundary",
+     ["fp.binary_post_ops", "fp.conv_post_ops"], V, Status.numeric_mismatch),
+    (f"{BOUNDARIES}TypeCastTiesAwayFromZero", "value boundary", ["softmax.post_ops"], V,
+     Status.numeric_mismatch),
+    (f"{BOUNDARIES}MatMulNarrowPartials", "value boundary", ["fp.matmul_post_ops"], V,
+     Status.numeric_mismatch),
 ]
 
 _OUTCOMES: list[dict[str, Any]] = []
@@ -214,7 +224,7 @@ def test_the_project_plants_at_least_50_bugs_across_the_classes() -> None:
               "axis convention", "dtype acceptance", "fan-out", "subnormals", "convexity",
               "optional output", "optional input", "rank corner", "per-channel values",
               "attribute sign", "attribute zero", "inexact narrow fill", "rank",
-              "narrow fill", "dtype x attribute pair", "rule x setting"}
+              "narrow fill", "dtype x attribute pair", "rule x setting", "value boundary"}
     assert wanted <= classes, f"bug classes without a mutant: {sorted(wanted - classes)}"
     names = [m[0] for m in MUTANTS]
     assert len(set(names)) == len(names), "a mutant is listed twice"
