@@ -306,12 +306,14 @@ def _ties(rng: np.random.Generator, values: Array, tensor: LogicalTensor,
 
 
 def _midpoints(values: Array, bits: int | Array) -> Array:
-    """For each value, the midpoint between it (rounded to `bits` significant bits) and the
-    next such number up: an exact tie for a rounding to that precision (exact in f32)."""
+    """For each value, the midpoint between it (truncated to `bits` significant bits) and the
+    next such number away from zero: an exact tie for a rounding to that precision (exact in
+    f32). Truncating keeps the pair inside the value's binade, where `step` is their spacing
+    (a value rounded up to the next power of two would not be a tie there)."""
     v = np.where(values == 0, 1.0, values)
     exponent = np.floor(np.log2(np.abs(v)))
     step = np.exp2(exponent - (bits - 1))
-    base = np.round(v / step) * step
+    base = np.trunc(v / step) * step
     result: Array = base + np.sign(v) * step / 2
     return result
 

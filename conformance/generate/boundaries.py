@@ -55,6 +55,9 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import cache
 
+import numpy as np
+
+from fusionspec.reference.filling import fill_tensor
 from fusionspec.reference.partitioner import partition
 from fusionspec.spec.catalog import CATALOG, PatternEntry
 from fusionspec.spec.dtypes import DataType
@@ -66,7 +69,7 @@ from ..cases import Case
 from .instance_build import InstanceBuilder, build_instance, instance_case
 from .instance_plans import Plan, instance_plans
 from .model import SPECIAL_KINDS, Item
-from .values import ValuePlan, with_values
+from .values import CHECK_SEED, ValuePlan, with_values
 
 __all__ = ["boundary_items", "boundary_cases", "BOUNDARY_UNDRAWN", "EDGE_KINDS", "NARROWING",
            "LONG_KINDS", "LONG_TERMS", "NAN_STOPS", "OVERFLOW_EDGE", "UPSTREAM_NONFINITE",
@@ -157,6 +160,11 @@ def _upstream_draws(entry: PatternEntry, plan: Plan, graph: Graph) -> Iterator[_
     for tensor, readers in _inputs(graph):
         if any(op.kind in _PADDED and port < 2 for op, port in readers):
             continue
+        # A per-channel vector of four may draw no NaN or no inf at all: only an input whose
+        # fill (with the suite's default seed) holds both is a source.
+        values = np.asarray(fill_tensor(tensor, readers, CHECK_SEED, "special"), np.float64)
+        if not (np.isnan(values).any() and np.isinf(values).any()):
+            continue
         carrying, reached = {tensor.id}, set()
         for op in graph.ops:
             fed = [t.id for t in op.inputs if t.id in carrying]
@@ -222,6 +230,9 @@ def _long_graph(kind: str, dtype: DataType) -> tuple[Graph, list[int]]:
     """A lone `kind` summing `LONG_TERMS` products per output, all tensors `dtype`."""
     b = InstanceBuilder("cpu")
     attrs: dict[str, AttrValue] = {}
+    src: tuple[int, ...]
+    weights: tuple[int, ...]
+    dst: tuple[int, ...]
     if kind == "MatMul":
         src, weights, dst = (8, LONG_TERMS), (LONG_TERMS, 32), (8, 32)
     else:
