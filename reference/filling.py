@@ -21,7 +21,7 @@ Each tensor draws from its own generator seeded with ``(seed, tensor id)``, so a
 does not depend on the other tensors or on their order.
 
 A tensor may be given a *value domain* (`DOMAINS`; ``fill_inputs(..., domains={id: name})``),
-which replaces the grid above for that tensor. Two kinds:
+which replaces the grid above for that tensor. Three kinds:
 
 - clean variants, for well-conditioned data with a clear signal: ``positive`` (the grid's
   positive half, [0.25, 4]: keeps a Log, Sqrt or Pow downstream of a convolution in its
@@ -40,16 +40,18 @@ which replaces the grid above for that tensor. Two kinds:
   half of the elements and leaves the grid in the others; integer tensors under ``special`` or
   ``huge`` take their type's extremes;
 - value boundaries (`BOUNDARY_DOMAINS`), the points where an op's definition changes
-  behaviour (`fusionspec.conformance.generate.boundaries` draws them):
-  ``overflow-edge`` (half of the elements within 1 of +-ln of the type's largest value, 88.72
-  for f32 and bf16, 11.09 for f16, divided by a SoftPlus's |beta|: where an Exp turns to
-  +inf, a Sigmoid to exactly 0 and a SoftPlus to x, and a guard whose constant is a little off
-  shows), ``narrow-ties`` (every element an exact tie of a narrowing conversion, positive in
-  [1, 8]: half of them midpoints of two bf16 neighbours, half of two f16 neighbours, each exact
-  in f32; positive and at least 1 so that a Maximum against a SoftMax's probabilities passes
-  them on unchanged) and ``long-sum`` (every element full precision in [0.5, 1], none thinned:
-  a MatMul or convolution summing thousands of them grows to where a narrow partial sum or a
-  narrow accumulator loses more than the output's rounding allows).
+  behaviour (`fusionspec.conformance.generate.boundaries` draws them): ``overflow-edge`` (half
+  of the elements within 1 of +-ln of the type's largest value, 88.72 for f32 and bf16, 11.09
+  for f16, divided by a SoftPlus's |beta|: where an Exp turns to +inf, a Sigmoid to exactly 0
+  and a SoftPlus to x, and a guard whose constant is a little off shows), ``integer-edge``
+  (half of the elements in [2^22, 2^25] of either sign: halves below 2^23, odd integers up to
+  2^24, where f32 runs out of fractional bits and a rounding by adding and subtracting 2^23
+  stops being exact), ``narrow-ties`` (every element an exact tie of a narrowing conversion,
+  positive in [1, 8]: half of them midpoints of two bf16 neighbours, half of two f16
+  neighbours, each exact in f32; positive and at least 1 so that a Maximum against a SoftMax's
+  probabilities passes them on unchanged) and ``long-sum`` (every element full precision in
+  [0.5, 1], none thinned: a MatMul or convolution summing thousands of them grows to where a
+  narrow partial sum or a narrow accumulator loses more than the output's rounding allows).
 """
 
 from __future__ import annotations
@@ -76,7 +78,7 @@ CLEAN_DOMAINS = ("grid", "positive", "small", "dense")
 #: Corner domains (see the module docstring).
 CORNER_DOMAINS = ("special", "huge", "large", "subnormal", "ties", "neg-inf-rows", "saturate")
 #: Value-boundary domains (see the module docstring).
-BOUNDARY_DOMAINS = ("overflow-edge", "narrow-ties", "long-sum")
+BOUNDARY_DOMAINS = ("overflow-edge", "integer-edge", "narrow-ties", "long-sum")
 #: Every value domain a tensor may be filled from.
 DOMAINS = CLEAN_DOMAINS + CORNER_DOMAINS + BOUNDARY_DOMAINS
 
@@ -187,7 +189,7 @@ def fill_tensor(tensor: LogicalTensor, uses: Iterable[tuple[Op, int]], seed: int
     else:
         values = rng.integers(-32, 32, size=shape, endpoint=True) / 8.0
         values = values * (rng.random(shape) < _density(uses))
-    if domain in CORNER_DOMAINS or domain == "overflow-edge":
+    if domain in CORNER_DOMAINS or domain in ("overflow-edge", "integer-edge"):
         values = _corner(rng, np.asarray(values, dtype=np.float64), domain, tensor, uses)
     with np.errstate(over="ignore", invalid="ignore"):
         return cast_to(np.asarray(values, dtype=np.float32), tensor.dtype)
@@ -259,6 +261,8 @@ def _corner(rng: np.random.Generator, values: Array, domain: str, tensor: Logica
     elif domain == "overflow-edge":
         corner = (overflow_edge(tensor.dtype) / _beta(uses)
                   + rng.uniform(-1.0, 1.0, size=shape)) * signs
+    elif domain == "integer-edge":
+        corner = rng.uniform(2.0 ** 22, 2.0 ** 25, size=shape) * signs
     else:  # saturate outside a Quantize source: far beyond any 8-bit range
         corner = rng.uniform(300.0, 1000.0, size=shape) * signs
     result: Array = np.where(mask, corner, values)

@@ -19,6 +19,12 @@ boundary (item value)          where, and why it matters
                                wrong inside the last unit before the edge, which a spread of
                                large values ([60, 2048]) almost never hits; the
                                ``overflow-edge`` domain puts half of the input within 1 of it.
+``f32 integer edge``           Round (`INTEGER_KINDS`) reading a graph input: from 2^23 on
+                               every f32 is an integer and the rounding is the identity; below
+                               it, ties are halves. The cheap rounding ``(|x| + 2^23) - 2^23``
+                               (ties to even for free) is exact only below that edge, and is
+                               off by one on odd integers past it without its range guard. The
+                               ``integer-edge`` domain puts half of the input in [2^22, 2^25).
 ``NaN and inf from upstream``  every op whose result on NaN and inf is where implementations
                                part ways (`model.SPECIAL_KINDS`: a max, a clamp, a division, a
                                Log ...) placed after another op of the chain: the NaN and inf
@@ -71,12 +77,16 @@ from .instance_plans import Plan, instance_plans
 from .model import SPECIAL_KINDS, Item
 from .values import CHECK_SEED, ValuePlan, with_values
 
-__all__ = ["boundary_items", "boundary_cases", "BOUNDARY_UNDRAWN", "EDGE_KINDS", "NARROWING",
+__all__ = ["boundary_items", "boundary_cases", "BOUNDARY_UNDRAWN", "EDGE_KINDS", "INTEGER_KINDS",
+           "AT_INPUT", "INTEGER_EDGE", "NARROWING",
            "LONG_KINDS", "LONG_TERMS", "NAN_STOPS", "OVERFLOW_EDGE", "UPSTREAM_NONFINITE",
            "boundary_key", "ties_value", "long_value"]
 
 #: Ops whose definition switches where exp overflows f32 (+inf, exactly 0, x).
 EDGE_KINDS = frozenset({"Exp", "Sigmoid", "SoftPlus"})
+#: Ops whose definition changes where f32 runs out of fractional bits (from 2^23 on every f32
+#: is an integer and a rounding is the identity).
+INTEGER_KINDS = frozenset({"Round"})
 #: Conversions that round to a narrower floating-point type, ties to even.
 NARROWING = frozenset({"TypeCast"})
 #: Ops summing products, whose reductions real networks make long.
@@ -92,7 +102,15 @@ _PADDED = frozenset({"Convolution", "ConvTranspose", "ConvolutionBackwardWeights
 _NARROW = (DataType.bf16, DataType.f16)
 
 OVERFLOW_EDGE = "overflow edge"
+INTEGER_EDGE = "f32 integer edge"
 UPSTREAM_NONFINITE = "NaN and inf from upstream"
+#: The boundaries put into the op reading a graph input: op kind -> (fill domain, item value,
+#: how a case's description says it).
+AT_INPUT: Mapping[str, tuple[str, str, str]] = {
+    **{kind: ("overflow-edge", OVERFLOW_EDGE, "at the exp overflow edge") for kind in EDGE_KINDS},
+    **{kind: ("integer-edge", INTEGER_EDGE, "where f32 runs out of fractional bits")
+       for kind in INTEGER_KINDS},
+}
 
 #: Boundary items no case can show, and why.
 BOUNDARY_UNDRAWN: Mapping[Item, str] = {}
@@ -135,23 +153,22 @@ def _inputs(graph: Graph) -> Iterator[tuple[LogicalTensor, list[tuple[Op, int]]]
 
 
 def _edge_draws(entry: PatternEntry, plan: Plan, graph: Graph) -> Iterator[_Draw]:
-    """Each op of `EDGE_KINDS` reading a graph input, in `plan` cut right after it where the
+    """Each op of `AT_INPUT` reading a graph input, in `plan` cut right after it where the
     pattern allows (an op after it, a Minimum for one, may clip the overflow away)."""
     for tensor, readers in _inputs(graph):
         for op, port in readers:
-            if op.kind in EDGE_KINDS and port == 0:
-                cut = replace(plan, kinds=plan.kinds[:op.id + 1],
-                              dequantized=frozenset(i for i in plan.dequantized if i <= op.id))
-                tid = tensor.id
-                if cut != plan and plan.kinds[op.id:op.id + 1] == (op.kind,):
-                    shorter = build_instance(entry, cut)
-                    if _forms_entry(entry, shorter):
-                        plan, graph = cut, shorter
-                        tid = shorter.ops[op.id].inputs[0].id
-                yield _Draw(plan, graph, {tid: "overflow-edge"},
-                            ((boundary_key(op.kind), OVERFLOW_EDGE),),
-                            f"catalog instance: {plan.describe()}, {op.kind} at the exp "
-                            "overflow edge")
+            if op.kind not in AT_INPUT or port != 0:
+                continue
+            domain, value, what = AT_INPUT[op.kind]
+            shown, built, tid = plan, graph, tensor.id
+            cut = replace(plan, kinds=plan.kinds[:op.id + 1],
+                          dequantized=frozenset(i for i in plan.dequantized if i <= op.id))
+            if cut != plan and plan.kinds[op.id:op.id + 1] == (op.kind,):
+                shorter = build_instance(entry, cut)
+                if _forms_entry(entry, shorter):
+                    shown, built, tid = cut, shorter, shorter.ops[op.id].inputs[0].id
+            yield _Draw(shown, built, {tid: domain}, ((boundary_key(op.kind), value),),
+                        f"catalog instance: {shown.describe()}, {op.kind} {what}")
 
 
 def _upstream_draws(entry: PatternEntry, plan: Plan, graph: Graph) -> Iterator[_Draw]:

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from fusionspec.conformance.cases import Case
 from fusionspec.conformance.generate.boundaries import (
     BOUNDARY_UNDRAWN,
+    INTEGER_EDGE,
     LONG_TERMS,
     OVERFLOW_EDGE,
     UPSTREAM_NONFINITE,
@@ -63,7 +64,7 @@ def test_the_floor_stays_within_its_budget_and_every_kind_has_items() -> None:
     total = sum(len(_floor(p)) for p in PATTERNS)
     assert 0 < total <= BUDGET, f"the boundaries add {total} cases; the budget is {BUDGET}"
     values = {value for e in CATALOG for _, value in boundary_items(e)}
-    for wanted in (OVERFLOW_EDGE, UPSTREAM_NONFINITE, "bf16 ties from upstream",
+    for wanted in (OVERFLOW_EDGE, INTEGER_EDGE, UPSTREAM_NONFINITE, "bf16 ties from upstream",
                    "f16 ties from upstream", f"{LONG_TERMS}-term sums in f16"):
         assert wanted in values, f"no pattern has a boundary item {wanted!r}"
 
@@ -155,6 +156,20 @@ def test_overflow_edge_puts_half_the_values_within_one_of_the_edge(
     near = np.abs(values - edge) <= 1.01
     assert 0.3 < near.mean() < 0.7, \
         f"about half the values should lie within 1 of {edge:.4f}: {near.mean():.0%} do"
+
+
+@given(seed=st.integers(0, 2 ** 32))
+def test_integer_edge_holds_halves_and_odd_integers_around_two_pow_23(seed: int) -> None:
+    values = np.abs(np.asarray(fill_tensor(_tensor(4, DataType.f32, (16, 16)), [], seed,
+                                           "integer-edge"), dtype=np.float64))
+    edge = values[values >= 2.0 ** 22]
+    assert 0.3 < edge.size / values.size < 0.7, \
+        f"about half the values should be past 2^22: {edge.size} of {values.size} are"
+    assert np.all(edge < 2.0 ** 25), f"integer-edge values beyond 2^25: {edge.max()}"
+    halves = edge[(edge < 2.0 ** 23) & (edge % 1 == 0.5)]
+    odd = edge[(edge >= 2.0 ** 23) & (edge < 2.0 ** 24) & (edge % 2 == 1)]
+    assert halves.size and odd.size, \
+        "the domain should hold ties below 2^23 and odd integers above it"
 
 
 def test_overflow_edges_are_those_of_the_types() -> None:

@@ -7,18 +7,25 @@ behaviour, at a point the suite's other floors and draws never put a value:
 - `ExpOverflowsAt88`: an Exp guarded with a rounded constant, infinite from 88.0 on instead of
   past 88.72 (the ``large`` corner spreads its values over [60, 2048] and almost never lands in
   the 0.72 between; the ``overflow-edge`` domain puts half its values within 1 of the edge);
+- `RoundByAddingTwoPow23`: a Round computed as ``copysign((|x| + 2^23) - 2^23, x)`` in f32
+  (ties to even for free) without the guard that passes |x| >= 2^23 through: odd integers past
+  2^23 come back off by one. The corners reach magnitudes below 2048 and above 10^36, never the
+  2^23 to 2^25 between (the ``integer-edge`` domain);
 - `EpilogueMaxDropsUpstreamNaN`: a fused Maximum or Minimum whose running value comes from an
   earlier op in the chain, computed ``acc > b ? acc : b``, so that a NaN arriving from upstream
   is dropped (the NaN corners of the other floors go into the op that reads a graph input);
-- `TypeCastTiesAwayFromZero`: a TypeCast to bf16/f16 that rounds exact ties away from zero
-  (the truncating ``(bits + 0x8000) >> 16`` idiom): no other case brings a TypeCast an exact
-  tie, since it only ever reads a computed SoftMax value;
+- `TypeCastTiesAwayFromZero`: a TypeCast to f16 (a software conversion that adds half an ulp
+  and truncates) that rounds exact ties away from zero: no other case brings a TypeCast an
+  exact f16 tie, since it only ever reads a computed value;
 - `MatMulNarrowPartials`: a bf16/f16 MatMul that splits K into chunks of 256 and keeps each
   chunk's sum in the narrow type (a split-K workspace of the dst type): the catalog's MatMuls
   sum at most a few dozen products, all in one chunk.
 
-Each was run on the commit before the value boundaries existed (the method's hooks returning
-nothing): the ci profile passed it on the patterns listed in tests/conformance/test_mutation.py.
+Each passes the ci profile as it was before the value boundaries (the floor of
+`boundary_cases` left out) on the patterns listed for it in tests/conformance/test_mutation.py,
+and fails one of the boundary cases there. (`EpilogueMaxDropsUpstreamNaN` is listed on
+fp.binary_post_ops and fp.conv_post_ops: in fp.unary_binary a random draw's Log of a negative
+value already sends a NaN down the chain.)
 The test runs them as ``testkit.mutants_boundaries:<Class>``.
 """
 
@@ -41,8 +48,8 @@ from fusionspec.spec.types import Array
 from .mutants import Maker, _Compiled, _f32, _swapped, _SwapsOps
 from .mutants_corners import _NARROW
 
-__all__ = ["ExpOverflowsAt88", "EpilogueMaxDropsUpstreamNaN", "TypeCastTiesAwayFromZero",
-           "MatMulNarrowPartials"]
+__all__ = ["ExpOverflowsAt88", "RoundByAddingTwoPow23", "EpilogueMaxDropsUpstreamNaN",
+           "TypeCastTiesAwayFromZero", "MatMulNarrowPartials"]
 
 
 def _exp_guarded_at_88(original: Callable[..., Any]) -> Callable[..., Any]:
@@ -59,6 +66,25 @@ class ExpOverflowsAt88(_SwapsOps):
 
     name = "exp-overflows-at-88"
     swaps: ClassVar[Mapping[str, Maker]] = {"Exp": _exp_guarded_at_88}
+
+
+def _round_by_adding_two_pow_23(original: Callable[..., Any]) -> Callable[..., Any]:
+    def round_(src: Array) -> Array:
+        x = np.asarray(src, dtype=np.float32)
+        magic = np.float32(2.0 ** 23)
+        with np.errstate(invalid="ignore"):
+            # the bug: no `|x| < 2^23` guard, so past it the sum rounds odd integers to even
+            shifted = (np.abs(x) + magic).astype(np.float32) - magic
+        return _f32(np.copysign(shifted, x))
+    return round_
+
+
+class RoundByAddingTwoPow23(_SwapsOps):
+    """Round adds and subtracts 2^23 in f32 at every magnitude, which is exact only below
+    2^23."""
+
+    name = "round-by-adding-two-pow-23"
+    swaps: ClassVar[Mapping[str, Maker]] = {"Round": _round_by_adding_two_pow_23}
 
 
 def _select_keeping_first(kind: str) -> Callable[..., Any]:
