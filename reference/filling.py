@@ -49,7 +49,10 @@ which replaces the grid above for that tensor. Three kinds:
   stops being exact), ``narrow-ties`` (every element an exact tie of a narrowing conversion,
   positive in [1, 8]: half of them midpoints of two bf16 neighbours, half of two f16
   neighbours, each exact in f32; positive and at least 1 so that a Maximum against a SoftMax's
-  probabilities passes them on unchanged) and ``long-sum`` (every element full precision in
+  probabilities passes them on unchanged), ``narrow-max`` (every element around the largest
+  finite f16 value, 65504, or bf16 value, 2^128 - 2^120, from half an ulp below it to one past
+  it: where a narrowing rounds down to that value or overflows to +inf) and ``long-sum``
+  (every element full precision in
   [0.5, 1], none thinned: a MatMul or convolution summing thousands of them grows to where a
   narrow partial sum or a narrow accumulator loses more than the output's rounding allows).
 """
@@ -78,7 +81,7 @@ CLEAN_DOMAINS = ("grid", "positive", "small", "dense")
 #: Corner domains (see the module docstring).
 CORNER_DOMAINS = ("special", "huge", "large", "subnormal", "ties", "neg-inf-rows", "saturate")
 #: Value-boundary domains (see the module docstring).
-BOUNDARY_DOMAINS = ("overflow-edge", "integer-edge", "narrow-ties", "long-sum")
+BOUNDARY_DOMAINS = ("overflow-edge", "integer-edge", "narrow-ties", "narrow-max", "long-sum")
 #: Every value domain a tensor may be filled from.
 DOMAINS = CLEAN_DOMAINS + CORNER_DOMAINS + BOUNDARY_DOMAINS
 
@@ -174,7 +177,7 @@ def fill_tensor(tensor: LogicalTensor, uses: Iterable[tuple[Op, int]], seed: int
     if not is_float_dtype(numpy_dtype(tensor.dtype)):
         raise ExecutionError(f"no filling is defined for dtype {tensor.dtype}",
                              tensor_id=tensor.id)
-    if domain in ("narrow-ties", "long-sum"):
+    if domain in ("narrow-ties", "narrow-max", "long-sum"):
         values = _boundary(rng, shape, domain)
     elif need is Need.QUANTIZE_SOURCE and op is not None:
         values = _quantize_source(rng, shape, op, saturate=domain == "saturate")
@@ -288,6 +291,14 @@ def _boundary(rng: np.random.Generator, shape: tuple[int, ...], domain: str) -> 
     """The ``narrow-ties`` and ``long-sum`` domains (see the module docstring)."""
     if domain == "long-sum":
         return rng.uniform(0.5, 1.0, size=shape)
+    if domain == "narrow-max":
+        # Around each type's largest value, from half an ulp below it to one ulp past it
+        # (an ulp is 32 at f16's 65504 and 2^120 at bf16's): a third of each half rounds down
+        # to the largest value, a third to +inf.
+        top = np.where(rng.random(shape) < 0.5, _TYPE_MAX[DataType.f16],
+                       _TYPE_MAX[DataType.bf16])
+        ulp = np.where(top == _TYPE_MAX[DataType.f16], 32.0, 2.0 ** 120)
+        return top + rng.uniform(-0.5, 1.0, size=shape) * ulp
     values = rng.uniform(1.0, 8.0, size=shape)
     bits = np.where(rng.random(shape) < 0.5, _SIGNIFICAND_BITS[DataType.bf16],
                     _SIGNIFICAND_BITS[DataType.f16])

@@ -39,6 +39,10 @@ upstream``                     midpoints of two neighbours of its destination ty
                                reads a computed value; a Maximum inserted before it passes the
                                ``narrow-ties`` domain on unchanged (the values are at least 1
                                and a SoftMax's are at most 1), so the conversion sees the ties.
+``bf16 / f16 overflow edge     the same conversion given values around its destination's
+from upstream``                largest finite value (``narrow-max``): up to half an ulp past it
+                               they round down to it, from there to +inf. A conversion that
+                               checks the range before it rounds gives +inf too early.
 ``2048-term sums in bf16 /     MatMul and Convolution (`LONG_KINDS`) of bf16/f16 tensors
 f16``                          summing `LONG_TERMS` products per output (the reductions of real
                                networks, not the catalog's few dozen) of full-precision values
@@ -80,7 +84,7 @@ from .values import CHECK_SEED, ValuePlan, with_values
 __all__ = ["boundary_items", "boundary_cases", "BOUNDARY_UNDRAWN", "EDGE_KINDS", "INTEGER_KINDS",
            "AT_INPUT", "INTEGER_EDGE", "NARROWING",
            "LONG_KINDS", "LONG_TERMS", "NAN_STOPS", "OVERFLOW_EDGE", "UPSTREAM_NONFINITE",
-           "boundary_key", "ties_value", "long_value"]
+           "NARROWING_POINTS", "boundary_key", "ties_value", "narrow_max_value", "long_value"]
 
 #: Ops whose definition switches where exp overflows f32 (+inf, exactly 0, x).
 EDGE_KINDS = frozenset({"Exp", "Sigmoid", "SoftPlus"})
@@ -89,6 +93,10 @@ EDGE_KINDS = frozenset({"Exp", "Sigmoid", "SoftPlus"})
 INTEGER_KINDS = frozenset({"Round"})
 #: Conversions that round to a narrower floating-point type, ties to even.
 NARROWING = frozenset({"TypeCast"})
+#: The points of a narrowing conversion (fill domain, item value less the type): exact ties,
+#: and the neighbourhood of the type's largest finite value, which rounds down to it up to
+#: half an ulp past it and to +inf from there.
+NARROWING_POINTS = (("narrow-ties", "ties"), ("narrow-max", "overflow edge"))
 #: Ops summing products, whose reductions real networks make long.
 LONG_KINDS = ("MatMul", "Convolution")
 #: Products per output of a long-sum case (a 2048-wide MatMul, or 2048 input channels).
@@ -123,6 +131,10 @@ def boundary_key(kind: str) -> str:
 
 def ties_value(dtype: DataType) -> str:
     return f"{dtype.value} ties from upstream"
+
+
+def narrow_max_value(dtype: DataType) -> str:
+    return f"{dtype.value} overflow edge from upstream"
 
 
 def long_value(dtype: DataType) -> str:
@@ -217,9 +229,10 @@ def _forms_entry(entry: PatternEntry, graph: Graph) -> bool:
         graph.ops)
 
 
-def _ties_draws(entry: PatternEntry, plans: Sequence[Plan]) -> Iterator[_Draw]:
+def _narrowing_draws(entry: PatternEntry, plans: Sequence[Plan]) -> Iterator[_Draw]:
     """The shortest plan holding a narrowing conversion, with a Maximum inserted before it
-    whose other operand is filled with ``narrow-ties``, once per narrow destination type."""
+    whose other operand is filled with each of `NARROWING_POINTS`, once per narrow destination
+    type."""
     for kind in sorted(NARROWING):
         holding = sorted((p for p in plans if kind in p.kinds[1:]), key=lambda p: len(p.kinds))
         if not holding:
@@ -236,11 +249,13 @@ def _ties_draws(entry: PatternEntry, plans: Sequence[Plan]) -> Iterator[_Draw]:
             if dtype not in SCHEMAS[kind].types[SCHEMAS[kind].outputs[0].symbol]:
                 continue
             graph = _retyped(base, target.outputs[0].id, dtype)
-            if _forms_entry(entry, graph):
-                yield _Draw(inserted, graph, {maximum.inputs[1].id: "narrow-ties"},
-                            ((boundary_key(kind), ties_value(dtype)),),
-                            f"catalog instance: {inserted.describe()}, exact {dtype.value} "
-                            f"ties into the {kind}")
+            if not _forms_entry(entry, graph):
+                continue
+            for domain, point in NARROWING_POINTS:
+                yield _Draw(inserted, graph, {maximum.inputs[1].id: domain},
+                            ((boundary_key(kind), f"{dtype.value} {point} from upstream"),),
+                            f"catalog instance: {inserted.describe()}, {dtype.value} {point} "
+                            f"into the {kind}")
 
 
 def _long_graph(kind: str, dtype: DataType) -> tuple[Graph, list[int]]:
@@ -289,7 +304,7 @@ def _draws(entry_id: str) -> tuple[_Draw, ...]:
         graph = build_instance(entry, plan)
         found += _edge_draws(entry, plan, graph)
         found += _upstream_draws(entry, plan, graph)
-    found += _ties_draws(entry, plans)
+    found += _narrowing_draws(entry, plans)
     found += _long_draws(entry, plans)
     return tuple(found)
 

@@ -65,7 +65,8 @@ def test_the_floor_stays_within_its_budget_and_every_kind_has_items() -> None:
     assert 0 < total <= BUDGET, f"the boundaries add {total} cases; the budget is {BUDGET}"
     values = {value for e in CATALOG for _, value in boundary_items(e)}
     for wanted in (OVERFLOW_EDGE, INTEGER_EDGE, UPSTREAM_NONFINITE, "bf16 ties from upstream",
-                   "f16 ties from upstream", f"{LONG_TERMS}-term sums in f16"):
+                   "f16 ties from upstream", "bf16 overflow edge from upstream",
+                   "f16 overflow edge from upstream", f"{LONG_TERMS}-term sums in f16"):
         assert wanted in values, f"no pattern has a boundary item {wanted!r}"
 
 
@@ -177,6 +178,21 @@ def test_overflow_edges_are_those_of_the_types() -> None:
         "f32's exp overflows past ln(FLT_MAX) = 88.7228"
     assert overflow_edge(DataType.f16) == pytest.approx(11.0899, abs=1e-4), \
         "f16's exp overflows past ln(65504) = 11.0899"
+
+
+@given(seed=st.integers(0, 2 ** 32))
+def test_narrow_max_straddles_the_largest_bf16_and_f16_values(seed: int) -> None:
+    values = np.asarray(fill_tensor(_tensor(9, DataType.f32, (16, 16)), [], seed,
+                                    "narrow-max"), dtype=np.float32)
+    for dtype, top in ((DataType.f16, 65504.0), (DataType.bf16, 2.0 ** 128 - 2.0 ** 120)):
+        near = values[np.abs(values / top - 1) < 0.01]
+        with np.errstate(over="ignore"):
+            narrowed = np.asarray(cast_to(near, dtype), dtype=np.float64)
+        assert near.size > 64, f"too few values near the largest {dtype.value}: {near.size}"
+        assert (near > top).any() and (narrowed == top).any() and np.isinf(narrowed).any(), \
+            f"narrow-max should hold {dtype.value} values rounding down to {top} from past " \
+            "it, and values overflowing"
+        assert np.all(near >= 1), "narrow-max values must be at least 1 (a Maximum passes them)"
 
 
 @given(seed=st.integers(0, 2 ** 32))

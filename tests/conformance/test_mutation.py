@@ -164,6 +164,8 @@ MUTANTS: list[tuple[str, str, list[str] | None, list[CaseKind], Status]] = [
      ["fp.binary_post_ops", "fp.conv_post_ops"], V, Status.numeric_mismatch),
     (f"{BOUNDARIES}TypeCastTiesAwayFromZero", "value boundary", ["softmax.post_ops"], V,
      Status.numeric_mismatch),
+    (f"{BOUNDARIES}TypeCastOverflowsBeforeRounding", "value boundary", ["softmax.post_ops"],
+     V, Status.numeric_mismatch),
     (f"{BOUNDARIES}MatMulNarrowPartials", "value boundary", ["fp.matmul_post_ops"], V,
      Status.numeric_mismatch),
 ]

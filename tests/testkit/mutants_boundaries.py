@@ -17,6 +17,9 @@ behaviour, at a point the suite's other floors and draws never put a value:
 - `TypeCastTiesAwayFromZero`: a TypeCast to f16 (a software conversion that adds half an ulp
   and truncates) that rounds exact ties away from zero: no other case brings a TypeCast an
   exact f16 tie, since it only ever reads a computed value;
+- `TypeCastOverflowsBeforeRounding`: a TypeCast to bf16/f16 that checks the range before it
+  rounds, so values within half an ulp past the largest finite value give +inf instead of that
+  value: no other case brings a TypeCast a value near 65504 or 3.39e38;
 - `MatMulNarrowPartials`: a bf16/f16 MatMul that splits K into chunks of 256 and keeps each
   chunk's sum in the narrow type (a split-K workspace of the dst type): the catalog's MatMuls
   sum at most a few dozen products, all in one chunk.
@@ -34,6 +37,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
+import ml_dtypes
 import numpy as np
 
 from fusionspec.backend import CompiledPartition, Device
@@ -49,7 +53,8 @@ from .mutants import Maker, _Compiled, _f32, _swapped, _SwapsOps
 from .mutants_corners import _NARROW
 
 __all__ = ["ExpOverflowsAt88", "RoundByAddingTwoPow23", "EpilogueMaxDropsUpstreamNaN",
-           "TypeCastTiesAwayFromZero", "MatMulNarrowPartials"]
+           "TypeCastTiesAwayFromZero", "TypeCastOverflowsBeforeRounding",
+           "MatMulNarrowPartials"]
 
 
 def _exp_guarded_at_88(original: Callable[..., Any]) -> Callable[..., Any]:
@@ -142,6 +147,26 @@ class TypeCastTiesAwayFromZero(_SwapsOps):
 
     name = "typecast-ties-away-from-zero"
     swaps: ClassVar[Mapping[str, Maker]] = {"TypeCast": _ties_away}
+
+
+def _range_checked_first(original: Callable[..., Any]) -> Callable[..., Any]:
+    def typecast(src: Array, *, dst_dtype: DataType = DataType.f32) -> Array:
+        result: Array = original(src, dst_dtype=dst_dtype)
+        if dst_dtype not in _NARROW:
+            return result
+        x = np.asarray(src, dtype=np.float32)
+        top = float(ml_dtypes.finfo(_NARROW[dst_dtype]).max)
+        # the bug: anything beyond the largest finite value overflows, before rounding
+        return _f32(np.where(np.abs(x) > top, np.copysign(np.float32(np.inf), x), result))
+    return typecast
+
+
+class TypeCastOverflowsBeforeRounding(_SwapsOps):
+    """TypeCast to bf16 or f16 gives +-inf for every magnitude beyond the type's largest
+    finite value, where the values up to half an ulp past it round down to it."""
+
+    name = "typecast-overflows-before-rounding"
+    swaps: ClassVar[Mapping[str, Maker]] = {"TypeCast": _range_checked_first}
 
 
 #: Products a chunk of `MatMulNarrowPartials` sums before its partial goes to the narrow type.
