@@ -19,6 +19,9 @@ boundary (item value)          where, and why it matters
                                wrong inside the last unit before the edge, which a spread of
                                large values ([60, 2048]) almost never hits; the
                                ``overflow-edge`` domain puts half of the input within 1 of it.
+``f16 overflow edge``          Exp (`F16_OVERFLOW`) alone in f16: computed in f32, its value
+                               overflows at the f16 output past ln 65504 = 11.09, where an f16
+                               kernel's own guard sits.
 ``f32 integer edge``           Round (`INTEGER_KINDS`) reading a graph input: from 2^23 on
                                every f32 is an integer and the rounding is the identity; below
                                it, ties are halves. The cheap rounding ``(|x| + 2^23) - 2^23``
@@ -82,12 +85,14 @@ from .model import SPECIAL_KINDS, Item
 from .values import CHECK_SEED, ValuePlan, with_values
 
 __all__ = ["boundary_items", "boundary_cases", "BOUNDARY_UNDRAWN", "EDGE_KINDS", "INTEGER_KINDS",
-           "AT_INPUT", "INTEGER_EDGE", "NARROWING",
+           "AT_INPUT", "INTEGER_EDGE", "F16_OVERFLOW", "F16_OVERFLOW_EDGE", "NARROWING",
            "LONG_KINDS", "LONG_TERMS", "NAN_STOPS", "OVERFLOW_EDGE", "UPSTREAM_NONFINITE",
            "NARROWING_POINTS", "boundary_key", "ties_value", "narrow_max_value", "long_value"]
 
 #: Ops whose definition switches where exp overflows f32 (+inf, exactly 0, x).
 EDGE_KINDS = frozenset({"Exp", "Sigmoid", "SoftPlus"})
+#: Ops whose output grows like exp(x), so that an f16 output overflows past ln 65504 = 11.09.
+F16_OVERFLOW = frozenset({"Exp"})
 #: Ops whose definition changes where f32 runs out of fractional bits (from 2^23 on every f32
 #: is an integer and a rounding is the identity).
 INTEGER_KINDS = frozenset({"Round"})
@@ -110,6 +115,7 @@ _PADDED = frozenset({"Convolution", "ConvTranspose", "ConvolutionBackwardWeights
 _NARROW = (DataType.bf16, DataType.f16)
 
 OVERFLOW_EDGE = "overflow edge"
+F16_OVERFLOW_EDGE = "f16 overflow edge"
 INTEGER_EDGE = "f32 integer edge"
 UPSTREAM_NONFINITE = "NaN and inf from upstream"
 #: The boundaries put into the op reading a graph input: op kind -> (fill domain, item value,
@@ -181,6 +187,14 @@ def _edge_draws(entry: PatternEntry, plan: Plan, graph: Graph) -> Iterator[_Draw
                     shown, built, tid = cut, shorter, shorter.ops[op.id].inputs[0].id
             yield _Draw(shown, built, {tid: domain}, ((boundary_key(op.kind), value),),
                         f"catalog instance: {shown.describe()}, {op.kind} {what}")
+            if op.kind in F16_OVERFLOW and len(built.ops) == 1:
+                narrow = _retyped(built, {t.id for t in (*built.ops[0].inputs,
+                                                         *built.ops[0].outputs)}, DataType.f16)
+                if _forms_entry(entry, narrow):
+                    yield _Draw(shown, narrow, {tid: domain},
+                                ((boundary_key(op.kind), F16_OVERFLOW_EDGE),),
+                                f"catalog instance: {shown.describe()} in f16, {op.kind} at "
+                                "the f16 overflow edge")
 
 
 def _upstream_draws(entry: PatternEntry, plan: Plan, graph: Graph) -> Iterator[_Draw]:
@@ -210,9 +224,9 @@ def _upstream_draws(entry: PatternEntry, plan: Plan, graph: Graph) -> Iterator[_
                         + ", ".join(sorted(reached)))
 
 
-def _retyped(graph: Graph, tensor_id: int, dtype: DataType) -> Graph:
+def _retyped(graph: Graph, tensor_ids: set[int], dtype: DataType) -> Graph:
     def fix(t: LogicalTensor) -> LogicalTensor:
-        if t.id != tensor_id:
+        if t.id not in tensor_ids:
             return t
         return LogicalTensor(t.id, dtype, t.shape, t.strides, t.layout_type, t.property_type)
     return Graph([Op(op.id, op.kind, tuple(map(fix, op.inputs)), tuple(map(fix, op.outputs)),
@@ -248,7 +262,7 @@ def _narrowing_draws(entry: PatternEntry, plans: Sequence[Plan]) -> Iterator[_Dr
         for dtype in _NARROW:
             if dtype not in SCHEMAS[kind].types[SCHEMAS[kind].outputs[0].symbol]:
                 continue
-            graph = _retyped(base, target.outputs[0].id, dtype)
+            graph = _retyped(base, {target.outputs[0].id}, dtype)
             if not _forms_entry(entry, graph):
                 continue
             for domain, point in NARROWING_POINTS:

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from fusionspec.conformance.cases import Case
 from fusionspec.conformance.generate.boundaries import (
     BOUNDARY_UNDRAWN,
+    F16_OVERFLOW_EDGE,
     INTEGER_EDGE,
     LONG_TERMS,
     OVERFLOW_EDGE,
@@ -64,8 +65,8 @@ def test_the_floor_stays_within_its_budget_and_every_kind_has_items() -> None:
     total = sum(len(_floor(p)) for p in PATTERNS)
     assert 0 < total <= BUDGET, f"the boundaries add {total} cases; the budget is {BUDGET}"
     values = {value for e in CATALOG for _, value in boundary_items(e)}
-    for wanted in (OVERFLOW_EDGE, INTEGER_EDGE, UPSTREAM_NONFINITE, "bf16 ties from upstream",
-                   "f16 ties from upstream", "bf16 overflow edge from upstream",
+    for wanted in (OVERFLOW_EDGE, F16_OVERFLOW_EDGE, INTEGER_EDGE, UPSTREAM_NONFINITE,
+                   "bf16 ties from upstream", "f16 ties from upstream", "bf16 overflow edge from upstream",
                    "f16 overflow edge from upstream", f"{LONG_TERMS}-term sums in f16"):
         assert wanted in values, f"no pattern has a boundary item {wanted!r}"
 

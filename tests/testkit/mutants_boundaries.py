@@ -7,6 +7,8 @@ behaviour, at a point the suite's other floors and draws never put a value:
 - `ExpOverflowsAt88`: an Exp guarded with a rounded constant, infinite from 88.0 on instead of
   past 88.72 (the ``large`` corner spreads its values over [60, 2048] and almost never lands in
   the 0.72 between; the ``overflow-edge`` domain puts half its values within 1 of the edge);
+- `ExpF16OverflowsAt11`: the same guard in an f16 Exp, at 11.0 instead of ln 65504 = 11.09:
+  the catalog's f16 Exps read values within [-4, 4] or past 60;
 - `RoundByAddingTwoPow23`: a Round computed as ``copysign((|x| + 2^23) - 2^23, x)`` in f32
   (ties to even for free) without the guard that passes |x| >= 2^23 through: odd integers past
   2^23 come back off by one. The corners reach magnitudes below 2048 and above 10^36, never the
@@ -52,9 +54,9 @@ from fusionspec.spec.types import Array
 from .mutants import Maker, _Compiled, _f32, _swapped, _SwapsOps
 from .mutants_corners import _NARROW
 
-__all__ = ["ExpOverflowsAt88", "RoundByAddingTwoPow23", "EpilogueMaxDropsUpstreamNaN",
-           "TypeCastTiesAwayFromZero", "TypeCastOverflowsBeforeRounding",
-           "MatMulNarrowPartials"]
+__all__ = ["ExpOverflowsAt88", "ExpF16OverflowsAt11", "RoundByAddingTwoPow23",
+           "EpilogueMaxDropsUpstreamNaN", "TypeCastTiesAwayFromZero",
+           "TypeCastOverflowsBeforeRounding", "MatMulNarrowPartials"]
 
 
 def _exp_guarded_at_88(original: Callable[..., Any]) -> Callable[..., Any]:
@@ -71,6 +73,32 @@ class ExpOverflowsAt88(_SwapsOps):
 
     name = "exp-overflows-at-88"
     swaps: ClassVar[Mapping[str, Maker]] = {"Exp": _exp_guarded_at_88}
+
+
+def _exp_guarded_at_11(original: Callable[..., Any]) -> Callable[..., Any]:
+    def exp(src: Array) -> Array:
+        x = np.asarray(src, dtype=np.float32)
+        result: Array = original(src)
+        # the bug: the f16 guard's constant is rounded down from 11.09 to 11
+        return _f32(np.where(x > 11.0, np.float32(np.inf), result))
+    return exp
+
+
+class ExpF16OverflowsAt11(ReferenceBackend):
+    """An Exp whose output is f16 returns +inf for every argument above 11.0 instead of where
+    its value passes the largest f16 (ln 65504 = 11.09)."""
+
+    name = "exp-f16-overflows-at-11"
+
+    def compile(self, part: Partition, device: Device) -> CompiledPartition:
+        if not any(op.kind == "Exp" and op.outputs[0].dtype is DataType.f16
+                   for op in part.ops):
+            return super().compile(part, device)
+
+        def run(inputs: Mapping[int, Array]) -> dict[int, Array]:
+            with _swapped("Exp", _exp_guarded_at_11(REGISTRY["Exp"].fn)):
+                return execute(part, inputs)
+        return _Compiled(part, run)
 
 
 def _round_by_adding_two_pow_23(original: Callable[..., Any]) -> Callable[..., Any]:
