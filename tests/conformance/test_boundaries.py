@@ -66,8 +66,9 @@ def test_the_floor_stays_within_its_budget_and_every_kind_has_items() -> None:
     assert 0 < total <= BUDGET, f"the boundaries add {total} cases; the budget is {BUDGET}"
     values = {value for e in CATALOG for _, value in boundary_items(e)}
     for wanted in (OVERFLOW_EDGE, F16_OVERFLOW_EDGE, INTEGER_EDGE, UPSTREAM_NONFINITE,
-                   "bf16 ties from upstream", "f16 ties from upstream", "bf16 overflow edge from upstream",
-                   "f16 overflow edge from upstream", f"{LONG_TERMS}-term sums in f16"):
+                   "bf16 ties from upstream", "f16 ties from upstream",
+                   "bf16 overflow edge from upstream", "f16 overflow edge from upstream",
+                   f"{LONG_TERMS}-term sums in f16"):
         assert wanted in values, f"no pattern has a boundary item {wanted!r}"
 
 
