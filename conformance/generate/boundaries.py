@@ -98,10 +98,6 @@ F16_OVERFLOW = frozenset({"Exp"})
 INTEGER_KINDS = frozenset({"Round"})
 #: Conversions that round to a narrower floating-point type, ties to even.
 NARROWING = frozenset({"TypeCast"})
-#: The points of a narrowing conversion (fill domain, item value less the type): exact ties,
-#: and the neighbourhood of the type's largest finite value, which rounds down to it up to
-#: half an ulp past it and to +inf from there.
-NARROWING_POINTS = (("narrow-ties", "ties"), ("narrow-max", "overflow edge"))
 #: Ops summing products, whose reductions real networks make long.
 LONG_KINDS = ("MatMul", "Convolution")
 #: Products per output of a long-sum case (a 2048-wide MatMul, or 2048 input channels).
@@ -136,23 +132,31 @@ def boundary_key(kind: str) -> str:
 
 
 def ties_value(dtype: DataType) -> str:
+    """The item value of exact `dtype` ties reaching a narrowing conversion."""
     return f"{dtype.value} ties from upstream"
 
 
 def narrow_max_value(dtype: DataType) -> str:
+    """The item value of values around `dtype`'s largest reaching a narrowing conversion."""
     return f"{dtype.value} overflow edge from upstream"
 
 
 def long_value(dtype: DataType) -> str:
+    """The item value of a `LONG_TERMS`-product reduction in `dtype`."""
     return f"{LONG_TERMS}-term sums in {dtype.value}"
+
+
+#: The points of a narrowing conversion (fill domain, item value of the destination type):
+#: exact ties, and the neighbourhood of the type's largest finite value, which rounds down to
+#: it up to half an ulp past it and to +inf from there.
+NARROWING_POINTS = (("narrow-ties", ties_value), ("narrow-max", narrow_max_value))
 
 
 @dataclass(frozen=True)
 class _Draw:
-    """One candidate case: a plan (or None for a dedicated graph), the graph, the domain of
-    each input that leaves the grid, the items it shows and a description."""
+    """One candidate case: its graph, the domain of each input that leaves the grid, the items
+    it shows and a description."""
 
-    plan: Plan | None
     graph: Graph
     domains: Mapping[int, str]
     items: tuple[Item, ...]
@@ -185,21 +189,22 @@ def _edge_draws(entry: PatternEntry, plan: Plan, graph: Graph) -> Iterator[_Draw
                 shorter = build_instance(entry, cut)
                 if _forms_entry(entry, shorter):
                     shown, built, tid = cut, shorter, shorter.ops[op.id].inputs[0].id
-            yield _Draw(shown, built, {tid: domain}, ((boundary_key(op.kind), value),),
+            yield _Draw(built, {tid: domain}, ((boundary_key(op.kind), value),),
                         f"catalog instance: {shown.describe()}, {op.kind} {what}")
             if op.kind in F16_OVERFLOW and len(built.ops) == 1:
                 narrow = _retyped(built, {t.id for t in (*built.ops[0].inputs,
                                                          *built.ops[0].outputs)}, DataType.f16)
                 if _forms_entry(entry, narrow):
-                    yield _Draw(shown, narrow, {tid: domain},
+                    yield _Draw(narrow, {tid: domain},
                                 ((boundary_key(op.kind), F16_OVERFLOW_EDGE),),
                                 f"catalog instance: {shown.describe()} in f16, {op.kind} at "
                                 "the f16 overflow edge")
 
 
 def _upstream_draws(entry: PatternEntry, plan: Plan, graph: Graph) -> Iterator[_Draw]:
-    """For each float input not on a padded port: the ops of `SPECIAL_KINDS` its NaN reaches
-    through an earlier op (following the ops in graph order, which is the chain's)."""
+    """For each float input not on a padded port whose ``special`` fill holds NaN and inf:
+    the ops of `SPECIAL_KINDS` its NaN reaches through an earlier op (following the ops in
+    graph order, which is the chain's, and stopping at `NAN_STOPS`)."""
     for tensor, readers in _inputs(graph):
         if any(op.kind in _PADDED and port < 2 for op, port in readers):
             continue
@@ -218,7 +223,7 @@ def _upstream_draws(entry: PatternEntry, plan: Plan, graph: Graph) -> Iterator[_
             if op.kind not in NAN_STOPS:
                 carrying.update(t.id for t in op.outputs)
         if reached:
-            yield _Draw(plan, graph, {tensor.id: "special"},
+            yield _Draw(graph, {tensor.id: "special"},
                         tuple((boundary_key(k), UPSTREAM_NONFINITE) for k in sorted(reached)),
                         f"catalog instance: {plan.describe()}, NaN and inf from upstream into "
                         + ", ".join(sorted(reached)))
@@ -265,11 +270,11 @@ def _narrowing_draws(entry: PatternEntry, plans: Sequence[Plan]) -> Iterator[_Dr
             graph = _retyped(base, {target.outputs[0].id}, dtype)
             if not _forms_entry(entry, graph):
                 continue
-            for domain, point in NARROWING_POINTS:
-                yield _Draw(inserted, graph, {maximum.inputs[1].id: domain},
-                            ((boundary_key(kind), f"{dtype.value} {point} from upstream"),),
-                            f"catalog instance: {inserted.describe()}, {dtype.value} {point} "
-                            f"into the {kind}")
+            for domain, value in NARROWING_POINTS:
+                yield _Draw(graph, {maximum.inputs[1].id: domain},
+                            ((boundary_key(kind), value(dtype)),),
+                            f"catalog instance: {inserted.describe()}, {value(dtype)} into "
+                            f"the {kind}")
 
 
 def _long_graph(kind: str, dtype: DataType) -> tuple[Graph, list[int]]:
@@ -302,7 +307,7 @@ def _long_draws(entry: PatternEntry, plans: Sequence[Plan]) -> Iterator[_Draw]:
                 continue
             graph, ids = _long_graph(kind, dtype)
             if _forms_entry(entry, graph):
-                yield _Draw(None, graph, {i: "long-sum" for i in ids},
+                yield _Draw(graph, {i: "long-sum" for i in ids},
                             ((boundary_key(kind), long_value(dtype)),),
                             f"catalog instance: {kind} {dtype.value} over {LONG_TERMS} "
                             "full-precision products")
@@ -346,7 +351,9 @@ def _chosen(entry: PatternEntry) -> list[_Draw]:
 
 def boundary_cases(entry: PatternEntry, plans: Sequence[Plan]) -> list[Case]:
     """The deterministic floor of `boundary_items`: one case per chosen candidate
-    (`_chosen`), filled from its domains, its features naming the items it shows."""
+    (`_chosen`), filled from its domains, its features naming the items it shows. The
+    candidates come from the pattern's instance plans (`plans`, which `_draws` derives and
+    keeps once per pattern, since the coverage model asks for the items far more often)."""
     cases = []
     for draw in _chosen(entry):
         case = instance_case(entry, draw.graph, draw.description)
