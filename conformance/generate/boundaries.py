@@ -46,7 +46,7 @@ upstream``                     midpoints of two neighbours of its destination ty
 from upstream``                largest finite value (``narrow-max``): up to half an ulp past it
                                they round down to it, from there to +inf. A conversion that
                                checks the range before it rounds gives +inf too early.
-``2048-term sums in bf16 /     MatMul and Convolution (`LONG_KINDS`) of bf16/f16 tensors
+``2048-term sums in bf16 /     MatMul, Convolution, ConvTranspose (`LONG_KINDS`) in bf16/f16
 f16``                          summing `LONG_TERMS` products per output (the reductions of real
                                networks, not the catalog's few dozen) of full-precision values
                                (``long-sum``) that grow the sum to where an accumulator, or a
@@ -99,8 +99,9 @@ INTEGER_KINDS = frozenset({"Round"})
 #: Conversions that round to a narrower floating-point type, ties to even.
 NARROWING = frozenset({"TypeCast"})
 #: Ops summing products, whose reductions real networks make long.
-LONG_KINDS = ("MatMul", "Convolution")
-#: Products per output of a long-sum case (a 2048-wide MatMul, or 2048 input channels).
+LONG_KINDS = ("MatMul", "Convolution", "ConvTranspose")
+#: Products per output of a long-sum case (a 2048-wide MatMul, or 2048 input channels of a
+#: 1x1 convolution or transposed convolution).
 LONG_TERMS = 2048
 #: Ops whose output no longer carries a NaN of their input: a clamp gives its bound, a max pool
 #: skips it, a quantization gives 0, a ReLU backward's mask is 0 where the comparison fails.
@@ -287,9 +288,12 @@ def _long_graph(kind: str, dtype: DataType) -> tuple[Graph, list[int]]:
     if kind == "MatMul":
         src, weights, dst = (8, LONG_TERMS), (LONG_TERMS, 32), (8, 32)
     else:
-        src, weights, dst = (1, LONG_TERMS, 2, 2), (16, LONG_TERMS, 1, 1), (1, 16, 2, 2)
+        transposed = kind == "ConvTranspose"
+        src, dst = (1, LONG_TERMS, 2, 2), (1, 16, 2, 2)
+        weights = (LONG_TERMS, 16, 1, 1) if transposed else (16, LONG_TERMS, 1, 1)
         attrs = {"strides": (1, 1), "pads_begin": (0, 0), "pads_end": (0, 0),
-                 "dilations": (1, 1), "data_format": "NCX", "weights_format": "OIX"}
+                 "dilations": (1, 1), "data_format": "NCX",
+                 "weights_format": "IOX" if transposed else "OIX"}
     a, w = b.tensor(src, dtype), b.tensor(weights, dtype)
     b.op(kind, [a, w], [b.tensor(dst, dtype)], attrs)
     return Graph(b.ops), [a.id, w.id]
