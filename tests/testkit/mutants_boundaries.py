@@ -28,9 +28,10 @@ behaviour, at a point the suite's other floors and draws never put a value:
 
 Each passes the ci profile as it was before the value boundaries (the floor of
 `boundary_cases` left out) on the patterns listed for it in tests/conformance/test_mutation.py,
-and fails one of the boundary cases there. (`EpilogueMaxDropsUpstreamNaN` is listed on
-fp.binary_post_ops and fp.conv_post_ops: in fp.unary_binary a random draw's Log of a negative
-value already sends a NaN down the chain.)
+and fails one of the boundary cases there. (`EpilogueMaxDropsUpstreamNaN` is listed on the
+four patterns where nothing else sends a NaN down to a Maximum or Minimum: in fp.unary_binary,
+fp.pool_binary and softmax.post_ops a Divide, Log or Sqrt before it already makes one from
+the clean values.)
 The test runs them as ``testkit.mutants_boundaries:<Class>``.
 """
 
