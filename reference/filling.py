@@ -21,7 +21,7 @@ Each tensor draws from its own generator seeded with ``(seed, tensor id)``, so a
 does not depend on the other tensors or on their order.
 
 A tensor may be given a *value domain* (`DOMAINS`; ``fill_inputs(..., domains={id: name})``),
-which replaces the grid above for that tensor. Two kinds:
+which replaces the grid above for that tensor. Three kinds:
 
 - clean variants, for well-conditioned data with a clear signal: ``positive`` (the grid's
   positive half, [0.25, 4]: keeps a Log, Sqrt or Pow downstream of a convolution in its
@@ -38,7 +38,23 @@ which replaces the grid above for that tensor. Two kinds:
   ``neg-inf-rows`` (a third of a SoftMax's rows all -inf, a few -inf elements elsewhere) and
   ``saturate`` (a Quantize source far beyond its destination's range). A corner changes about
   half of the elements and leaves the grid in the others; integer tensors under ``special`` or
-  ``huge`` take their type's extremes.
+  ``huge`` take their type's extremes;
+- value boundaries (`BOUNDARY_DOMAINS`), the points where an op's definition changes
+  behaviour (`fusionspec.conformance.generate.boundaries` draws them): ``overflow-edge`` (half
+  of the elements within 1 of +-ln of the type's largest value, 88.72 for f32 and bf16, 11.09
+  for f16, divided by a SoftPlus's |beta|: where an Exp turns to +inf, a Sigmoid to exactly 0
+  and a SoftPlus to x, and a guard whose constant is a little off shows), ``integer-edge``
+  (half of the elements in [2^22, 2^25] of either sign: halves below 2^23, odd integers up to
+  2^24, where f32 runs out of fractional bits and a rounding by adding and subtracting 2^23
+  stops being exact), ``narrow-ties`` (every element an exact tie of a narrowing conversion,
+  positive in [1, 8]: half of them midpoints of two bf16 neighbours, half of two f16
+  neighbours, each exact in f32; positive and at least 1 so that a Maximum against a SoftMax's
+  probabilities passes them on unchanged), ``narrow-max`` (every element around the largest
+  finite f16 value, 65504, or bf16 value, 2^128 - 2^120, from half an ulp below it to one past
+  it: where a narrowing rounds down to that value or overflows to +inf) and ``long-sum``
+  (every element full precision in
+  [0.5, 1], none thinned: a MatMul or convolution summing thousands of them grows to where a
+  narrow partial sum or a narrow accumulator loses more than the output's rounding allows).
 """
 
 from __future__ import annotations
@@ -57,14 +73,17 @@ from fusionspec.spec.types import Array
 from .dtypes import cast_to, is_float_dtype, numpy_dtype
 from .errors import ExecutionError
 
-__all__ = ["fill_inputs", "fill_tensor", "DOMAINS", "CLEAN_DOMAINS", "CORNER_DOMAINS"]
+__all__ = ["fill_inputs", "fill_tensor", "DOMAINS", "CLEAN_DOMAINS", "CORNER_DOMAINS",
+           "BOUNDARY_DOMAINS", "overflow_edge"]
 
 #: Clean variants of the grid (see the module docstring).
 CLEAN_DOMAINS = ("grid", "positive", "small", "dense")
 #: Corner domains (see the module docstring).
 CORNER_DOMAINS = ("special", "huge", "large", "subnormal", "ties", "neg-inf-rows", "saturate")
+#: Value-boundary domains (see the module docstring).
+BOUNDARY_DOMAINS = ("overflow-edge", "integer-edge", "narrow-ties", "narrow-max", "long-sum")
 #: Every value domain a tensor may be filled from.
-DOMAINS = CLEAN_DOMAINS + CORNER_DOMAINS
+DOMAINS = CLEAN_DOMAINS + CORNER_DOMAINS + BOUNDARY_DOMAINS
 
 
 class Need(IntEnum):
@@ -158,7 +177,9 @@ def fill_tensor(tensor: LogicalTensor, uses: Iterable[tuple[Op, int]], seed: int
     if not is_float_dtype(numpy_dtype(tensor.dtype)):
         raise ExecutionError(f"no filling is defined for dtype {tensor.dtype}",
                              tensor_id=tensor.id)
-    if need is Need.QUANTIZE_SOURCE and op is not None:
+    if domain in ("narrow-ties", "narrow-max", "long-sum"):
+        values = _boundary(rng, shape, domain)
+    elif need is Need.QUANTIZE_SOURCE and op is not None:
         values = _quantize_source(rng, shape, op, saturate=domain == "saturate")
     elif domain in ("positive", "small", "dense"):
         values = _clean_variant(rng, shape, need, domain, uses)
@@ -171,7 +192,7 @@ def fill_tensor(tensor: LogicalTensor, uses: Iterable[tuple[Op, int]], seed: int
     else:
         values = rng.integers(-32, 32, size=shape, endpoint=True) / 8.0
         values = values * (rng.random(shape) < _density(uses))
-    if domain in CORNER_DOMAINS:
+    if domain in CORNER_DOMAINS or domain in ("overflow-edge", "integer-edge"):
         values = _corner(rng, np.asarray(values, dtype=np.float64), domain, tensor, uses)
     with np.errstate(over="ignore", invalid="ignore"):
         return cast_to(np.asarray(values, dtype=np.float32), tensor.dtype)
@@ -240,10 +261,48 @@ def _corner(rng: np.random.Generator, values: Array, domain: str, tensor: Logica
         corner = corner * rng.integers(1, 4, size=shape, endpoint=True)
     elif domain == "ties":
         corner = _ties(rng, values, tensor, uses)
+    elif domain == "overflow-edge":
+        corner = (overflow_edge(tensor.dtype) / _beta(uses)
+                  + rng.uniform(-1.0, 1.0, size=shape)) * signs
+    elif domain == "integer-edge":
+        corner = rng.uniform(2.0 ** 22, 2.0 ** 25, size=shape) * signs
     else:  # saturate outside a Quantize source: far beyond any 8-bit range
         corner = rng.uniform(300.0, 1000.0, size=shape) * signs
     result: Array = np.where(mask, corner, values)
     return result
+
+
+def overflow_edge(dtype: DataType) -> float:
+    """ln of the largest finite value of `dtype` (f32's for the types it does not know): the
+    argument where an exponential computed in f32 and stored in `dtype` turns to +inf."""
+    return float(np.log(_TYPE_MAX.get(dtype, _TYPE_MAX[DataType.f32])))
+
+
+def _beta(uses: Sequence[tuple[Op, int]]) -> float:
+    """|beta| of a SoftPlus reading the tensor (its edge is where beta*x crosses it), else 1."""
+    for op, _ in uses:
+        beta = op.attrs.get("beta") if op.kind == "SoftPlus" else None
+        if isinstance(beta, int | float) and beta != 0:
+            return abs(float(beta))
+    return 1.0
+
+
+def _boundary(rng: np.random.Generator, shape: tuple[int, ...], domain: str) -> Array:
+    """The ``narrow-ties`` and ``long-sum`` domains (see the module docstring)."""
+    if domain == "long-sum":
+        return rng.uniform(0.5, 1.0, size=shape)
+    if domain == "narrow-max":
+        # Around each type's largest value, from half an ulp below it to one ulp past it
+        # (an ulp is 32 at f16's 65504 and 2^120 at bf16's): a third of each half rounds down
+        # to the largest value, a third to +inf.
+        top = np.where(rng.random(shape) < 0.5, _TYPE_MAX[DataType.f16],
+                       _TYPE_MAX[DataType.bf16])
+        ulp = np.where(top == _TYPE_MAX[DataType.f16], 32.0, 2.0 ** 120)
+        return top + rng.uniform(-0.5, 1.0, size=shape) * ulp
+    values = rng.uniform(1.0, 8.0, size=shape)
+    bits = np.where(rng.random(shape) < 0.5, _SIGNIFICAND_BITS[DataType.bf16],
+                    _SIGNIFICAND_BITS[DataType.f16])
+    return _midpoints(values, bits)
 
 
 def _ties(rng: np.random.Generator, values: Array, tensor: LogicalTensor,
@@ -261,13 +320,15 @@ def _ties(rng: np.random.Generator, values: Array, tensor: LogicalTensor,
     return _midpoints(values, _SIGNIFICAND_BITS[DataType.bf16])
 
 
-def _midpoints(values: Array, bits: int) -> Array:
-    """For each value, the midpoint between it (rounded to `bits` significant bits) and the
-    next such number up: an exact tie for a rounding to that precision (exact in f32)."""
+def _midpoints(values: Array, bits: int | Array) -> Array:
+    """For each value, the midpoint between it (truncated to `bits` significant bits) and the
+    next such number away from zero: an exact tie for a rounding to that precision (exact in
+    f32). Truncating keeps the pair inside the value's binade, where `step` is their spacing
+    (a value rounded up to the next power of two would not be a tie there)."""
     v = np.where(values == 0, 1.0, values)
     exponent = np.floor(np.log2(np.abs(v)))
     step = np.exp2(exponent - (bits - 1))
-    base = np.round(v / step) * step
+    base = np.trunc(v / step) * step
     result: Array = base + np.sign(v) * step / 2
     return result
 

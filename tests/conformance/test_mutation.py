@@ -36,6 +36,7 @@ V, N, ILL = [CaseKind.valid], [CaseKind.near_miss], [CaseKind.ill_formed]
 CORNERS, CLASSES = "testkit.mutants_corners:", "testkit.mutants_classes:"
 MODEL = "testkit.mutants_model:"
 METHODS = "testkit.mutants_methods:"
+BOUNDARIES = "testkit.mutants_boundaries:"
 INT8_WEIGHTED = ["int8.conv_post_ops", "int8.matmul_post_ops"]
 UNARY_PATTERNS = ["fp.unary_binary", "fp.binary_post_ops", "fp.conv_post_ops"]
 ALL = None
@@ -171,6 +172,22 @@ MUTANTS: list[tuple[str, str, list[str] | None, list[CaseKind], Status]] = [
      Status.numeric_mismatch),
     (f"{METHODS}ReduceAxesNotRenumbered", "axis convention", ["fp.reduction_post_ops"], V,
      Status.numeric_mismatch),
+    # Caught only by the value boundaries (testkit.mutants_boundaries).
+    (f"{BOUNDARIES}ExpOverflowsAt88", "value boundary", ["fp.unary_binary"], V,
+     Status.numeric_mismatch),
+    (f"{BOUNDARIES}ExpF16OverflowsAt11", "value boundary", ["fp.unary_binary"], V,
+     Status.numeric_mismatch),
+    (f"{BOUNDARIES}RoundByAddingTwoPow23", "value boundary", ["fp.unary_binary"], V,
+     Status.numeric_mismatch),
+    (f"{BOUNDARIES}EpilogueMaxDropsUpstreamNaN", "value boundary",
+     ["fp.binary_post_ops", "fp.matmul_post_ops", "fp.interpolate_post_ops",
+      "fp.reduction_post_ops"], V, Status.numeric_mismatch),
+    (f"{BOUNDARIES}TypeCastTiesAwayFromZero", "value boundary", ["softmax.post_ops"], V,
+     Status.numeric_mismatch),
+    (f"{BOUNDARIES}TypeCastOverflowsBeforeRounding", "value boundary", ["softmax.post_ops"],
+     V, Status.numeric_mismatch),
+    (f"{BOUNDARIES}MatMulNarrowPartials", "value boundary", ["fp.matmul_post_ops"], V,
+     Status.numeric_mismatch),
 ]
 
 _OUTCOMES: list[dict[str, Any]] = []
@@ -234,7 +251,7 @@ def test_the_project_plants_at_least_50_bugs_across_the_classes() -> None:
               "optional output", "optional input", "rank corner", "per-channel values",
               "attribute sign", "attribute zero", "inexact narrow fill", "rank",
               "narrow fill", "dtype x attribute pair", "rule x setting", "side input type",
-              "attribute source", "operand rank"}
+              "attribute source", "operand rank", "value boundary"}
     assert wanted <= classes, f"bug classes without a mutant: {sorted(wanted - classes)}"
     names = [m[0] for m in MUTANTS]
     assert len(set(names)) == len(names), "a mutant is listed twice"
