@@ -223,7 +223,11 @@ def owned_items() -> dict[str, tuple[tuple[Item, Example], ...]]:
         mine = [(item, ex) for item, ex in _pattern_examples(entry.id) if item not in taken]
         taken.update(item for item, _ in mine)
         owned[entry.id] = tuple(mine)
+    _keep_keys(owned)
     return owned
+
+
+_ITEMS_KEY = "rule x setting items"
 
 
 @cache
@@ -232,18 +236,22 @@ def _owned_keys() -> dict[str, tuple[Item, ...]]:
     cache (`fusionspec.conformance.draw_cache`, whose key covers the suite's sources): the
     report and the coverage tests ask for the items of every pattern, and probing the
     validator again for them costs seconds."""
-    key = draw_cache.draw_key("rule x setting items") if draw_cache.enabled() else None
+    key = draw_cache.draw_key(_ITEMS_KEY) if draw_cache.enabled() else None
     found = draw_cache.load_draw(key) if key is not None else None
     if isinstance(found, dict) and set(found) == {e.id for e in CATALOG} and all(
             isinstance(v, tuple) and all(isinstance(i, tuple) and len(i) == 2
                                          and all(isinstance(x, str) for x in i) for i in v)
             for v in found.values()):
         return found
-    items = {pattern: tuple(item for item, _ in shown)
-             for pattern, shown in owned_items().items()}
-    if key is not None:
-        draw_cache.store_draw(key, pickle.dumps(items))
-    return items
+    return {pattern: tuple(item for item, _ in shown) for pattern, shown in owned_items().items()}
+
+
+def _keep_keys(owned: Mapping[str, tuple[tuple[Item, Example], ...]]) -> None:
+    """Store the items of `owned` for `_owned_keys` (the drawing processes compute them
+    anyway; the report then reads them)."""
+    if draw_cache.enabled():
+        items = {pattern: tuple(item for item, _ in shown) for pattern, shown in owned.items()}
+        draw_cache.store_draw(draw_cache.draw_key(_ITEMS_KEY), pickle.dumps(items))
 
 
 def rule_setting_items(entry: PatternEntry) -> tuple[Item, ...]:
