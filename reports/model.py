@@ -33,7 +33,8 @@ from .patterns import Anchors, PatternView, pattern_view
 from .perf import PerfSection
 from .runs import RunInput, RunView, run_view
 
-__all__ = ["FamilyGroup", "LimitationGroup", "Report", "build_report", "DEFAULT_DRILLDOWNS"]
+__all__ = ["FamilyGroup", "LimitationGroup", "Report", "build_report", "DEFAULT_DRILLDOWNS",
+           "observed_coverage"]
 
 #: Failures drilled down per pattern and run (the others are listed in a table).
 DEFAULT_DRILLDOWNS = 8
@@ -199,11 +200,11 @@ def build_report(runs: Sequence[RunInput], *, baselines: Sequence[RunInput] = ()
         diffs=tuple(diff_runs(run, base, note) for run, base, note in pairs),
         diff_notes=tuple(notes), has_baseline=bool(base_docs), statuses=statuses,
         metrics=METRICS, mutation=mutation, perf=perf,
-        op_coverage=op_coverage(_observed(docs), required) if required is not None else (),
-        method_coverage=method_coverage(_observed(docs), methods))
+        op_coverage=op_coverage(observed_coverage(docs), required) if required is not None else (),
+        method_coverage=method_coverage(observed_coverage(docs), methods))
 
 
-def _observed(docs: Sequence[Doc]) -> list[dict[str, dict[str, int]]]:
+def observed_coverage(docs: Sequence[Doc]) -> list[dict[str, dict[str, int]]]:
     """Every pattern's recorded coverage in every run."""
     found = []
     for doc in docs:
