@@ -76,25 +76,33 @@ def _renumbered(base: Graph, _short: Graph, seed: int) -> Graph:
     return declared_ports(reordered(moved, shuffled_order(moved, seed)))
 
 
+def _marked(graph: Graph) -> Graph:
+    """`graph` with its data inputs read on port 0 variable and the others (weights, biases,
+    operands, statistics) constant."""
+    changes: dict[int, Callable[[LogicalTensor], LogicalTensor]] = {}
+    for t, uses in graph_inputs(graph):
+        prop = PropertyType.variable if any(p == 0 for _, p in uses) else PropertyType.constant
+        changes[t.id] = lambda x, prop=prop: with_property(x, prop)
+    return retensored(graph, changes)
+
+
 def _properties(base: Graph, _short: Graph, _seed: int) -> Graph:
-    """Inputs read on port 0 variable, the others (weights, biases, operands, statistics)
-    constant; every tensor with its row-major strides written out, save one graph input of
+    """`_marked`, with every tensor's row-major strides written out, save one graph input of
     rank 2 or more stored with its last two axes swapped, and the tensors inside the instance
     of layout ``any``."""
-    changes: dict[int, Callable[[LogicalTensor], LogicalTensor]] = {}
-    for t, uses in graph_inputs(base):
-        prop = PropertyType.variable if any(p == 0 for _, p in uses) else PropertyType.constant
-        changes[t.id] = lambda x, prop=prop: with_property(_strided(x), prop)
-    permuted = next((t for t, _ in graph_inputs(base) if t.shape and len(t.shape) >= 2), None)
+    marked = _marked(base)
+    changes: dict[int, Callable[[LogicalTensor], LogicalTensor]] = {
+        t.id: _strided for t, _ in graph_inputs(marked)}
+    permuted = next((t for t, _ in graph_inputs(marked) if t.shape and len(t.shape) >= 2),
+                    None)
     if permuted is not None:
-        prop = changes[permuted.id](permuted).property_type
-        changes[permuted.id] = lambda x, prop=prop: with_property(permuted_strides(x), prop)
-    outputs = {t.id for t in base.output_tensors}
-    for t in {t.id: t for op in base.ops for t in op.outputs}.values():
-        inside = t.id in base.consumers and t.id not in outputs
+        changes[permuted.id] = permuted_strides
+    outputs = {t.id for t in marked.output_tensors}
+    for t in {t.id: t for op in marked.ops for t in op.outputs}.values():
+        inside = t.id in marked.consumers and t.id not in outputs
         changes[t.id] = ((lambda x: replace(x, layout_type=LayoutType.any, strides=None))
                          if inside else _strided)
-    return retensored(base, changes)
+    return retensored(marked, changes)
 
 
 def _strided(t: LogicalTensor) -> LogicalTensor:
@@ -102,7 +110,9 @@ def _strided(t: LogicalTensor) -> LogicalTensor:
 
 
 def _two(_base: Graph, short: Graph, _seed: int) -> Graph:
-    return beside(short, short)
+    # Constant weights in both: a cache of constants must tell the two apart.
+    marked = _marked(short)
+    return beside(marked, marked)
 
 
 def _two_sharing(_base: Graph, short: Graph, _seed: int) -> Graph | None:
