@@ -100,9 +100,12 @@ def _properties(base: Graph, _short: Graph, _seed: int) -> Graph:
     outputs = {t.id for t in marked.output_tensors}
     for t in {t.id: t for op in marked.ops for t in op.outputs}.values():
         inside = t.id in marked.consumers and t.id not in outputs
-        changes[t.id] = ((lambda x: replace(x, layout_type=LayoutType.any, strides=None))
-                         if inside else _strided)
+        changes[t.id] = _any_layout if inside else _strided
     return retensored(marked, changes)
+
+
+def _any_layout(t: LogicalTensor) -> LogicalTensor:
+    return replace(t, layout_type=LayoutType.any, strides=None)
 
 
 def _strided(t: LogicalTensor) -> LogicalTensor:

@@ -124,7 +124,6 @@ def _defects(entry: PatternEntry) -> list[int]:
 
 @cache
 def _items(pattern: str) -> tuple[Item, ...]:
-    entry = next(e for e in CATALOG if e.id == pattern)
     found: list[Item] = []
     for form, graph in _forms(pattern):
         found += form.items
