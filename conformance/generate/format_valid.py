@@ -34,11 +34,11 @@ from .format_rewrites import (
 )
 
 __all__ = ["Form", "FORMS", "valid_forms", "FAN_OUT_KIND", "format_features", "SHARING",
-           "PROPERTY", "LAYOUT", "NUMBERING", "ORDER", "NAMES", "INSTANCES", "OUTPUTS"]
+           "PROPERTY", "LAYOUT", "NUMBERING", "ORDER", "NAMES", "INSTANCES", "OUTPUTS", "SHAPES"]
 
 SHARING, PROPERTY, LAYOUT = "graph.tensor sharing", "graph.property_type", "graph.layout_type"
 NUMBERING, ORDER, NAMES = "graph.numbering", "graph.op order", "graph.op names"
-INSTANCES, OUTPUTS = "graph.instances", "graph.outputs"
+INSTANCES, OUTPUTS, SHAPES = "graph.instances", "graph.outputs", "graph.shapes"
 #: Ids a renumbered form starts from (past what a signed 32-bit integer holds) and the steps
 #: between them (primes, so no id lands on a round number by chance).
 _OP_BASE, _OP_STEP = 2**31 + 11, 7919
@@ -61,8 +61,19 @@ class Form:
     invariant: bool = True
 
 
+def _inner(graph: Graph, fn: Callable[[LogicalTensor], LogicalTensor]) -> Graph:
+    """`graph` with `fn` applied to the tensors one op produces and another reads (none a
+    graph output)."""
+    outputs = {t.id for t in graph.output_tensors}
+    return retensored(graph, {t.id: fn for op in graph.ops for t in op.outputs
+                              if t.id in graph.consumers and t.id not in outputs})
+
+
 def _reverse(base: Graph, _short: Graph, _seed: int) -> Graph:
-    return renamed(reordered(base, reverse_order(base)), lambda op: "op")
+    # The inner tensors' shapes left to shape inference, as a framework writes a graph it has
+    # not run yet.
+    unknown = _inner(base, lambda t: replace(t, shape=None, strides=None))
+    return renamed(reordered(unknown, reverse_order(unknown)), lambda op: "op")
 
 
 def _renumbered(base: Graph, _short: Graph, seed: int) -> Graph:
@@ -72,7 +83,10 @@ def _renumbered(base: Graph, _short: Graph, seed: int) -> Graph:
     ops = {op.id: _OP_BASE + _OP_STEP * (len(order) - k) for k, op in enumerate(order)}
     ids = tensor_ids(base)
     tensors = {t: _TENSOR_BASE + _TENSOR_STEP * (len(ids) - k) for k, t in enumerate(ids)}
-    moved = renumber(base, ops, tensors)
+    # The inner tensors of layout undef, strides unknown: what oneDNN writes for tensors it
+    # has not laid out.
+    moved = _inner(renumber(base, ops, tensors),
+                   lambda t: replace(t, layout_type=LayoutType.undef, strides=None))
     return declared_ports(reordered(moved, shuffled_order(moved, seed)))
 
 
@@ -87,9 +101,9 @@ def _marked(graph: Graph) -> Graph:
 
 
 def _properties(base: Graph, _short: Graph, _seed: int) -> Graph:
-    """`_marked`, with every tensor's row-major strides written out, save one graph input of
-    rank 2 or more stored with its last two axes swapped, and the tensors inside the instance
-    of layout ``any``."""
+    """`_marked`, with every graph input's row-major strides written out, save one of rank 2
+    or more stored with its last two axes swapped, and every other tensor of layout
+    ``any``."""
     marked = _marked(base)
     changes: dict[int, Callable[[LogicalTensor], LogicalTensor]] = {
         t.id: _strided for t, _ in graph_inputs(marked)}
@@ -97,10 +111,9 @@ def _properties(base: Graph, _short: Graph, _seed: int) -> Graph:
                     None)
     if permuted is not None:
         changes[permuted.id] = permuted_strides
-    outputs = {t.id for t in marked.output_tensors}
-    for t in {t.id: t for op in marked.ops for t in op.outputs}.values():
-        inside = t.id in marked.consumers and t.id not in outputs
-        changes[t.id] = _any_layout if inside else _strided
+    # Every tensor an op produces of layout any, the graph outputs included: the backend
+    # chooses (the arrays it hands back are logical either way).
+    changes.update({t.id: _any_layout for op in marked.ops for t in op.outputs})
     return retensored(marked, changes)
 
 
@@ -185,6 +198,8 @@ def format_features(graph: Graph) -> dict[str, str]:
     props = {t.property_type.value for t in tensors}
     layouts = {_layout(t) for t in tensors}
     found = {PROPERTY: ",".join(sorted(props)), LAYOUT: ",".join(sorted(layouts))}
+    if any(not t.shape_known for t in tensors):
+        found[SHAPES] = "inner shapes left to inference"
     if {t.id for t in tensors} & {op.id for op in graph.ops}:
         found[NUMBERING] = "tensor ids overlapping op ids"
     return found

@@ -13,7 +13,9 @@ graph.tensor sharing       one tensor on two ports of one op; one graph input re
 graph.property_type        undef, variable, constant
 graph.layout_type          strided without strides; strided with row-major strides; strided
                            with permuted strides (a graph input with its last two axes swapped
-                           in memory); any (a tensor inside a partition)
+                           in memory); any (what an op produces, the backend choosing);
+                           undef (inner tensors, as oneDNN writes those it has not laid out)
+graph.shapes               inner shapes left to inference
 graph.numbering            tensor ids overlapping op ids; sparse ids; ids above 2^31; ids
                            against topological order
 graph.op order             reverse topological; shuffled
@@ -77,9 +79,10 @@ DEFECTS_PER_PATTERN = 2
 
 
 def _plans(entry: PatternEntry, plans: Sequence[Plan] | None = None) -> tuple[Plan, Plan]:
-    """(the longest plan, the shortest plan) of `entry`."""
+    """(the longest plan, the shortest plan that fuses two ops or more) of `entry`."""
     found = list(plans) if plans else instance_plans(entry)
-    return (max(found, key=lambda p: len(p.kinds)), min(found, key=lambda p: len(p.kinds)))
+    fused = [p for p in found if len(p.kinds) > 1] or found
+    return (max(found, key=lambda p: len(p.kinds)), min(fused, key=lambda p: len(p.kinds)))
 
 
 @cache

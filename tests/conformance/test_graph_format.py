@@ -27,7 +27,7 @@ from fusionspec.conformance.generate.graph_format import (
     format_items,
 )
 from fusionspec.conformance.generate.instance_plans import instance_plans
-from fusionspec.conformance.generate.strategies import valid_cases
+from fusionspec.conformance.generate.strategies import near_miss_cases, valid_cases
 from fusionspec.reference import execute, fill_inputs, partition
 from fusionspec.spec.catalog import CATALOG, entry, pattern_ids
 from fusionspec.spec.errors import GraphError
@@ -131,6 +131,21 @@ def _split(graph: Graph, op_map: Mapping[int, int], tensor_map: Mapping[int, int
 def test_the_reference_answers_alike_for_a_graph_written_another_way(
         pattern: str, data: st.DataObject) -> None:
     case = data.draw(valid_cases(pattern), label="case")
+    _check_alike(case, data)
+
+
+@pytest.mark.parametrize("pattern", PATTERNS)
+@settings(max_examples=2)
+@given(data=st.data())
+def test_the_reference_splits_a_near_miss_alike_however_it_is_written(
+        pattern: str, data: st.DataObject) -> None:
+    # Near misses hold the structures where an order could decide: fan-outs, chains cut
+    # short, ops that two patterns could both take.
+    case = data.draw(near_miss_cases(pattern), label="case")
+    _check_alike(case, data)
+
+
+def _check_alike(case: Case, data: st.DataObject) -> None:
     other, op_map, tensor_map = data.draw(_written_otherwise(case.graph), label="rewrite")
     same = {}
     expected = _split(case.graph, op_map, tensor_map)
