@@ -14,6 +14,7 @@ from dataclasses import dataclass, replace
 
 from fusionspec.spec.dtypes import DataType
 from fusionspec.spec.graph import AttrValue, Graph, LayoutType, LogicalTensor, Op, PropertyType
+from fusionspec.spec.opschemas import carries_shape
 from fusionspec.spec.validate import topological_order
 
 from .format_rewrites import (
@@ -34,15 +35,18 @@ from .format_rewrites import (
 )
 
 __all__ = ["Form", "FORMS", "valid_forms", "FAN_OUT_KIND", "format_features", "SHARING",
-           "PROPERTY", "LAYOUT", "NUMBERING", "ORDER", "NAMES", "INSTANCES", "OUTPUTS", "SHAPES"]
+           "PROPERTY", "LAYOUT", "NUMBERING", "ORDER", "NAMES", "INSTANCES", "OUTPUTS", "SHAPES",
+           "FPMATH"]
 
 SHARING, PROPERTY, LAYOUT = "graph.tensor sharing", "graph.property_type", "graph.layout_type"
 NUMBERING, ORDER, NAMES = "graph.numbering", "graph.op order", "graph.op names"
 INSTANCES, OUTPUTS, SHAPES = "graph.instances", "graph.outputs", "graph.shapes"
-#: Ids a renumbered form starts from (past what a signed 32-bit integer holds) and the steps
-#: between them (primes, so no id lands on a round number by chance).
+FPMATH = "graph.fpmath_mode"
+#: Ids a renumbered form starts from (op ids past what a signed 32-bit integer holds, tensor
+#: ids past a signed 64-bit one: the format's ids are unsigned 64-bit) and the steps between
+#: them (primes, so no id lands on a round number by chance).
 _OP_BASE, _OP_STEP = 2**31 + 11, 7919
-_TENSOR_BASE, _TENSOR_STEP = 2**32 + 5, 104729
+_TENSOR_BASE, _TENSOR_STEP = 2**63 + 5, 104729
 #: What reads a partition output twice after the instance: an op every output type allows and
 #: no pattern continues a chain through once it has two readers.
 FAN_OUT_KIND = {DataType.u8: "Dequantize", DataType.s8: "Dequantize"}
@@ -71,8 +75,12 @@ def _inner(graph: Graph, fn: Callable[[LogicalTensor], LogicalTensor]) -> Graph:
 
 def _reverse(base: Graph, _short: Graph, _seed: int) -> Graph:
     # The inner tensors' shapes left to shape inference, as a framework writes a graph it has
-    # not run yet.
-    unknown = _inner(base, lambda t: replace(t, shape=None, strides=None))
+    # not run yet; save the outputs of an op reading a shape or axes input, whose values the
+    # suite derives from the output shape as the graph gives it.
+    keep = {t.id for op in base.ops if any(carries_shape(op.kind, p) for p in
+                                            range(len(op.inputs))) for t in op.outputs}
+    unknown = _inner(base, lambda t: t if t.id in keep else replace(t, shape=None,
+                                                                    strides=None))
     return renamed(reordered(unknown, reverse_order(unknown)), lambda op: "op")
 
 
@@ -164,6 +172,7 @@ FORMS: tuple[Form, ...] = (
                                      (NAMES, "one name for every op")), _reverse),
     Form("renumbered, shuffled", ((ORDER, "shuffled"), (NUMBERING, "sparse ids"),
                                   (NUMBERING, "ids above 2^31"),
+                                  (NUMBERING, "ids above 2^63"),
                                   (NUMBERING, "ids against topological order"),
                                   (OUTPUTS, "input and output ports declared")), _renumbered),
     Form("properties and layouts", (), _properties),
@@ -192,12 +201,14 @@ def valid_forms(base: Graph, short: Graph, pattern: str) -> list[tuple[Form, Gra
 
 
 def format_features(graph: Graph) -> dict[str, str]:
-    """The items any graph shows by its tensors alone: their properties, their layouts, and
-    whether tensor ids and op ids overlap."""
+    """The items any graph shows by its settings and tensors alone: its fpmath_mode, the
+    tensors' properties and layouts, shapes left unknown, and whether tensor ids and op ids
+    overlap."""
     tensors = [t for op in graph.ops for t in (*op.inputs, *op.outputs)]
     props = {t.property_type.value for t in tensors}
     layouts = {_layout(t) for t in tensors}
     found = {PROPERTY: ",".join(sorted(props)), LAYOUT: ",".join(sorted(layouts))}
+    found[FPMATH] = graph.fpmath_mode
     if any(not t.shape_known for t in tensors):
         found[SHAPES] = "inner shapes left to inference"
     if {t.id for t in tensors} & {op.id for op in graph.ops}:

@@ -16,8 +16,10 @@ graph.layout_type          strided without strides; strided with row-major strid
                            in memory); any (what an op produces, the backend choosing);
                            undef (inner tensors, as oneDNN writes those it has not laid out)
 graph.shapes               inner shapes left to inference
-graph.numbering            tensor ids overlapping op ids; sparse ids; ids above 2^31; ids
-                           against topological order
+graph.fpmath_mode          strict (the other modes license narrower math: `FORMAT_UNDRAWN`)
+graph.numbering            tensor ids overlapping op ids; sparse ids; ids above 2^31 and
+                           above 2^63 (the format's ids are unsigned 64-bit); ids against
+                           topological order
 graph.op order             reverse topological; shuffled
 graph.op names             one name for every op
 graph.instances            two instances of the pattern; two instances sharing an input
@@ -52,7 +54,7 @@ from fusionspec.spec.graph import Graph
 
 from ..cases import Case, CaseKind
 from .format_ill_formed import DEFECTS, ILL_FORMED, Defect
-from .format_valid import OUTPUTS, PROPERTY, Form, format_features, valid_forms
+from .format_valid import FPMATH, OUTPUTS, PROPERTY, Form, format_features, valid_forms
 from .ids import case_id
 from .instance_build import build_instance, instance_case
 from .instance_plans import Plan, instance_plans
@@ -64,6 +66,9 @@ __all__ = ["format_items", "format_cases", "format_ill_formed_cases", "FORMAT_UN
 
 #: Graph-format items no case can show, and why.
 FORMAT_UNDRAWN: Mapping[Item, str] = {
+    **{(FPMATH, mode): "licenses f32 math in a narrower type, an error the bounds do not "
+       "model: a case would fail a backend that takes the licence (a suite limitation, as "
+       "MatMul.accumulation_mode = f16)" for mode in ("bf16", "f16", "tf32", "any")},
     (PROPERTY, "host_scalar"): "a scalar passed by the host: the pages name no port of a "
     "pattern's ops that takes one",
     (OUTPUTS, "a tensor inside a partition declared a graph output"): "the pages do not say "
