@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from functools import partial
 
 from fusionspec.spec.dtypes import DataType
 from fusionspec.spec.graph import AttrValue, Graph, LayoutType, LogicalTensor, Op, PropertyType
@@ -104,7 +105,7 @@ def _marked(graph: Graph) -> Graph:
     changes: dict[int, Callable[[LogicalTensor], LogicalTensor]] = {}
     for t, uses in graph_inputs(graph):
         prop = PropertyType.variable if any(p == 0 for _, p in uses) else PropertyType.constant
-        changes[t.id] = lambda x, prop=prop: with_property(x, prop)
+        changes[t.id] = partial(with_property, prop=prop)
     return retensored(graph, changes)
 
 

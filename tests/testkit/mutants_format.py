@@ -79,7 +79,7 @@ class OpsByName(ReferenceBackend):
 
     def partition(self, graph: Graph) -> list[Partition]:
         kept = {op.id for op in {op.name: op for op in graph.ops}.values()}
-        result = []
+        result: list[Partition] = []
         for p in partition(graph):
             ops = tuple(op for op in p.ops if op.id in kept)
             if ops:
