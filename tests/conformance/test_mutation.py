@@ -37,6 +37,7 @@ CORNERS, CLASSES = "testkit.mutants_corners:", "testkit.mutants_classes:"
 MODEL = "testkit.mutants_model:"
 METHODS = "testkit.mutants_methods:"
 BOUNDARIES = "testkit.mutants_boundaries:"
+FORMAT = "testkit.mutants_format:"
 INT8_WEIGHTED = ["int8.conv_post_ops", "int8.matmul_post_ops"]
 UNARY_PATTERNS = ["fp.unary_binary", "fp.binary_post_ops", "fp.conv_post_ops"]
 ALL = None
@@ -188,6 +189,35 @@ MUTANTS: list[tuple[str, str, list[str] | None, list[CaseKind], Status]] = [
      V, Status.numeric_mismatch),
     (f"{BOUNDARIES}MatMulNarrowPartials", "value boundary", ["fp.matmul_post_ops"], V,
      Status.numeric_mismatch),
+    # Caught only by the graph-format method's cases (testkit.mutants_format).
+    (f"{FORMAT}ExpectsTopologicalOrder", "graph format", ["fp.conv_post_ops",
+                                                         "softmax.post_ops"], V,
+     Status.fusion_mismatch),
+    (f"{FORMAT}TensorIdsAsInt32", "graph format", ["fp.conv_post_ops",
+                                                  "int8.matmul_post_ops"], V,
+     Status.numeric_mismatch),
+    (f"{FORMAT}OpsByName", "graph format", ["fp.conv_post_ops", "fp.unary_binary"], V,
+     Status.fusion_mismatch),
+    (f"{FORMAT}ConstantCacheByShape", "graph format", ["fp.conv_post_ops",
+                                                      "fp.matmul_post_ops"], V,
+     Status.numeric_mismatch),
+    (f"{FORMAT}ReadsInputsThroughStrides", "graph format", ["fp.matmul_post_ops",
+                                                           "fp.reorder_add"], V,
+     Status.numeric_mismatch),
+    (f"{FORMAT}FusesInstancesSharingAnInput", "graph format", ["fp.conv_post_ops",
+                                                              "fp.binary_post_ops"], V,
+     Status.fusion_mismatch),
+    (f"{FORMAT}SharedTensorBoundOnce", "graph format", ["fp.binary_post_ops", "fp.bn_relu"],
+     V, Status.numeric_mismatch),
+    (f"{FORMAT}MergesAlikeReaders", "graph format", ["fp.conv_post_ops",
+                                                    "fp.matmul_post_ops"], V,
+     Status.fusion_mismatch),
+    (f"{FORMAT}AcceptsTensorWithTwoDtypes", "graph format", ["fp.conv_post_ops",
+                                                            "fp.interpolate_post_ops"], ILL,
+     Status.accepted_invalid),
+    (f"{FORMAT}AcceptsDuplicateOpIds", "graph format", ["fp.conv_post_ops",
+                                                       "fp.interpolate_post_ops"], ILL,
+     Status.accepted_invalid),
 ]
 
 _OUTCOMES: list[dict[str, Any]] = []
@@ -251,7 +281,7 @@ def test_the_project_plants_at_least_50_bugs_across_the_classes() -> None:
               "optional output", "optional input", "rank corner", "per-channel values",
               "attribute sign", "attribute zero", "inexact narrow fill", "rank",
               "narrow fill", "dtype x attribute pair", "rule x setting", "side input type",
-              "attribute source", "operand rank", "value boundary"}
+              "attribute source", "operand rank", "value boundary", "graph format"}
     assert wanted <= classes, f"bug classes without a mutant: {sorted(wanted - classes)}"
     names = [m[0] for m in MUTANTS]
     assert len(set(names)) == len(names), "a mutant is listed twice"
