@@ -11,7 +11,7 @@ accepts is a graph the reference can run (validation is execution's check, state
 from __future__ import annotations
 
 import itertools
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from .ir import Op
 from .schema import InferenceFailure, Shape
@@ -39,20 +39,19 @@ def _channels(op: Op, src: Shape) -> int | None:
     return c if _known(c) else None
 
 
-def _per_channel(op: Op, shapes: Sequence[Shape], ports: Sequence[int], c: int | None) -> None:
-    from .opschemas import SCHEMAS  # the port names, for the message
-
-    names = [p.name for p in SCHEMAS[op.kind].inputs]
-    for port in ports:
+def _per_channel(shapes: Sequence[Shape], ports: Mapping[int, str], c: int | None) -> None:
+    """The inputs at `ports` (port -> name) hold one value per channel."""
+    for port, name in ports.items():
         shape = shapes[port] if port < len(shapes) else None
         if shape is not None and not _same(shape, (c if c is not None else -1,)):
-            raise InferenceFailure(f"{names[port]} {list(shape)} must be 1-D with one value per "
-                                   f"channel ({c})", where=f"input {port} ({names[port]})")
+            raise InferenceFailure(f"{name} {list(shape)} must be 1-D with one value per "
+                                   f"channel ({c})", where=f"input {port} ({name})")
 
 
 def infer_batchnorm(op: Op, shapes: Sequence[Shape]) -> Sequence[Shape]:
     """dst is src; gamma, beta, mean and variance hold one value per channel."""
-    _per_channel(op, shapes, (1, 2, 3, 4), _channels(op, shapes[0]))
+    _per_channel(shapes, {1: "gamma", 2: "beta", 3: "mean", 4: "variance"},
+                 _channels(op, shapes[0]))
     return [shapes[0]]
 
 
@@ -64,7 +63,7 @@ def infer_batchnorm_backward(op: Op, shapes: Sequence[Shape]) -> Sequence[Shape]
     if not _same(src, shapes[1]):
         raise InferenceFailure(f"diff_dst {list(shapes[1] or ())} must have the shape of src "
                                f"{list(src or ())}", where="input 1 (diff_dst)")
-    _per_channel(op, shapes, (2, 3, 4), c)
+    _per_channel(shapes, {2: "mean", 3: "variance", 4: "gamma"}, c)
     per_channel: Shape = None if src is None else (c if c is not None else -1,)
     return [src, per_channel, per_channel][: max(len(op.outputs), 1)]
 
