@@ -114,7 +114,11 @@ def method_table(left_out: Mapping[Item, str] | None = None,
     thorough profile)."""
     rows: list[dict[str, object]] = []
     for method in METHODS:
-        found = sorted({item for entry in CATALOG for item in method.items(entry)})
+        found_set = {item for entry in CATALOG for item in method.items(entry)}
+        if method.undrawn is not UNDRAWN:
+            # A method's own list of what it cannot draw names items of that method only.
+            found_set |= set(method.undrawn)
+        found = sorted(found_set)
         left = {f"{k} = {v}": method.undrawn[(k, v)] for k, v in found
                 if (k, v) in method.undrawn}
         left.update({f"{k} = {v}": (left_out or {})[(k, v)] for k, v in found
