@@ -149,16 +149,21 @@ def narrow_product_cases(entry: PatternEntry) -> list[Case]:
         b = InstanceBuilder("cpu")
         src = b.tensor((4, NARROW_PRODUCT_TERMS), dtype)
         b.op("ReduceProd", [src], [b.tensor((4,), dtype)], {"axes": (-1,)})
-        graph = Graph(b.ops)
-        digest = hashlib.sha256(dumps(graph, indent=None).encode()).hexdigest()[:8]
-        features: dict[str, str | int] = {"source": "catalog instance",
-                                          **grammar_features(entry, graph)}
-        case = Case(f"{entry.id}/valid/instance-{digest}", CaseKind.valid, entry.id, graph,
-                    dtype=dtype.value, features=features,
-                    description=f"catalog instance: ReduceProd {dtype} over "
-                                f"{NARROW_PRODUCT_TERMS} inexact terms")
-        cases.append(with_values(case, clean_plan(graph)))
+        cases.append(_lone_case(entry, Graph(b.ops), f"catalog instance: ReduceProd {dtype} "
+                                f"over {NARROW_PRODUCT_TERMS} inexact terms", "grid",
+                                dtype.value))
     return cases
+
+
+def _lone_case(entry: PatternEntry, graph: Graph, description: str, base: str = "dense",
+               dtype: str = "f32") -> Case:
+    """A graph built op by op as a catalog instance of `entry`, its values from `base`."""
+    digest = hashlib.sha256(dumps(graph, indent=None).encode()).hexdigest()[:8]
+    features: dict[str, str | int] = {"source": "catalog instance",
+                                      **grammar_features(entry, graph)}
+    case = Case(f"{entry.id}/valid/instance-{digest}", CaseKind.valid, entry.id, graph,
+                dtype=dtype, features=features, description=description)
+    return with_values(case, clean_plan(graph, base))
 
 
 def source_floor_cases(entry: PatternEntry) -> list[Case]:
@@ -176,13 +181,8 @@ def source_floor_cases(entry: PatternEntry) -> list[Case]:
             graph = Graph(b.ops).finalize()
         except FusionspecError:
             continue  # an op that needs one of the two (Interpolate, the weights shape)
-        digest = hashlib.sha256(dumps(graph, indent=None).encode()).hexdigest()[:8]
-        features: dict[str, str | int] = {"source": "catalog instance",
-                                          **grammar_features(entry, graph)}
-        case = Case(f"{entry.id}/valid/instance-{digest}", CaseKind.valid, entry.id, graph,
-                    features=features, description=f"catalog instance: {kind} given neither "
-                    f"{' nor '.join(replaceable(kind))} by attribute nor by input")
-        cases.append(with_values(case, clean_plan(graph, "dense")))
+        cases.append(_lone_case(entry, graph, f"catalog instance: {kind} given neither "
+                                f"{' nor '.join(replaceable(kind))} by attribute nor by input"))
     return cases
 
 
@@ -211,12 +211,6 @@ def operand_rank_cases(entry: PatternEntry) -> list[Case]:
         for src, operand in OPERAND_SHAPES:
             b = InstanceBuilder("cpu")
             b.op(kind, [b.tensor(src), b.tensor(operand)], [b.tensor(src)])
-            graph = Graph(b.ops).finalize()
-            digest = hashlib.sha256(dumps(graph, indent=None).encode()).hexdigest()[:8]
-            features: dict[str, str | int] = {"source": "catalog instance",
-                                              **grammar_features(entry, graph)}
-            case = Case(f"{entry.id}/valid/instance-{digest}", CaseKind.valid, entry.id, graph,
-                        features=features, description=f"catalog instance: {kind} of "
-                        f"{list(src)} and a lower-rank {list(operand)}")
-            cases.append(with_values(case, clean_plan(graph, "dense")))
+            cases.append(_lone_case(entry, Graph(b.ops).finalize(), f"catalog instance: "
+                                    f"{kind} of {list(src)} and a lower-rank {list(operand)}"))
     return cases
