@@ -12,7 +12,7 @@ from testkit.report import load
 
 from fusionspec.cli.main import main
 from fusionspec.conformance.grade.results import load_failure
-from fusionspec.reports.findings import group_findings, signature
+from fusionspec.reports.findings import FULL_ENTRIES, group_findings, signature
 
 
 def test_signature_abstracts_members_and_numbers_but_not_ordered_binaries() -> None:
@@ -53,8 +53,13 @@ def test_findings_document_covers_every_failure_with_a_replayable_example(
         f"every failing case belongs to one finding: {counted} grouped of {len(failures)}"
     assert text.startswith("# Never fuses"), "the title heads the document"
     headings = re.findall(r"^#### \d+\. ", text, re.M)
-    assert len(headings) == len(findings), \
-        f"one entry per finding: {len(headings)} headings for {len(findings)} findings"
+    rows = re.findall(r"^\| \d+ \| ", text, re.M)
+    assert len(headings) == min(len(findings), FULL_ENTRIES), \
+        f"a full entry for each of the first {FULL_ENTRIES} findings: {len(headings)} " \
+        f"headings for {len(findings)} findings"
+    assert len(headings) + len(rows) == len(findings), \
+        f"one entry per finding: {len(headings)} headings and {len(rows)} table rows for " \
+        f"{len(findings)} findings"
     folders = re.findall(r"--replay (\S+)`", text)
     assert len(folders) == len(findings), "each finding names one replayable example"
     for folder in folders:
