@@ -61,8 +61,9 @@ from ..cases import Case, CaseKind
 from .build import Built, build
 from .dtypes import draw_dtype_plan, headline_dtype
 from .ids import case_id, report_events
-from .pairs import steered
+from .pairs import steered, value_text
 from .plan import draw_skeleton, feature_keys
+from .probes import rebuilt, set_input, with_op
 
 __all__ = ["Defect", "Edit", "ILL_FORMED_RULES", "ill_formed", "edits", "LAYOUT_ATTRS",
            "SETTING_RULES", "INFER_EDIT_KINDS", "setting_items", "setting_cases"]
@@ -120,18 +121,6 @@ class Defect:
     edit: Edit
 
 
-def _replace(graph: Graph, op: Op) -> Graph:
-    return graph.replace_ops([op if o.id == op.id else o for o in graph.ops])
-
-
-def _rebuilt(op: Op, *, inputs: tuple[LogicalTensor, ...] | None = None,
-             outputs: tuple[LogicalTensor, ...] | None = None,
-             attrs: dict[str, AttrValue] | None = None) -> Op:
-    return Op(op.id, op.kind, op.inputs if inputs is None else inputs,
-              op.outputs if outputs is None else outputs,
-              dict(op.attrs) if attrs is None else attrs, op.name)
-
-
 def _retyped(t: LogicalTensor, dtype: DataType | None = None,
              shape: tuple[int, ...] | None = None) -> LogicalTensor:
     return LogicalTensor(t.id, dtype or t.dtype, shape if shape is not None else t.shape,
@@ -144,14 +133,8 @@ def _sole_inputs(graph: Graph) -> list[tuple[Op, int]]:
             if t.id not in graph.producers and len(graph.consumers[t.id]) == 1]
 
 
-def _set_input(op: Op, port: int, t: LogicalTensor) -> Op:
-    inputs = list(op.inputs)
-    inputs[port] = t
-    return _rebuilt(op, inputs=tuple(inputs))
-
-
 def _apply(op: Op) -> Callable[[Graph], Graph]:
-    return lambda graph: _replace(graph, op)
+    return lambda graph: with_op(graph, op)
 
 
 # -- candidate defects, rule by rule -------------------------------------------------------
@@ -167,14 +150,14 @@ def _dtype_edits(graph: Graph) -> list[Edit]:
         name = schema.inputs[port].name
         for bad in (d for d in _OFFERED if d not in allowed):
             found.append(Edit(GraphRule.dtype_port, f"{op.kind} {op.id} {name} is {bad}",
-                              _apply(_set_input(op, port, _retyped(t, bad)))))
+                              _apply(set_input(op, port, _retyped(t, bad)))))
         shared = [p for p in (*schema.inputs[:len(op.inputs)], *schema.outputs[:len(op.outputs)])
                   if p.symbol == symbol and p.name != name]
         other = next((d for d in (D.bf16, D.f32, D.f16) if d in allowed and d != t.dtype), None)
         if shared and other is not None:
             found.append(Edit(GraphRule.dtype_unify,
                               f"{op.kind} {op.id} {name} is {other}, {shared[0].name} "
-                              f"{t.dtype}", _apply(_set_input(op, port, _retyped(t, other)))))
+                              f"{t.dtype}", _apply(set_input(op, port, _retyped(t, other)))))
     for op in graph.ops:
         schema = SCHEMAS[op.kind]
         out = op.outputs[0]
@@ -183,13 +166,13 @@ def _dtype_edits(graph: Graph) -> list[Edit]:
         allowed = schema.types[schema.outputs[0].symbol]
         for bad in (d for d in _OFFERED if d not in allowed):
             found.append(Edit(GraphRule.dtype_port, f"{op.kind} {op.id} dst is {bad}", _apply(
-                _rebuilt(op, outputs=(_retyped(out, bad), *op.outputs[1:])))))
+                rebuilt(op, outputs=(_retyped(out, bad), *op.outputs[1:])))))
         shape = out.shape or ()
         if shape:
             wrong = (shape[0] + 1, *shape[1:])
             found.append(Edit(GraphRule.shape_output,
                               f"{op.kind} {op.id} dst declared {list(wrong)}", _apply(
-                                  _rebuilt(op, outputs=(_retyped(out, shape=wrong),
+                                  rebuilt(op, outputs=(_retyped(out, shape=wrong),
                                                         *op.outputs[1:])))))
     return found
 
@@ -217,7 +200,7 @@ def _infer_edits(graph: Graph) -> list[Edit]:
             shape[axis] += 1
         if axis is not None:
             found.append(Edit(GraphRule.shape_infer, f"{op.kind} {op.id} input {port} shape "
-                              f"{shape}", _apply(_set_input(op, port,
+                              f"{shape}", _apply(set_input(op, port,
                                                             _retyped(t, shape=tuple(shape))))))
     for op in graph.ops:
         attrs = dict(op.attrs)
@@ -235,7 +218,7 @@ def _infer_edits(graph: Graph) -> list[Edit]:
         else:
             continue
         found.append(Edit(GraphRule.shape_infer, f"{op.kind} {op.id}: {words}",
-                          _apply(_rebuilt(op, attrs=attrs))))
+                          _apply(rebuilt(op, attrs=attrs))))
     return found
 
 
@@ -247,15 +230,15 @@ def _attr_edits(graph: Graph) -> list[Edit]:
             if spec.required and spec.name in op.attrs:
                 attrs = {k: v for k, v in op.attrs.items() if k != spec.name}
                 found.append(Edit(GraphRule.attr_required, f"{op.kind} {op.id} without "
-                                  f"{spec.name}", _apply(_rebuilt(op, attrs=attrs))))
+                                  f"{spec.name}", _apply(rebuilt(op, attrs=attrs))))
             if spec.allowed is not None:
                 bad = _BAD_VALUES.get(f"{op.kind}.{spec.name}") or _BAD_VALUES[spec.name]
                 found.append(Edit(GraphRule.attr_value, f"{op.kind} {op.id} {spec.name}="
-                                  f"{bad!r}", _apply(_rebuilt(op, attrs={**op.attrs,
+                                  f"{bad!r}", _apply(rebuilt(op, attrs={**op.attrs,
                                                                           spec.name: bad}))))
         stray = next(n for n in _STRAY if schema.attr_spec(n) is None)
         found.append(Edit(GraphRule.attr_unknown, f"{op.kind} {op.id} with attribute {stray}",
-                          _apply(_rebuilt(op, attrs={**op.attrs, stray: _STRAY[stray]}))))
+                          _apply(rebuilt(op, attrs={**op.attrs, stray: _STRAY[stray]}))))
     return found
 
 
@@ -265,13 +248,13 @@ def _structure_edits(graph: Graph, chain: tuple[int, ...], fresh: int) -> list[E
         counts = SCHEMAS[op.kind].input_counts
         extra = LogicalTensor(fresh, op.inputs[0].dtype, op.inputs[0].shape)
         found.append(Edit(GraphRule.arity_inputs, f"{op.kind} {op.id} with "
-                          f"{max(counts) + 1} inputs", _apply(_rebuilt(
+                          f"{max(counts) + 1} inputs", _apply(rebuilt(
                               op, inputs=(*op.inputs, *[extra] * (max(counts) + 1
                                                                  - len(op.inputs)))))))
         if min(counts) > 0:
             found.append(Edit(GraphRule.arity_inputs, f"{op.kind} {op.id} with "
                               f"{min(counts) - 1} inputs",
-                              _apply(_rebuilt(op, inputs=tuple(op.inputs[:min(counts) - 1])))))
+                              _apply(rebuilt(op, inputs=tuple(op.inputs[:min(counts) - 1])))))
     ops = [graph.op_by_id[i] for i in chain]
     sole = set(_sole_inputs(graph))
     for i, a in enumerate(ops):
@@ -280,12 +263,12 @@ def _structure_edits(graph: Graph, chain: tuple[int, ...], fresh: int) -> list[E
             for port, t in enumerate(a.inputs):
                 if (a, port) in sole and t.dtype == out.dtype and t.shape == out.shape:
                     found.append(Edit(GraphRule.acyclic, f"{a.kind} {a.id} reads the output of "
-                                      f"{b.kind} {b.id}", _apply(_set_input(a, port, out))))
+                                      f"{b.kind} {b.id}", _apply(set_input(a, port, out))))
         for b in ops[i + 1:]:
             twin = _retyped(b.outputs[0])
             twin = LogicalTensor(a.outputs[0].id, twin.dtype, twin.shape)
             found.append(Edit(GraphRule.one_producer, f"{b.kind} {b.id} writes tensor "
-                              f"{twin.id} of {a.kind} {a.id}", _apply(_rebuilt(
+                              f"{twin.id} of {a.kind} {a.id}", _apply(rebuilt(
                                   b, outputs=(twin, *b.outputs[1:])))))
     return found
 
@@ -322,12 +305,8 @@ def _settings(rule: str, edit: Edit, graph: Graph) -> dict[str, str]:
     for spec in SCHEMAS[op.kind].attrs:
         value = op.attrs.get(spec.name, spec.default)
         if spec.name in LAYOUT_ATTRS and value is not None:
-            found[f"ill-formed {rule} {op.kind}.{spec.name}"] = _text(value)
+            found[f"ill-formed {rule} {op.kind}.{spec.name}"] = value_text(value)
     return found
-
-
-def _text(value: AttrValue) -> str:
-    return ("true" if value else "false") if isinstance(value, bool) else str(value)
 
 
 def setting_items(entry: PatternEntry) -> tuple[tuple[str, str], ...]:

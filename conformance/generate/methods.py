@@ -36,19 +36,12 @@ from ..cases import Case
 from .boundaries import BOUNDARY_UNDRAWN, boundary_items
 from .graph_format import FORMAT_UNDRAWN, format_ill_formed_cases, format_items
 from .ill_formed import setting_cases, setting_items
-from .model import UNDRAWN, Item, op_items, tensor_items
+from .model import UNDRAWN, Item, schema_items, tensor_items
 from .pairs import pair_items
 from .rule_settings import RULE_UNDRAWN, rule_setting_cases, rule_setting_items
 from .side_types import side_type_items
 
-__all__ = ["Method", "METHODS", "method_of", "ill_formed_floor", "undrawn", "method_table"]
-
-
-def _schema_items(entry: PatternEntry) -> tuple[Item, ...]:
-    from fusionspec.spec.opschemas import SCHEMAS
-    from fusionspec.spec.pattern_tree import op_kinds
-    return tuple(item for kind in sorted(op_kinds(entry.tree)) if kind in SCHEMAS
-                 for item in op_items(kind))
+__all__ = ["Method", "METHODS", "ill_formed_floor", "undrawn", "method_table"]
 
 
 @dataclass(frozen=True)
@@ -64,7 +57,7 @@ class Method:
 
 METHODS: tuple[Method, ...] = (
     Method("schema items", "each attribute value class, optional port and rank the op schemas "
-           "allow", _schema_items, UNDRAWN),
+           "allow", schema_items, UNDRAWN),
     Method("value classes", "NaN and inf into the ops where implementations part ways; "
            "inexact bf16/f16 fills", tensor_items, UNDRAWN),
     Method("dtype x attribute", "each dtype row with each value of the base op's enumerated "
@@ -88,14 +81,6 @@ def undrawn() -> dict[Item, str]:
     for method in METHODS:
         found.update(method.undrawn)
     return found
-
-
-def method_of(item: Item) -> str:
-    """The name of the first method whose items of some pattern hold `item`."""
-    for method in METHODS:
-        if any(item in method.items(entry) for entry in CATALOG):
-            return method.name
-    return "other"
 
 
 def ill_formed_floor(entry: PatternEntry, count: int) -> tuple[list[Case], list[Case]]:

@@ -71,7 +71,7 @@ Item = tuple[str, str]
 
 __all__ = ["Item", "OMITTED", "SOURCES", "replaceable", "source_of", "OPERAND_RANKS",
            "operand_ranks", "value_classes",
-           "list_classes", "op_items", "model_items",
+           "list_classes", "op_items", "schema_items", "model_items",
            "graph_features", "schema_ranks", "tensor_items", "UNDRAWN",
            "MAX_RANK", "SPECIAL_KINDS", "SPECIAL_VALUES"]
 
@@ -366,10 +366,15 @@ def tensor_items(entry: PatternEntry) -> tuple[Item, ...]:
     return tuple(items)
 
 
+def schema_items(entry: PatternEntry) -> tuple[Item, ...]:
+    """The items of every op kind `entry` can hold (`op_items`)."""
+    return tuple(item for kind in sorted(op_kinds(entry.tree)) if kind in SCHEMAS
+                 for item in op_items(kind))
+
+
 def model_items(entry: PatternEntry) -> tuple[Item, ...]:
     """The model items of every op kind `entry` can hold and its tensor value classes, less
     `UNDRAWN` (`fusionspec.conformance.generate.items` adds the pairs and the ill-formed
     settings)."""
-    found = [item for kind in sorted(op_kinds(entry.tree)) if kind in SCHEMAS
-             for item in op_items(kind)]
-    return tuple(item for item in (*found, *tensor_items(entry)) if item not in UNDRAWN)
+    return tuple(item for item in (*schema_items(entry), *tensor_items(entry))
+                 if item not in UNDRAWN)

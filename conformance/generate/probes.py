@@ -32,8 +32,10 @@ from fusionspec.spec.graph import AttrValue, Graph, LogicalTensor, Op
 from fusionspec.spec.opschemas import SCHEMAS
 from fusionspec.spec.schema import AttrKind
 
+from .pairs import value_text
+
 __all__ = ["Defect", "defects", "outcome", "settings_of", "variations", "free_inputs",
-           "OFFERED_TYPES"]
+           "OFFERED_TYPES", "with_op", "rebuilt", "set_input", "set_output"]
 
 D = DataType
 #: The data types a defect may give a port: every type a port of the pages' ops can hold.
@@ -54,13 +56,15 @@ class Defect:
     apply: Callable[[Graph], Graph]
 
 
-def _with_op(graph: Graph, op: Op) -> Graph:
+def with_op(graph: Graph, op: Op) -> Graph:
+    """`graph` with `op` in the place of the op of its id."""
     return graph.replace_ops([op if o.id == op.id else o for o in graph.ops])
 
 
-def _rebuilt(op: Op, *, inputs: tuple[LogicalTensor, ...] | None = None,
+def rebuilt(op: Op, *, inputs: tuple[LogicalTensor, ...] | None = None,
              outputs: tuple[LogicalTensor, ...] | None = None,
              attrs: dict[str, AttrValue] | None = None, op_id: int | None = None) -> Op:
+    """`op` with the given parts replaced."""
     return Op(op.id if op_id is None else op_id, op.kind,
               op.inputs if inputs is None else inputs,
               op.outputs if outputs is None else outputs,
@@ -83,16 +87,16 @@ def _free_outputs(graph: Graph, op: Op) -> list[int]:
     return [port for port, t in enumerate(op.outputs) if t.id not in graph.consumers]
 
 
-def _set_input(op: Op, port: int, t: LogicalTensor) -> Op:
+def set_input(op: Op, port: int, t: LogicalTensor) -> Op:
     inputs = list(op.inputs)
     inputs[port] = t
-    return _rebuilt(op, inputs=tuple(inputs))
+    return rebuilt(op, inputs=tuple(inputs))
 
 
-def _set_output(op: Op, port: int, t: LogicalTensor) -> Op:
+def set_output(op: Op, port: int, t: LogicalTensor) -> Op:
     outputs = list(op.outputs)
     outputs[port] = t
-    return _rebuilt(op, outputs=tuple(outputs))
+    return rebuilt(op, outputs=tuple(outputs))
 
 
 def _shape_changes(shape: tuple[int, ...]) -> Iterator[tuple[str, tuple[int, ...]]]:
@@ -114,31 +118,31 @@ def _tensor_defects(graph: Graph, op: Op) -> Iterator[Defect]:
         for dtype in OFFERED_TYPES:
             if dtype != t.dtype:
                 yield Defect(op.id, f"input {port} dtype {dtype}",
-                             _change(_set_input(op, port, _retyped(t, dtype))))
+                             _change(set_input(op, port, _retyped(t, dtype))))
         for name, shape in _shape_changes(t.shape or ()):
             yield Defect(op.id, f"input {port} {name}",
-                         _change(_set_input(op, port, _retyped(t, shape=shape))))
+                         _change(set_input(op, port, _retyped(t, shape=shape))))
     for port in _free_outputs(graph, op):
         t = op.outputs[port]
         for dtype in OFFERED_TYPES:
             if dtype != t.dtype:
                 yield Defect(op.id, f"output {port} dtype {dtype}",
-                             _change(_set_output(op, port, _retyped(t, dtype))))
+                             _change(set_output(op, port, _retyped(t, dtype))))
         if t.shape:
             wrong = (t.shape[0] + 1, *t.shape[1:])
             yield Defect(op.id, f"output {port} dim 0 +1",
-                         _change(_set_output(op, port, _retyped(t, shape=wrong))))
+                         _change(set_output(op, port, _retyped(t, shape=wrong))))
     yield from _symbol_defects(graph, op)
     for port, t in enumerate(op.inputs):
         if t.id in graph.producers:
             # The tensor it reads, written by this op too: a second producer.
             yield Defect(op.id, "output 0 is the tensor it reads",
-                         _change(_set_output(op, 0, _retyped(t, op.outputs[0].dtype,
+                         _change(set_output(op, 0, _retyped(t, op.outputs[0].dtype,
                                                              t.shape))))
             # The tensor read here with another type than its producer wrote.
             other = D.bf16 if t.dtype != D.bf16 else D.f32
             yield Defect(op.id, f"input {port} retyped at its reader",
-                         _change(_set_input(op, port, _retyped(t, other))))
+                         _change(set_input(op, port, _retyped(t, other))))
 
 
 def _symbol_defects(graph: Graph, op: Op) -> Iterator[Defect]:
@@ -156,7 +160,7 @@ def _symbol_defects(graph: Graph, op: Op) -> Iterator[Defect]:
         for dtype in OFFERED_TYPES:
             changed = op
             for port in ports:
-                changed = _set_input(changed, port, _retyped(op.inputs[port], dtype))
+                changed = set_input(changed, port, _retyped(op.inputs[port], dtype))
             if changed != op:
                 yield Defect(op.id, f"inputs of type {symbol} all {dtype}", _change(changed))
 
@@ -195,9 +199,9 @@ def _attr_defects(op: Op) -> Iterator[Defect]:
             if new is not None:
                 attrs[spec.name] = new
             yield Defect(op.id, f"attribute {spec.name} {words}",
-                         _change(_rebuilt(op, attrs=attrs)))
+                         _change(rebuilt(op, attrs=attrs)))
     yield Defect(op.id, "an attribute it does not have",
-                 _change(_rebuilt(op, attrs={**op.attrs, _STRAY: 1})))
+                 _change(rebuilt(op, attrs={**op.attrs, _STRAY: 1})))
 
 
 def _arity_defects(graph: Graph, op: Op) -> Iterator[Defect]:
@@ -205,17 +209,17 @@ def _arity_defects(graph: Graph, op: Op) -> Iterator[Defect]:
     extra = LogicalTensor(fresh, op.inputs[0].dtype, op.inputs[0].shape) if op.inputs else (
         LogicalTensor(fresh, D.f32, (1,)))
     yield Defect(op.id, "one input more",
-                 _change(_rebuilt(op, inputs=(*op.inputs, extra))))
+                 _change(rebuilt(op, inputs=(*op.inputs, extra))))
     if op.inputs:
-        yield Defect(op.id, "one input fewer", _change(_rebuilt(op, inputs=tuple(op.inputs[:-1]))))
+        yield Defect(op.id, "one input fewer", _change(rebuilt(op, inputs=tuple(op.inputs[:-1]))))
     spare = LogicalTensor(fresh, op.outputs[0].dtype, op.outputs[0].shape)
     yield Defect(op.id, "one output more",
-                 _change(_rebuilt(op, outputs=(*op.outputs, spare))))
+                 _change(rebuilt(op, outputs=(*op.outputs, spare))))
     # The id of the op that produces one of its inputs (one the defect's check will see).
     near = [graph.producers[t.id][0] for t in op.inputs if t.id in graph.producers]
     if near:
         yield Defect(op.id, "the id of the op before it",
-                     _change(_rebuilt(op, op_id=near[0].id), keep_id=op.id))
+                     _change(rebuilt(op, op_id=near[0].id), keep_id=op.id))
 
 
 def _change(op: Op, keep_id: int | None = None) -> Callable[[Graph], Graph]:
@@ -268,7 +272,7 @@ def settings_of(graph: Graph, op: Op) -> dict[str, str]:
         if spec.allowed is not None or spec.kind is AttrKind.boolean:
             value = op.attrs.get(spec.name, spec.default)
             if value is not None:
-                found[f"{op.kind}.{spec.name}"] = _text(value)
+                found[f"{op.kind}.{spec.name}"] = value_text(value)
     for t, port_spec in zip(op.inputs, schema.inputs):
         if not port_spec.carries_shape:
             found[f"{op.kind}.{port_spec.name} dtype"] = t.dtype.value
@@ -279,15 +283,11 @@ def settings_of(graph: Graph, op: Op) -> dict[str, str]:
     return found
 
 
-def _text(value: AttrValue) -> str:
-    return ("true" if value else "false") if isinstance(value, bool) else str(value)
-
-
 def _retype_everywhere(graph: Graph, tid: int, dtype: DataType) -> Graph:
     """`graph` with tensor `tid` of `dtype` at its producer and at every reader."""
     def fix(ts: Sequence[LogicalTensor]) -> tuple[LogicalTensor, ...]:
         return tuple(_retyped(t, dtype) if t.id == tid else t for t in ts)
-    return graph.replace_ops([_rebuilt(o, inputs=fix(o.inputs), outputs=fix(o.outputs))
+    return graph.replace_ops([rebuilt(o, inputs=fix(o.inputs), outputs=fix(o.outputs))
                               for o in graph.ops])
 
 
@@ -306,7 +306,7 @@ def _valid_outputs(graph: Graph, op_id: int) -> Graph:
         if port >= len(schema.outputs):
             continue
         for dtype in sorted(schema.types[schema.outputs[port].symbol], key=lambda d: d.value):
-            varied = _with_op(graph, _set_output(op, port, _retyped(op.outputs[port], dtype)))
+            varied = with_op(graph, set_output(op, port, _retyped(op.outputs[port], dtype)))
             try:
                 _around(varied, op_id).finalize()
             except FusionspecError:
@@ -329,9 +329,9 @@ def variations(graph: Graph, op: Op) -> Iterator[tuple[str, str, Graph]]:
         values: tuple[AttrValue, ...] = spec.allowed or (False, True)
         for value in values:
             if value != current:
-                changed = _rebuilt(op, attrs={**op.attrs, spec.name: value})
-                candidates.append((f"{op.kind}.{spec.name}", _text(value),
-                                   _with_op(graph, changed)))
+                changed = rebuilt(op, attrs={**op.attrs, spec.name: value})
+                candidates.append((f"{op.kind}.{spec.name}", value_text(value),
+                                   with_op(graph, changed)))
     free = free_inputs(graph, op)
     for port, t in enumerate(op.inputs):
         port_spec = schema.inputs[port] if port < len(schema.inputs) else None
@@ -351,7 +351,7 @@ def variations(graph: Graph, op: Op) -> Iterator[tuple[str, str, Graph]]:
     if last > 0 and last < len(schema.inputs) and schema.inputs[last].optional \
             and last in free:
         candidates.append((f"{op.kind}.input {schema.inputs[last].name}", "absent",
-                           _with_op(graph, _rebuilt(op, inputs=tuple(op.inputs[:-1])))))
+                           with_op(graph, rebuilt(op, inputs=tuple(op.inputs[:-1])))))
     for setting, value, varied in candidates:
         try:
             _around(varied, op.id).finalize()

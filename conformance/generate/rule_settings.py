@@ -43,7 +43,7 @@ from .ids import case_id
 from .instance_build import ACT_BY_RANK, ANY_RANK_HEADS, build_instance, grammar_features
 from .instance_plans import instance_plans
 from .model import Item
-from .probes import Defect, defects, outcome, variations
+from .probes import Defect, defects, outcome, settings_of, variations
 from .values import clean_plan, with_values
 
 __all__ = ["rule_setting_items", "rule_setting_cases", "inside_cases", "RULE_UNDRAWN",
@@ -110,7 +110,8 @@ def _signature(graph: Graph, op: Op) -> str:
     return "|".join(parts)
 
 
-_OUTCOMES: dict[str, dict[str, tuple[Defect, str | None]]] = {}
+#: The rule each defect breaks (by name), per op signature.
+_OUTCOMES: dict[str, dict[str, str | None]] = {}
 
 
 def _outcomes(graph: Graph, op: Op) -> dict[str, tuple[Defect, str | None]]:
@@ -119,9 +120,33 @@ def _outcomes(graph: Graph, op: Op) -> dict[str, tuple[Defect, str | None]]:
     listed = defects(graph, op)
     sig = _signature(graph, op)
     if sig not in _OUTCOMES:
-        _OUTCOMES[sig] = {d.name: (d, outcome(graph, d)) for d in listed}
+        _OUTCOMES[sig] = {d.name: outcome(graph, d) for d in listed}
     rules = _OUTCOMES[sig]
-    return {d.name: (d, rules[d.name][1]) for d in listed if d.name in rules}
+    return {d.name: (d, rules[d.name]) for d in listed if d.name in rules}
+
+
+def _broken(rule: str | None) -> bool:
+    """Whether an outcome names a rule (not valid, not an error without a rule, not a crash)."""
+    return rule is not None and rule != "?" and not rule.startswith("crash")
+
+
+#: One side of a comparison: the setting's value, the graph, the defect made on it and the
+#: rule it breaks there.
+_Side = tuple[str, Graph, Defect, str | None]
+
+
+def _differences(setting: str, here: _Side, there: _Side) -> Iterator[tuple[Item, Example]]:
+    """The items of one defect made under two values of `setting` (see the module docstring):
+    where it breaks a rule, and where the other value's rule lets it through."""
+    if here[3] == there[3] or "?" in (here[3], there[3]):
+        return
+    for (value, graph, defect, rule), other in ((here, there[3]), (there, here[3])):
+        if rule is not None and not rule.startswith("crash"):
+            yield (f"ill-formed {rule} under {setting}", value), Example(
+                "", graph, defect, rule, other is None)
+    for (value, graph, defect, rule), other in ((here, there[3]), (there, here[3])):
+        if rule is None and other is not None and not other.startswith("crash"):
+            yield (f"inside {other} under {setting}", value), Example("", graph, defect, None)
 
 
 def _probe(graph: Graph, op: Op, seen: set[str]) -> Iterator[tuple[Item, Example]]:
@@ -131,33 +156,20 @@ def _probe(graph: Graph, op: Op, seen: set[str]) -> Iterator[tuple[Item, Example
         return
     seen.add(sig)
     base = _outcomes(graph, op)
-    pattern = ""
-    for _, (d, rule) in base.items():
-        if rule is not None and rule != "?" and not rule.startswith("crash"):
-            yield ("ill-formed rule", rule), Example(pattern, graph, d, rule)
-    from .probes import settings_of
+    for d, rule in base.values():
+        if _broken(rule):
+            yield ("ill-formed rule", str(rule)), Example("", graph, d, rule)
     before = settings_of(graph, op)
     for setting, value, varied in variations(graph, op):
         again = _outcomes(varied, varied.op_by_id[op.id])
         for name, (d, rule) in base.items():
             if name not in again:
                 continue
-            other = again[name][1]
-            if other is not None and other != "?" and not other.startswith("crash"):
-                yield ("ill-formed rule", other), Example(pattern, varied, again[name][0], other)
-            if other == rule or "?" in (rule, other):
-                continue
-            old = before.get(setting, "")
-            for r, v, g, dd, o in ((rule, old, graph, d, other),
-                                   (other, value, varied, again[name][0], rule)):
-                if r is not None and not r.startswith("crash"):
-                    yield (f"ill-formed {r} under {setting}", v), Example(pattern, g, dd, r,
-                                                                          o is None)
-            if rule is None and other is not None and not other.startswith("crash"):
-                yield (f"inside {other} under {setting}", old), Example(pattern, graph, d, None)
-            if other is None and rule is not None and not rule.startswith("crash"):
-                yield (f"inside {rule} under {setting}", value), Example(
-                    pattern, varied, again[name][0], None)
+            d2, other = again[name]
+            if _broken(other):
+                yield ("ill-formed rule", str(other)), Example("", varied, d2, other)
+            yield from _differences(setting, (before.get(setting, ""), graph, d, rule),
+                                    (value, varied, d2, other))
 
 
 def _by_rank(graph: Graph, ranks: Mapping[int, Graph], op: Op,
@@ -173,19 +185,11 @@ def _by_rank(graph: Graph, ranks: Mapping[int, Graph], op: Op,
         if rank == here or twin is None or twin.kind != op.kind:
             continue
         again = _outcomes(other, twin)
-        setting = f"{op.kind}.rank"
         for name, (d, rule) in base.items():
-            if name not in again or again[name][1] == rule or "?" in (rule, again[name][1]):
-                continue
-            d2, rule2 = again[name]
-            for r, v, g, dd, o in ((rule, here, graph, d, rule2), (rule2, rank, other, d2, rule)):
-                if r is not None and not r.startswith("crash"):
-                    yield (f"ill-formed {r} under {setting}", str(v)), Example("", g, dd, r,
-                                                                               o is None)
-            for r, v, g, dd, valid in ((rule2, here, graph, d, rule), (rule, rank, other, d2,
-                                                                        rule2)):
-                if valid is None and r is not None and not r.startswith("crash"):
-                    yield (f"inside {r} under {setting}", str(v)), Example("", g, dd, None)
+            if name in again:
+                d2, rule2 = again[name]
+                yield from _differences(f"{op.kind}.rank", (str(here), graph, d, rule),
+                                        (str(rank), other, d2, rule2))
 
 
 #: Rules whose defects cannot be written in the graph JSON format (see `RULE_UNDRAWN`).
