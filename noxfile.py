@@ -33,8 +33,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import nox
@@ -70,12 +73,43 @@ def _required(*names: str) -> str:
     return ",".join(dict.fromkeys([*given, *names]))
 
 
+def _source_digest() -> str:
+    """A digest of what an install of this checkout holds: the package folders named in
+    pyproject.toml and the files that build it."""
+    import hashlib
+    import tomllib
+
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    folders = sorted(config["tool"]["setuptools"]["package-dir"].values())
+    digest = hashlib.sha256()
+    files = [ROOT / name for name in ("pyproject.toml", "setup.py", "MANIFEST.in", "README.md",
+                                      "LICENSE")]
+    for folder in folders:
+        files += sorted(p for p in (ROOT / folder).rglob("*")
+                        if p.is_file() and "__pycache__" not in p.parts)
+    for path in files:
+        if path.is_file():
+            digest.update(str(path.relative_to(ROOT)).encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()
+
+
 def _install(session: nox.Session, *extras: str, editable: bool = False) -> None:
+    """Install this checkout with `extras` into the session's environment, unless the same
+    sources with the same extras are installed there already (a reused environment: the main
+    job's second run then spends no time reinstalling)."""
     target = f".[{','.join(extras)}]" if extras else "."
+    location = getattr(session.virtualenv, "location", None)
+    stamp = Path(location) / ".fusionspec-installed" if location else None
+    key = f"{_source_digest()} {target} {'editable' if editable else 'wheel'}"
+    if stamp is not None and stamp.is_file() and stamp.read_text() == key:
+        session.log("fusionspec is installed from these sources already: install skipped")
+        return
     if editable:
         session.install("-e", target)
     else:
         session.install(target)
+    if stamp is not None:
+        stamp.write_text(key)
 
 
 @nox.session(python=PYTHON)
@@ -157,12 +191,16 @@ def bench_partition(session: nox.Session) -> None:
                 str(ROOT / "results" / "bench_partition.json"), *session.posargs)
 
 
-def _conform(session: nox.Session, backends: list[str] | None) -> None:
+def _conform(session: nox.Session, backends: list[str] | None,
+             spent: dict[str, float] | None = None) -> None:
     """Run `fusionspec conform` for each backend and device; fail if any run failed (the graded
-    oneDNN is not among them: its departures are its findings, see conformance-onednn)."""
+    oneDNN is not among them: its departures are its findings, see conformance-onednn).
+    `spent` collects the seconds each step took."""
+    spent = {} if spent is None else spent
     profile = os.environ.get("FUSIONSPEC_PROFILE", "ci")
-    listing = json.loads(session.run("fusionspec", "conform", "--list", "--json", silent=True)
-                         or "{}")
+    with _timed(spent, "devices"):
+        listing = json.loads(session.run("fusionspec", "conform", "--list", "--json",
+                                         silent=True) or "{}")
     failed: list[str] = []
     for row in listing.get("backends", []):
         name = row["backend"]
@@ -174,9 +212,10 @@ def _conform(session: nox.Session, backends: list[str] | None) -> None:
             out = ROOT / "results" / "conformance" / f"{name}-{device or 'unavailable'}"
             chosen = ["--device", device] if device else []
             try:
-                session.run("fusionspec", "conform", "--backend", name, *chosen,
-                            "--profile", profile, "--jobs", JOBS, "--out", str(out),
-                            *session.posargs, success_codes=[0, UNAVAILABLE])
+                with _timed(spent, f"{name}:{device}"):
+                    session.run("fusionspec", "conform", "--backend", name, *chosen,
+                                "--profile", profile, "--jobs", JOBS, "--out", str(out),
+                                *session.posargs, success_codes=[0, UNAVAILABLE])
             except nox.command.CommandFailed:
                 failed.append(f"{name}:{device}")
                 continue
@@ -205,12 +244,28 @@ def _report(session: nox.Session, *args: str, required: bool = True) -> None:
 def conformance(session: nox.Session) -> None:
     """The conformance suite on every installed backend and device (FUSIONSPEC_PROFILE=ci):
     the reference and the OpenCL backend (PoCL's CPU device comes with the accel extra)."""
-    _install(session, "accel", "conformance", "report")
+    spent: dict[str, float] = {}
+    with _timed(spent, "install"):
+        _install(session, "accel", "conformance", "report")
     try:
-        _conform(session, None)
+        _conform(session, None, spent)
     finally:
         # The report is most wanted when a run failed, so it is rendered either way.
-        _report(session, required=False)
+        with _timed(spent, "report"):
+            _report(session, required=False)
+        session.log("time: " + ", ".join(f"{step} {seconds:.1f} s"
+                                         for step, seconds in spent.items())
+                    + f"; in all {sum(spent.values()):.1f} s")
+
+
+@contextlib.contextmanager
+def _timed(spent: dict[str, float], step: str) -> Iterator[None]:
+    """Add the seconds the block takes to ``spent[step]`` (the main job's closing time line)."""
+    start = time.perf_counter()
+    try:
+        yield
+    finally:
+        spent[step] = spent.get(step, 0.0) + time.perf_counter() - start
 
 
 @nox.session(python=PYTHON)

@@ -16,7 +16,8 @@ from importlib.metadata import entry_points
 from .errors import BackendError, BackendUnavailableError
 from .protocol import Backend, Device, device_problems, unavailable_reason
 
-__all__ = ["ENTRY_POINT_GROUP", "available_backends", "load_backend", "select_device"]
+__all__ = ["ENTRY_POINT_GROUP", "available_backends", "backend_distributions", "load_backend",
+           "select_device"]
 
 ENTRY_POINT_GROUP = "fusionspec.backends"
 
@@ -25,6 +26,16 @@ def _entry_points() -> dict[str, Callable[[], object]]:
     found: dict[str, Callable[[], object]] = {}
     for ep in entry_points(group=ENTRY_POINT_GROUP):
         found.setdefault(ep.name, ep.load)
+    return found
+
+
+def backend_distributions() -> dict[str, str]:
+    """Each registered backend's name -> the distribution that registers it, with its version
+    (``mybackend 1.4.0``), read from the installed metadata without loading the backend."""
+    found: dict[str, str] = {}
+    for ep in entry_points(group=ENTRY_POINT_GROUP):
+        dist = ep.dist
+        found.setdefault(ep.name, f"{dist.name} {dist.version}" if dist is not None else "?")
     return found
 
 

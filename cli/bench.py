@@ -11,16 +11,19 @@ backend forms it, the same ops as single-op partitions (op by op) and, with ``--
 fusionspec's NumPy reference as a yardstick; the outputs of the two backend sides are checked
 against each other before any timing counts. Writes the performance document
 ``perf.json`` under ``--out`` (default ``results/perf/<backend>-<device>``) and prints per
-workload the medians, the op-by-op over fused ratio, the verdict and the achieved rates.
-Compare two documents with ``fusionspec diff OLD/perf.json NEW/perf.json`` (the perf gate).
+workload the medians (the reference's too, with ``--reference``), the op-by-op over fused
+ratio, the verdict and the achieved rates. A workload that one of the backend's declared
+limitations covers is not measured: it is listed as unsupported, with the reason, as
+``fusionspec conform`` reports the cases they cover. Compare two documents with
+``fusionspec diff OLD/perf.json NEW/perf.json`` (the perf gate).
 
-The selection options (``--patterns``, ``--family``, ``--dtype``, ``--shard``) are those of
-``fusionspec conform``; ``--workload`` takes workload ids or globs. ``--jobs`` defaults to 1:
-timing wants a quiet machine.
+The selection options (``--patterns``, ``--family``, ``--dtype``, ``--shard``) select as those
+of ``fusionspec conform`` do, with help of their own (`BENCH_HELP`); ``--workload`` takes
+workload ids or globs. ``--jobs`` defaults to 1: timing wants a quiet machine.
 
-Exit codes: 0 when every selected workload was measured; 1 when one could not be (its record
-says why, with the command that reruns it); 2 for a usage error; 3 when the backend has no
-usable device.
+Exit codes: 0 when every selected workload was measured or declared unsupported; 1 when one
+could not be measured (its record says why, with the command that reruns it); 2 for a usage
+error; 3 when the backend has no usable device.
 """
 
 from __future__ import annotations
@@ -36,21 +39,57 @@ from fusionspec.conformance.grade.results import artifact_name
 from fusionspec.conformance.selection import Selection, SelectionError, Shard
 
 from .conform import UNAVAILABLE_EXIT, _jobs
-from .output import UsageError, emit
+from .output import UsageError, emit, unknown_backend
 
 HELP = "time each pattern's workloads fused and op by op on a backend (performance verdicts)"
+#: What ``fusionspec bench --help`` says above the options.
+DESCRIPTION = """\
+Time the workloads of each selected catalog pattern (layers of real networks) on a backend:
+the fused partition as the backend forms it against the same ops run one by one (op by op),
+after checking that both give the same outputs. Each workload gets a verdict (fusion pays, fusion
+does not pay, not fused) and its achieved rates; the run is written as perf.json.
+
+examples:
+  fusionspec bench --backend reference --size small
+  fusionspec bench --backend accel --device pocl-cpu --patterns 'fp.matmul*' --reference
+  fusionspec bench --list
+  fusionspec diff OLD/perf.json NEW/perf.json     (the perf gate on two runs)"""
+#: What it says below them.
+EPILOG = """\
+Workloads that the backend's declared limitations cover are listed as unsupported, not timed.
+Exit codes: 0 every selected workload measured (or declared unsupported), 1 one could not be
+measured (its record says why and how to rerun it), 2 usage error, 3 no usable device."""
 #: Where documents go without ``--out``.
 DEFAULT_ROOT = Path("results", "perf")
-#: The `fusionspec conform` options that `bench` takes with the same meaning.
-SHARED_FLAGS = ("backend", "device", "seed", "patterns", "family", "dtype", "shard")
+#: The `fusionspec conform` options that `bench` takes, each with what it means here (the
+#: values are read and checked as `conform` reads them).
+BENCH_HELP = {
+    "backend": "the backend to time: a registered name, or module:attr (default: reference)",
+    "device": "device id of the backend (default: its first device)",
+    "seed": "seed of the workloads' input data (default: 0)",
+    "patterns": "catalog pattern ids or globs, comma-separated (int8.*,fp.conv_*): time their "
+                "workloads (default: every pattern's)",
+    "family": "pattern families, comma-separated, among {families}: time the workloads of "
+              "their patterns",
+    "dtype": "headline dtypes, comma-separated: time only the workloads of these (every "
+             "workload is f32 or int8)",
+    "shard": "time shard K of N: a stable slice of the selected workloads by workload id "
+             "(join the N perf.json with `fusionspec merge`)",
+}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     from fusionspec.conformance.options import FLAGS
+    from fusionspec.spec.catalog import PatternFamily
 
+    families = ", ".join(f.value for f in PatternFamily)
+    parser.description = DESCRIPTION
+    parser.epilog = EPILOG
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
     for flag in FLAGS:
-        if flag.name in SHARED_FLAGS:
-            parser.add_argument(f"--{flag.name}", dest=flag.dest, help=flag.help,
+        if flag.name in BENCH_HELP:
+            parser.add_argument(f"--{flag.name}", dest=flag.dest,
+                                help=BENCH_HELP[flag.name].format(families=families),
                                 **flag.settings)
     parser.add_argument("--workload", action="extend", type=_globs, metavar="IDS",
                         help="workload ids or globs, comma-separated (see --list)")
@@ -117,9 +156,13 @@ def run(args: argparse.Namespace) -> int:
         policy = TimingPolicy(policy.warmup, policy.min_repeats, policy.max_repeats,
                               args.budget, policy.target_spread, policy.confidence)
     spec = args.backend or "reference"
+    mistyped = unknown_backend(spec)
+    if mistyped:
+        raise UsageError(mistyped)
 
     def progress(record: dict[str, Any]) -> None:
-        state = record.get("verdict") or "error"
+        state = record.get("verdict") or ("unsupported" if "unsupported" in record
+                                          else "error")
         print(f"  {record['id']}: {state}", file=sys.stderr, flush=True)
 
     try:
@@ -141,28 +184,43 @@ def run(args: argparse.Namespace) -> int:
 def _summary(args: argparse.Namespace, document: dict[str, Any], written: Path) -> int:
     records = document["workloads"]
     failed = [r for r in records if "error" in r]
+    unsupported = [r for r in records if "unsupported" in r]
+    # The reference's column only when it was timed: without --reference it would be empty.
+    reference = any("reference" in r.get("timings", {}) for r in records)
+    measured = len(records) - len(failed) - len(unsupported)
     lines = [f"{document['backend']} on {document['device']['id']}, size {document['size']}: "
-             f"{len(records) - len(failed)} workload(s) measured, {len(failed)} not"]
-    head = f"{'workload':<58}{'fused ms':>10}{'op-by-op':>10}{'ratio':>7}  {'verdict':<20}" \
-           f"{'GFLOP/s':>9}{'GB/s':>8}"
+             f"{measured} workload(s) measured, {len(failed)} not, {len(unsupported)} "
+             "declared unsupported"]
+    head = f"{'workload':<58}{'fused ms':>10}{'op-by-op':>10}" \
+           + (f"{'ref ms':>10}" if reference else "") \
+           + f"{'ratio':>7}  {'verdict':<20}{'GFLOP/s':>9}{'GB/s':>8}"
     lines += [head, "-" * len(head)]
     for r in records:
+        if "unsupported" in r:
+            lines.append(f"{r['id']:<58}  unsupported: {r['unsupported']}")
+            continue
         if "error" in r:
             lines.append(f"{r['id']:<58}  error: {r['error']}")
             lines.append(f"{'':<60}rerun: {r['rerun']}")
             continue
         t, roof = r["timings"], r["roofline"]
+        ref = ""
+        if reference:
+            ref = f"{t['reference']['median']:>10.3f}" if "reference" in t else f"{'-':>10}"
         lines.append(f"{r['id']:<58}{t['fused']['median']:>10.3f}{t['opbyop']['median']:>10.3f}"
-                     f"{r['ratio']:>7.2f}  {r['verdict']:<20}{roof['gflop_s']:>9.2f}"
+                     f"{ref}{r['ratio']:>7.2f}  {r['verdict']:<20}{roof['gflop_s']:>9.2f}"
                      f"{roof['gb_s']:>8.2f}")
     lines.append(f"performance document: {written}")
     verdicts: dict[str, int] = {}
     for r in records:
         if "verdict" in r:
             verdicts[r["verdict"]] = verdicts.get(r["verdict"], 0) + 1
-    emit(args, "\n".join(lines), {"ok": not failed, "document": str(written),
-                                  "verdicts": verdicts,
-                                  "errors": {r["id"]: r["error"] for r in failed}})
+    emit(args, "\n".join(lines), {
+        "ok": not failed, "document": str(written), "verdicts": verdicts,
+        "errors": {r["id"]: r["error"] for r in failed},
+        "unsupported": {r["id"]: r["unsupported"] for r in unsupported},
+        "reference_ms": {r["id"]: r["timings"]["reference"]["median"] for r in records
+                         if "reference" in r.get("timings", {})}})
     return 1 if failed else 0
 
 

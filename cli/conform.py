@@ -30,6 +30,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +41,8 @@ from fusionspec.backend import (
     available_backends,
 )
 from fusionspec.backend.describe import describe_isolated
+from fusionspec.conformance.answers import WHOLE_TRACEBACK_ENV
+from fusionspec.conformance.expectations import stale_lines, unexpected_pass_note
 from fusionspec.conformance.grade.emptiness import shows_nothing
 from fusionspec.conformance.grade.results import (
     ResultsCollector,
@@ -50,7 +53,8 @@ from fusionspec.conformance.selection import SelectionError
 from fusionspec.spec.files import atomic_write_text
 from fusionspec.spec.text import clean_text
 
-from .output import check_paths, emit
+from .conform_log import failure_lines, time_line
+from .output import check_paths, emit, unknown_backend
 
 HELP = "run the conformance suite against a backend and write the results"
 #: The exit code of a run whose backend has no usable device.
@@ -61,8 +65,6 @@ INTERRUPTED_EXIT = 130
 USAGE_EXIT = 2
 #: Where results go without ``--out``.
 DEFAULT_ROOT = Path("results", "conformance")
-#: How many failures the summary lists.
-LISTED = 20
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -123,6 +125,7 @@ def run(args: argparse.Namespace) -> int:
         return _list(args)
     if args.replay is not None:
         return _replay(args)
+    from fusionspec.conformance.expectations import ExpectationsError
     from fusionspec.conformance.options import read_options
     from fusionspec.conformance.suite import run_suite
 
@@ -130,9 +133,12 @@ def run(args: argparse.Namespace) -> int:
 
     try:
         options = read_options(lambda name: getattr(args, name))
-    except SelectionError as exc:
+    except (SelectionError, ExpectationsError) as exc:
         return _usage(args, str(exc))
     backend = options.backend or "reference"
+    mistyped = unknown_backend(backend)
+    if mistyped:
+        return _usage(args, mistyped)
     out = options.out if options.out is not None else \
         (lambda name, device: default_out(name, device.id))
     try:
@@ -157,7 +163,7 @@ def run(args: argparse.Namespace) -> int:
         check_paths({"results": written, "--expectations": getattr(
             options.expectations, "source", None)}, {"--write-expectations":
                                                      args.write_expectations})
-        _write_expectations(args.write_expectations, collector, options.expectations)
+        _write_expectations(args.write_expectations, collector, options)
     _write_junit(args, collector)
     return _summary(args, collector, written, empty_shard)
 
@@ -169,7 +175,8 @@ def _summary(args: argparse.Namespace, collector: ResultsCollector, written: Pat
     verdict = "INCOMPLETE" if collector.incomplete else "FAIL" if collector.failed else \
         "EMPTY" if empty_shard else "PASS"
     shard = f" (shard {collector.shard})" if collector.shard else ""
-    lines = [f"{verdict}: {collector.backend} on {collector.device.id}{shard}: {totals}"]
+    lines = [f"{verdict}: {collector.backend} on {collector.device.id}{shard}: {totals}"
+             f"{unexpected_pass_note(collector.unexpected_passes, collector.strict)}"]
     if empty_shard:
         lines.append(f"  shard {collector.shard} holds none of the selected cases")
     if collector.incomplete:
@@ -179,21 +186,10 @@ def _summary(args: argparse.Namespace, collector: ResultsCollector, written: Pat
         lines.append(f"  {expected} expected failure(s) (expectations file)")
     if collector.skipped:
         lines.append(f"  {len(collector.skipped)} case(s) skipped (expectations file)")
-    for passed in collector.unexpected_passes[:LISTED]:
-        word = "error" if collector.strict else "note"
-        lines.append(f"  {word}: {passed['case_id']} passes, but expectations entry "
-                     f"{passed['entry']} expects it to fail ({passed.get('reason', '')}); "
-                     "remove or narrow the entry")
+    lines += stale_lines(collector.unexpected_passes, collector.strict)  # every stale entry
     unexpected = collector.unexpected_failures
-    for failure in unexpected[:LISTED]:
-        lines.append(f"  {failure['status']}: {failure['case_id']}: {failure['reason']}")
-        slipped = failure.get("unexpected_status")
-        if slipped:
-            lines.append(f"    (expectations entry {slipped['entry']} expects another "
-                         "failing status)")
-        lines.append(f"    replay: {_replay_line(collector, failure)}")
-    if len(unexpected) > LISTED:
-        lines.append(f"  ... {len(unexpected) - LISTED} more failures in the results file")
+    lines += failure_lines(document, unexpected, lambda f: _replay_line(collector, f))
+    lines.append(time_line(collector.timings, collector.oracle))
     if written is not None:
         lines.append(f"results: {written}")
     ok = not collector.failed and not collector.incomplete
@@ -208,7 +204,7 @@ def _summary(args: argparse.Namespace, collector: ResultsCollector, written: Pat
     return 0 if ok else 1
 
 
-def _replay_line(collector: ResultsCollector, failure: dict[str, Any]) -> str:
+def _replay_line(collector: ResultsCollector, failure: Mapping[str, Any]) -> str:
     """The command replaying `failure`, with an absolute path (it works from any folder), or
     the command that draws it afresh when nothing was saved."""
     replay = failure["replay"]
@@ -218,15 +214,23 @@ def _replay_line(collector: ResultsCollector, failure: dict[str, Any]) -> str:
     return replay_commands(folder, collector.backend_spec, collector.device.id, False)[0]
 
 
-def _write_expectations(path: Path, collector: ResultsCollector, used: Any) -> None:
-    from fusionspec.conformance.expectations import expectations_toml
+def _write_expectations(path: Path, collector: ResultsCollector, options: Any) -> None:
+    """``--write-expectations``: the file the run's expectations become, its failures
+    grouped into entries as the findings report groups them (one cause, one entry)."""
+    from fusionspec.conformance.expectations import FailureGroup, regenerate
+    from fusionspec.reports.findings import group_findings
 
-    keep = [e for e in used.entries if e.status == "skip"] if used is not None else []
-    title = (f"Started from a run of {collector.backend_spec} on {collector.device.id} "
+    def by_finding(document: Mapping[str, Any]) -> list[FailureGroup]:
+        return [FailureGroup(f.signature, tuple(str(r.get("case_id")) for r in f.records))
+                for f in group_findings(document) if f.status != "extension"]
+
+    title = (f"Written from a run of {collector.backend_spec} on {collector.device.id} "
              f"(profile {collector.profile}, seed {collector.seed}).")
-    atomic_write_text(path, expectations_toml(collector.failures, keep, title=title))
-    print(f"expectations: {path} ({len(collector.failures)} failure(s) expected)",
-          file=sys.stderr)
+    written = regenerate(collector.to_dict(), by_finding, used=options.expectations,
+                         selection=options.selection, prune=options.prune_expectations,
+                         title=title)
+    atomic_write_text(path, written.text)
+    print(written.summary(path), file=sys.stderr)
 
 
 def _write_junit(args: argparse.Namespace, collector: ResultsCollector) -> None:
@@ -286,6 +290,9 @@ def _replay(args: argparse.Namespace) -> int:
         return _usage(args, _unregistered(args.replay, backend))
     device = args.device or _recorded_device(args.backend, recorded_backend, recorded_device)
     check_budget(case.graph, budget())  # as `run` does: before any input is filled
+    # A replay is read by the backend's author: every frame of what it raised is kept (the
+    # worker started below inherits this).
+    os.environ[WHOLE_TRACEBACK_ENV] = "1"
     try:
         with Runner(backend, device, 120.0, isolate=not args.no_isolate, seed=seed,
                     memory_limit=args.memory_limit) as runner:

@@ -9,8 +9,10 @@ the other status changes. A new failure is a case that fails in NEW, that NEW's 
 file does not expect to fail, and that did not fail in OLD (or did not exist there).
 
 Exit codes: 0 when NEW has no new failure, 1 when it has (or NEW is incomplete or could not run,
-so it cannot vouch for its cases), 2 for a usage error. ``--markdown FILE`` appends the
-comparison as Markdown (GitHub Actions shows ``$GITHUB_STEP_SUMMARY`` on the run's page).
+so it cannot vouch for its cases, or NEW left out cases that OLD ran: a narrower --patterns, a
+shard, another profile; ``--allow-narrower`` accepts that on purpose), 2 for a usage error.
+``--markdown FILE`` appends the comparison as Markdown (GitHub Actions shows
+``$GITHUB_STEP_SUMMARY`` on the run's page).
 
 Given two performance documents (``fusionspec bench``), it is the perf gate instead
 (`fusionspec.cli.perf_diff`).
@@ -41,6 +43,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--threshold", type=float, metavar="FRACTION",
                         help="performance documents only: the slowdown beyond the confidence "
                              "intervals that counts as a regression (default 0.1)")
+    parser.add_argument("--allow-narrower", action="store_true",
+                        help="results documents only: pass even when NEW left out cases OLD "
+                             "ran (a deliberately narrower selection; the cases left out are "
+                             "still listed)")
     parser.add_argument("--json", action="store_true", help="machine-readable output")
 
 
@@ -68,31 +74,40 @@ def run(args: argparse.Namespace) -> int:
         lines.append(f"  note: {d.note}")
     for title, cases, total in (("new failure", d.new_failures, d.new_failures_total),
                                 ("fixed", d.fixed, d.fixed_total),
-                                ("changed", d.other, d.other_total)):
+                                ("changed", d.other, d.other_total),
+                                ("failing in OLD, not run", d.dropped, d.dropped_total)):
         for c in cases[:SHOWN]:
             before = c.before.name if c.before else "absent"
             after = (c.after.name if c.after else "absent") + (" (expected)" if c.expected
                                                                else "")
             lines.append(f"  {title}: {c.case_id}: {before} -> {after}"
                          + (f": {c.reason}" if c.reason else ""))
-        if total > min(len(cases), SHOWN):
-            lines.append(f"  ... {total - min(len(cases), SHOWN)} more {title} case(s)")
+        if total > SHOWN:
+            lines.append(f"  ... {total - SHOWN} more {title} case(s)")
     if d.incomplete:
         lines.append(f"  {d.incomplete}")
-    failed = bool(d.regressions or d.incomplete)
+    narrowed = bool(d.narrowed) and not args.allow_narrower
+    if d.narrowed:
+        lines.append(f"  narrowed: {d.narrowed}"
+                     + (" (accepted: --allow-narrower)" if args.allow_narrower else
+                        "; pass --allow-narrower if that is meant"))
+    failed = bool(d.regressions or d.incomplete or narrowed)
     lines.append("REGRESSION" if d.regressions else "INCOMPLETE" if d.incomplete
-                 else "OK: no regression")
+                 else "NARROWED" if narrowed else "OK: no regression")
     if args.markdown is not None:
         args.markdown.parent.mkdir(parents=True, exist_ok=True)
         with args.markdown.open("a", encoding="utf-8") as out:
             out.write(markdown([d], notes))
     emit(args, "\n".join(clean_text(line) for line in lines), {
         "ok": not failed, "regressions": d.regressions, "incomplete": d.incomplete,
+        "narrowed": d.narrowed, "narrower_allowed": bool(args.allow_narrower),
         "new_failures": [c.case_id for c in d.new_failures], "fixed": [c.case_id for c in d.fixed],
+        "dropped": [c.case_id for c in d.dropped],
         "changed": [{"case_id": c.case_id, "before": c.before.name if c.before else None,
                      "after": c.after.name if c.after else None, "expected": c.expected}
                     for c in d.other],
         "totals": {"new_failures": d.new_failures_total, "fixed": d.fixed_total,
-                   "changed": d.other_total, "only_old": d.only_before,
+                   "changed": d.other_total, "dropped": d.dropped_total,
+                   "only_old": d.only_before,
                    "only_new": d.only_after}})
     return 1 if failed else 0

@@ -13,7 +13,7 @@ from typing import Any
 
 from fusionspec.spec.errors import FusionspecError
 
-__all__ = ["emit", "UsageError", "check_paths"]
+__all__ = ["emit", "UsageError", "check_paths", "unknown_backend"]
 
 
 def emit(args: argparse.Namespace, text: str, data: Any) -> None:
@@ -45,3 +45,22 @@ def check_paths(inputs: Mapping[str, str | Path | None],
             what = "an input" if other in inputs else "another output"
             raise UsageError(f"{name} {value} is also {what} ({other}); give it another path")
         seen[key(value)] = name
+
+
+def unknown_backend(spec: str) -> str:
+    """Why `spec` names no backend (a usage error: exit 2, like any other bad flag), or "".
+    A ``module:attr`` spec is left to loading, which says what went wrong there; a plain name
+    must be a registered one, and the nearest registered names are suggested."""
+    import difflib
+
+    from fusionspec.backend import available_backends
+
+    if ":" in spec:
+        return ""
+    known = available_backends()
+    if spec in known:
+        return ""
+    near = difflib.get_close_matches(spec, known, n=3)
+    hint = f" (did you mean {' or '.join(near)}?)" if near else ""
+    return (f"--backend {spec!r} is no registered backend{hint}; registered: "
+            f"{', '.join(known) or 'none'} (or give module:attr)")

@@ -7,7 +7,10 @@
 a workload regresses when its fused side slowed against its op-by-op side by more than
 ``--threshold``, or a side slowed beyond the run-wide drift more than 2.5 times, in the most
 favourable reading of the confidence intervals, each widened by its own spread (the level of
-a side moves between runs about as far as the run's own spread). Exit codes: 0 without a
+a side moves between runs about as far as the run's own spread); and when a fusion that paid in
+the baseline is now slower than op by op beyond both runs' bare intervals, or is no longer
+formed. The summary says what the comparison could have caught: the smallest fused slowdown
+it would have flagged, given the intervals both runs measured. Exit codes: 0 without a
 regression, 1 with one (or a workload measured in the baseline that no longer runs), 2 for a
 usage error.
 """
@@ -15,11 +18,16 @@ usage error.
 from __future__ import annotations
 
 import argparse
+import math
+from typing import TYPE_CHECKING
 
 from .output import UsageError, emit
 
 #: How many entries of each list the text output shows.
 SHOWN = 30
+
+if TYPE_CHECKING:
+    from fusionspec.conformance.perf.gate import PerfDiff
 
 
 def run_perf(args: argparse.Namespace) -> int:
@@ -39,13 +47,17 @@ def run_perf(args: argparse.Namespace) -> int:
              f"{len(d.regressions)} slower, {len(d.speedups)} faster of {d.compared} "
              f"workload(s) compared (fused against op by op beyond {threshold:.0%}, a side "
              f"beyond the run-wide drift x{d.drift:.2f} by x{1 + DEFAULT_ABSOLUTE_THRESHOLD:.1f}, "
-             "each interval widened by its own spread)"]
+             "each interval widened by its own spread; a fusion that paid and now costs)"]
+    reach = d.detectable
+    if reach is not None:
+        lines.append(f"  could detect: {reach.describe()}")
     if d.note:
         lines.append(f"  note: {d.note}")
     lines += [f"  slower: {c.describe()}" for c in d.regressions[:SHOWN]]
     lines += [f"  no longer runs: {b}" for b in d.broken[:SHOWN]]
     lines += [f"  faster: {c.describe()}" for c in d.speedups[:SHOWN]]
     lines += [f"  verdict: {i}: {a} -> {b}" for i, a, b in d.verdicts[:SHOWN]]
+    lines += [f"  unsupported: {u}" for u in d.unsupported[:SHOWN]]
     lines += [f"  only in OLD: {i}" for i in d.only_old[:SHOWN]]
     lines += [f"  only in NEW: {i}" for i in d.only_new[:SHOWN]]
     lines.append(f"REGRESSION in {', '.join(d.patterns) or 'workloads that no longer run'}"
@@ -56,8 +68,28 @@ def run_perf(args: argparse.Namespace) -> int:
 
     emit(args, "\n".join(lines), {
         "ok": not d.failed, "threshold": threshold, "compared": d.compared, "drift": d.drift,
+        "detectable": _detectable(d),
         "regressions": [change(c) for c in d.regressions], "broken": d.broken,
         "speedups": [change(c) for c in d.speedups], "patterns": d.patterns,
         "verdict_changes": [{"workload": i, "before": a, "after": b} for i, a, b in d.verdicts],
-        "only_old": d.only_old, "only_new": d.only_new, "note": d.note})
+        "unsupported": d.unsupported, "only_old": d.only_old, "only_new": d.only_new,
+        "note": d.note})
     return 1 if d.failed else 0
+
+
+def _finite(value: float | None) -> float | None:
+    """`value`, or None where no slowdown could be caught (JSON has no infinity)."""
+    return value if value is not None and math.isfinite(value) else None
+
+
+def _detectable(d: PerfDiff) -> dict[str, object] | None:
+    """The smallest fused slowdown each workload's comparison would have flagged, and its
+    summary over the run."""
+    summary = d.detectable
+    if summary is None:
+        return None
+    return {"median": _finite(summary.median), "best": _finite(summary.best),
+            "worst": _finite(summary.worst), "worst_workload": summary.worst_workload,
+            "workloads": [{"workload": r.workload, "least": _finite(r.least),
+                           "relative": _finite(r.relative), "absolute": _finite(r.absolute),
+                           "flip": _finite(r.flip)} for r in d.reach]}

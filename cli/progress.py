@@ -4,12 +4,14 @@ log.
 On a terminal (standard error), rich draws one bar for drawing the cases (per draw: pattern ×
 kind × rule) and one for judging them, with the number of cases, the elapsed time, an estimate
 of the time left and the counts by status so far. Elsewhere (CI logs, files), a plain line is
-written when judging starts, then at most every `PLAIN_INTERVAL_S` seconds, and when it ends.
-Nothing goes to standard output, which stays for the summary (or the JSON of ``--json``).
+written when judging starts, then at most every `PLAIN_INTERVAL_S` seconds (or every
+``FUSIONSPEC_PROGRESS_INTERVAL`` seconds: 0 writes a line for each case judged), and when it
+ends. Nothing goes to standard output, which stays for the summary (or the JSON of ``--json``).
 """
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from collections import Counter
@@ -34,6 +36,15 @@ __all__ = ["RunProgress", "PLAIN_INTERVAL_S"]
 #: Seconds between two plain progress lines.
 PLAIN_INTERVAL_S = 10.0
 
+
+def _interval() -> float:
+    """``FUSIONSPEC_PROGRESS_INTERVAL`` when it is a number of seconds, else the default."""
+    try:
+        value = float(os.environ.get("FUSIONSPEC_PROGRESS_INTERVAL", PLAIN_INTERVAL_S))
+    except ValueError:
+        return PLAIN_INTERVAL_S
+    return value if 0 <= value < float("inf") else PLAIN_INTERVAL_S
+
 _STYLES = {"pass": "green", "extension": "cyan", "unsupported": "yellow",
            "expected": "magenta"}
 
@@ -43,11 +54,11 @@ class RunProgress:
     context manager: the bar is removed when the run ends, however it ends."""
 
     def __init__(self, stream: TextIO | None = None, *, live: bool | None = None,
-                 interval_s: float = PLAIN_INTERVAL_S) -> None:
+                 interval_s: float | None = None) -> None:
         self.stream = stream if stream is not None else sys.stderr
         self.console = Console(file=self.stream)
         self.live = self.console.is_terminal if live is None else live
-        self.interval_s = interval_s
+        self.interval_s = _interval() if interval_s is None else interval_s
         self.counts: Counter[str] = Counter()
         self.total = 0
         self.done = 0

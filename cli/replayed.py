@@ -53,6 +53,10 @@ def verdict_lines(case: Case, verdict: Verdict, where: str) -> list[str]:
     lines = [f"{verdict.status.value}: {case.id}{described} on {where}"]
     if verdict.reason:
         lines.append(f"  {verdict.reason}")
+    trace = verdict.details.get("traceback")
+    if isinstance(trace, str) and trace:
+        lines.append("  what the backend raised:")
+        lines += [f"    {line}" for line in trace.splitlines()]
     worst = worst_lines(verdict.details)
     if worst:
         lines.append("  worst elements (index: reference vs backend):")

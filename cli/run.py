@@ -1,5 +1,8 @@
 """``fusionspec run FILE.json``: execute a oneDNN graph JSON file with the reference (or, with
 ``--backend NAME [--device ID]``, with a backend, as a replay folder's ``replay.txt`` does).
+With ``--compare``, the backend's outputs are also judged against the reference's, each within
+the error bound the suite gives it, and the exit code says whether they agree (0) or not (1):
+how a failure folder's ``culprit.json`` is replayed on the backend and the reference at once.
 
 The graph is loaded, finalized, partitioned (the reference partitioner, or one op per
 partition with ``--single-op``) and executed; inputs come from ``--inputs in.npz`` or are
@@ -14,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import sys
 from typing import Any
 
 import numpy as np
@@ -51,6 +55,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "partitions, compiled for --device, executed in order")
     parser.add_argument("--device", metavar="ID", help="the backend's device (default: its "
                         "first)")
+    parser.add_argument("--compare", action="store_true",
+                        help="with --backend: judge its outputs against the reference's, each "
+                             "within the suite's error bound (exit 1 when one differs)")
     parser.add_argument("--json", action="store_true", help="machine-readable output")
 
 
@@ -81,15 +88,24 @@ def _line(s: dict[str, Any]) -> str:
 
 
 def _on_backend(spec: str, device_id: str | None, graph: Graph,
-                inputs: dict[int, Array]) -> tuple[dict[int, Array], str]:
+                inputs: dict[int, Array], *, quiet: bool) -> tuple[dict[int, Array], str]:
     """The graph outputs as backend `spec` computes them, and where it ran (`BackendError`
-    when the backend cannot load or run them)."""
+    when the backend cannot load or run them; unless `quiet`, what the backend raised is
+    printed first with its whole traceback, the backend's frames being what its author
+    needs)."""
     from fusionspec.backend import load_backend, select_device
-    from fusionspec.conformance.replay import backend_outputs
+    from fusionspec.conformance.answers import short_traceback
+    from fusionspec.conformance.replay import ReplayError, backend_outputs
 
     backend = load_backend(spec)
     device = select_device(backend, device_id)
-    return backend_outputs(backend, device, graph, inputs), f"{backend.name} {device.id}"
+    try:
+        return backend_outputs(backend, device, graph, inputs), f"{backend.name} {device.id}"
+    except ReplayError as exc:
+        if exc.__cause__ is not None and not quiet:
+            print(f"what {spec} raised:\n{short_traceback(exc.__cause__, whole=True)}",
+                  file=sys.stderr)
+        raise
 
 
 def run(args: argparse.Namespace) -> int:
@@ -108,9 +124,15 @@ def run(args: argparse.Namespace) -> int:
     else:
         inputs = fill_inputs(graph, args.seed)
         origin = f"inputs filled with seed {args.seed}"
+    if args.compare and not args.backend:
+        raise UsageError("--compare judges a backend against the reference: give --backend")
+    verdicts: list[tuple[int, bool, str]] = []
     if args.backend:
-        outputs, where = _on_backend(args.backend, args.device, graph, inputs)
+        outputs, where = _on_backend(args.backend, args.device, graph, inputs,
+                                     quiet=bool(args.json))
         origin += f", on {where}"
+        if args.compare:
+            verdicts = _judged(graph, inputs, outputs)
     else:
         outputs = execute(graph, inputs, partitioner=lambda _graph: parts,
                           memory_budget=limit)
@@ -124,8 +146,31 @@ def run(args: argparse.Namespace) -> int:
     lines += [_line(s) for s in stats]
     if args.out:
         lines.append(f"wrote {len(outputs)} output(s) to {args.out}")
+    lines += [f"  tensor {tid}: {'agrees with the reference' if same else reason}"
+              for tid, same, reason in verdicts]
+    differs = [tid for tid, same, _ in verdicts if not same]
+    if verdicts:
+        lines.append(f"DIFFERS from the reference on tensor(s) {differs}" if differs
+                     else "AGREES with the reference on every output")
     emit(args, "\n".join(lines), {
-        "ok": True, "file": args.file, "ops": len(graph.ops), "partitions": len(parts),
+        "ok": not differs, "file": args.file, "ops": len(graph.ops), "partitions": len(parts),
         "inputs": args.inputs, "seed": None if args.inputs else args.seed, "out": args.out,
-        "outputs": stats})
-    return 0
+        "outputs": stats, "compared": [{"id": tid, "agrees": same, "reason": reason}
+                                       for tid, same, reason in verdicts]})
+    return 1 if differs else 0
+
+
+def _judged(graph: Graph, inputs: dict[int, Array], outputs: dict[int, Array],
+            ) -> list[tuple[int, bool, str]]:
+    """(tensor id, agrees, why not) for each graph output: the backend's `outputs` against the
+    reference's, within the suite's error bound of each."""
+    from fusionspec.conformance.grade.bounds import output_bounds
+    from fusionspec.conformance.grade.tolerances import compare
+
+    expected = execute(graph, inputs)
+    bounds = output_bounds(graph, inputs)
+    judged = []
+    for tensor in graph.output_tensors:
+        result = compare(expected[tensor.id], outputs.get(tensor.id), bounds[tensor.id])
+        judged.append((tensor.id, result.passed, result.reason))
+    return judged

@@ -3,8 +3,9 @@
 The suite's version (`fusionspec.spec.release.VERSION`, with the git commit when it runs from a
 checkout), the spec pages it encodes
 (title, file, SHA-256, and the oneDNN documentation release, which the pages do not state), the
-Python that runs it, and the backends registered in this environment (listed, not loaded:
-``fusionspec conform --list`` loads each one and lists its devices).
+Python that runs it, and the backends registered in this environment, each with the
+distribution and version that registers it (listed, not loaded: ``fusionspec conform --list``
+loads each one and lists its devices).
 """
 
 from __future__ import annotations
@@ -15,9 +16,10 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from fusionspec.backend import available_backends
+from fusionspec.backend.registry import available_backends, backend_distributions
 from fusionspec.spec.pages import DOCS_RELEASE, PAGES, SPEC_VERSION
 from fusionspec.spec.release import VERSION, source_commit
+from fusionspec.spec.text import clean_text
 
 __all__ = ["version_text", "VersionAction"]
 
@@ -38,6 +40,10 @@ def version_text() -> str:
     backends = available_backends()
     lines.append(f"backends: {', '.join(backends) if backends else 'none registered'} "
                  "(registered; `fusionspec conform --list` shows their devices)")
+    # A backend's results depend on its own release: each is named with the distribution that
+    # registers it (fusionspec's own ones with fusionspec's version).
+    origin = backend_distributions()
+    lines += [f"  {name}: {clean_text(origin.get(name, '?'), 200)}" for name in backends]
     return "\n".join(lines)
 
 

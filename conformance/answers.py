@@ -9,19 +9,28 @@ these records; the worker protocol (`fusionspec.conformance.transport`) carries 
 
 from __future__ import annotations
 
+import os
 import reprlib
 import traceback
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from fusionspec.backend import error_fields
 from fusionspec.spec.errors import GraphError
 
 __all__ = ["Failure", "Foreign", "BackendFailure", "Abandoned", "clip", "describe_exception",
-           "short_traceback", "rejection_types", "TRACEBACK_LINES"]
+           "short_traceback", "rejection_types", "TRACEBACK_LINES", "WHOLE_TRACEBACK_ENV"]
 
-#: How many lines of a backend's traceback a failure keeps.
+#: How many frames of a backend's traceback a failure keeps: the first ones below the suite
+#: (the backend's own code, where it went wrong) and the innermost ones (where it raised).
 TRACEBACK_LINES = 8
+_HEAD_FRAMES = 4
+#: Set (to anything but "" or "0") to keep every frame: replays do, to show all of it.
+WHOLE_TRACEBACK_ENV = "FUSIONSPEC_WHOLE_TRACEBACK"
+#: The suite's own plumbing, whose frames say nothing about the backend's bug.
+_SUITE = tuple(str(Path(__file__).resolve().parents[i] / name) + os.sep for i, name in
+               ((0, ""), (1, "backend")))
 
 
 @dataclass(frozen=True)
@@ -84,10 +93,27 @@ def rejection_types(backend: object) -> tuple[type[BaseException], ...]:
     return (GraphError, *extra)
 
 
-def short_traceback(exc: BaseException) -> str:
-    """The last `TRACEBACK_LINES` lines of `exc`'s traceback."""
-    lines = "".join(traceback.format_exception(exc)).rstrip().splitlines()
-    return "\n".join(lines[-TRACEBACK_LINES:])
+def short_traceback(exc: BaseException, whole: bool | None = None) -> str:
+    """`exc`'s traceback without the suite's own frames, and, unless `whole` (by default:
+    unless `WHOLE_TRACEBACK_ENV` is set), cut to `TRACEBACK_LINES` frames: the first
+    `_HEAD_FRAMES` below the suite (the backend's own code, which a library's frames would
+    otherwise push out) and the innermost ones; then the exception itself."""
+    frames = [f for f in traceback.extract_tb(exc.__traceback__)
+              if not f.filename.startswith(_SUITE)]
+    if whole is None:
+        whole = os.environ.get(WHOLE_TRACEBACK_ENV, "") not in ("", "0")
+    kept: list[str] = traceback.format_list(frames)
+    if not whole and len(frames) > TRACEBACK_LINES:
+        left_out = len(frames) - TRACEBACK_LINES
+        kept = [*traceback.format_list(frames[:_HEAD_FRAMES]),
+                f"  ... {left_out} frame(s) left out ...\n",
+                *traceback.format_list(frames[-(TRACEBACK_LINES - _HEAD_FRAMES):])]
+    text = "Traceback (most recent call last):\n" + "".join(kept) if frames else ""
+    text += "".join(traceback.format_exception_only(exc))
+    cause = exc.__cause__ or exc.__context__
+    if cause is not None and not exc.__suppress_context__:
+        text += f"(raised while handling {type(cause).__name__}: {cause})\n"
+    return text.rstrip()
 
 
 def describe_exception(stage: str, exc: BaseException,

@@ -1,12 +1,16 @@
 """A disk cache of drawn cases, so a second run of the same suite on the same profile does not
 draw its cases again (drawing is about as costly as judging the ci profile).
 
-A draw is cached only where its cases are a function of its coordinates: a derandomized
-profile without hypothesis' example database (the ci profile). The key covers everything else
-the cases depend on: the coordinates (pattern, kind, rule, examples, floor), the profile, the
-run's seed, the versions of Python, hypothesis, NumPy and ml_dtypes, and a digest of the
-suite's own source files (spec, backend, reference, conformance), so any change to the
-generator or the spec data is a new key. Entries live in
+Each draw (pattern x kind x rule, the unit a shard is given) is an entry of its own, so a
+shard reads and writes the entries of its own draws, and a folder kept between CI runs serves
+every shard, profile and seed at once. A draw is cached only where its cases are a function of
+its coordinates: a derandomized profile without hypothesis' example database (the ci profile).
+The key covers everything else the cases depend on: the coordinates (pattern, kind, rule,
+examples, floor), the profile, the run's seed, and `code_digest` (the versions of Python,
+hypothesis, NumPy and ml_dtypes, and the suite's own source files: spec, backend, reference,
+conformance), so any change to the generator or the spec data is a new key; an entry of an
+older suite is never read again (a CI cache keyed on `code_digest` starts afresh when it
+changes, leaving those behind). Entries live in
 ``$XDG_CACHE_HOME/fusionspec/draws`` (``~/.cache`` when unset), written atomically; an entry
 that cannot be read is dropped and drawn again. They are pickles the suite wrote itself into
 the user's own cache, like the OpenCL runtimes' binary caches beside them.
@@ -27,7 +31,7 @@ from functools import cache
 from importlib import metadata
 from pathlib import Path
 
-__all__ = ["ENV", "draw_key", "load_draw", "store_draw", "enabled", "cache_dir"]
+__all__ = ["ENV", "draw_key", "load_draw", "store_draw", "enabled", "cache_dir", "code_digest"]
 
 #: The subpackages whose sources decide what a draw gives.
 _SOURCES = ("fusionspec.spec", "fusionspec.backend", "fusionspec.reference",
@@ -52,7 +56,9 @@ def cache_dir() -> Path:
 
 
 @cache
-def _code_digest() -> str:
+def code_digest() -> str:
+    """What every key of this code shares: the digest of the suite's sources and of the
+    versions its draws depend on (a CI cache of the entries keys on it)."""
     digest = hashlib.sha256()
     for name in _SOURCES:
         folder = Path(str(importlib.import_module(name).__file__)).parent
@@ -67,7 +73,7 @@ def _code_digest() -> str:
 
 def draw_key(*parts: object) -> str:
     """The cache key of a draw described by `parts` (their reprs), under this code."""
-    text = "\x00".join([_code_digest(), *(repr(p) for p in parts)])
+    text = "\x00".join([code_digest(), *(repr(p) for p in parts)])
     return hashlib.sha256(text.encode()).hexdigest()
 
 

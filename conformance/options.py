@@ -25,7 +25,7 @@ from fusionspec.spec.catalog import CATALOG, PatternFamily
 from fusionspec.spec.errors import FusionspecError
 
 from .cases import CaseKind
-from .expectations import Expectations
+from .expectations import Expectations, check_write_options
 from .selection import (
     HEADLINE_DTYPES,
     Selection,
@@ -242,8 +242,13 @@ FLAGS: tuple[Flag, ...] = (
          {"action": "store_true"}),
     Flag("out", "folder for results.json, failure folders and logs (default: "
          "results/conformance/<backend>-<device>)", {"type": Path, "metavar": "DIR"}),
-    Flag("write-expectations", "write an expectations file expecting this run's failures "
-         "(the skip entries of --expectations are kept)", {"type": Path, "metavar": "FILE"}),
+    Flag("write-expectations", "write an expectations file expecting this run's failures: "
+         "the entries of --expectations, kept with their reasons, and one entry per cause of "
+         "the failures they do not expect (never the --expectations file itself)",
+         {"type": Path, "metavar": "FILE"}),
+    Flag("prune-expectations", "with --write-expectations: leave out the stale entries of "
+         "--expectations (a fail entry none of whose cases in this run's selection failed, a "
+         "skip entry that skipped none); not with --shard", {"action": "store_true"}),
     Flag("memory-limit", "address-space cap of each backend process in GB (default: half the "
          "machine's memory; 0: no cap)", {"type": gigabytes, "metavar": "GB"}),
 )
@@ -272,21 +277,26 @@ class RunOptions:
     out: Path | None
     memory_limit: int | None
     write_expectations: Path | None = None
+    prune_expectations: bool = False
 
 
 def read_options(get: Callable[[str], Any]) -> RunOptions:
     """`RunOptions` from parsed values; `get(dest)` returns the value of the flag with that
-    destination name (without prefix). SelectionError when the selection names nothing."""
+    destination name (without prefix). SelectionError when the selection names nothing,
+    ExpectationsError for expectations options that do not go together."""
     selection = Selection(
         patterns=tuple(get("patterns") or ()), families=tuple(get("family") or ()),
         kinds=tuple(dict.fromkeys(get("kinds") or CaseKind)),
         cases=tuple(get("case") or ()), rules=tuple(get("rule") or ()),
         dtypes=tuple(dict.fromkeys(get("dtype") or ())),
         excludes=tuple(dict.fromkeys(get("exclude") or ()))).validate()
+    check_write_options(get("expectations"), get("write_expectations"),
+                        bool(get("prune_expectations")), get("shard") is not None)
     return RunOptions(backend=get("backend"), device=get("device"),
                       profile=PROFILES[get("profile")], seed=int(get("seed")),
                       selection=selection, shard=get("shard"),
                       expectations=get("expectations"),
                       strict=bool(get("strict_expectations")), out=get("out"),
                       memory_limit=get("memory_limit"),
-                      write_expectations=get("write_expectations"))
+                      write_expectations=get("write_expectations"),
+                      prune_expectations=bool(get("prune_expectations")))

@@ -8,15 +8,17 @@ Every option is the ``fusionspec conform`` option of the same name with the pref
 (`fusionspec.conformance.options`: ``--fs-backend``, ``--fs-device``, ``--fs-profile``,
 ``--fs-seed``, ``--fs-patterns``, ``--fs-family``, ``--fs-kinds``, ``--fs-case``,
 ``--fs-rule``, ``--fs-dtype``, ``--fs-shard``, ``--fs-expectations``,
-``--fs-strict-expectations``, ``--fs-out``, ``--fs-write-expectations``, ``--fs-memory-limit``),
-with the same values and meanings. The options of the command line that have a pytest
-counterpart are not repeated: ``--jobs`` is pytest-xdist's ``-n``, ``--junit`` pytest's
-``--junitxml``, ``--json`` and ``--list`` have no use in a test run, and a failure is replayed
-with the ``fusionspec conform --replay`` line its text prints. The plugin adds nothing else to
-pytest: no unprefixed option, no fixture, no hook that acts outside its own test module, so
-installing fusionspec changes no other project's test runs. It is registered through the
-``pytest11`` entry point under its module name; with ``PYTEST_DISABLE_PLUGIN_AUTOLOAD`` set,
-load it with ``-p fusionspec.conformance.plugin``.
+``--fs-strict-expectations``, ``--fs-out``, ``--fs-write-expectations``,
+``--fs-prune-expectations``, ``--fs-memory-limit``), with the same values and meanings (but
+for one: ``--fs-write-expectations`` writes one new entry per pattern and failing status, where
+the command line writes one per cause as the findings report groups them). The options of the
+command line that have a pytest counterpart are not repeated: ``--jobs`` is pytest-xdist's
+``-n``, ``--junit`` pytest's ``--junitxml``, ``--json`` and ``--list`` have no use in a test
+run, and a failure is replayed with the ``fusionspec conform --replay`` line its text prints.
+The plugin adds nothing else to pytest: no unprefixed option, no fixture, no hook that acts
+outside its own test module, so installing fusionspec changes no other project's test runs.
+It is registered through the ``pytest11`` entry point under its module name; with
+``PYTEST_DISABLE_PLUGIN_AUTOLOAD`` set, load it with ``-p fusionspec.conformance.plugin``.
 
 A case the backend declares unsupported (a `Limitation`) is reported skipped with the
 limitation's reason, so ``--junitxml`` shows it as a skip, not a pass; a failure's text lists
@@ -47,9 +49,17 @@ import pytest
 
 from fusionspec.backend import BackendError, Device
 from fusionspec.spec.errors import FusionspecError
+from fusionspec.spec.files import atomic_write_text
 
 from .cases import Status
-from .expectations import expectations_toml
+from .expectations import (
+    ExpectationsError,
+    check_target,
+    groups_by_pattern_and_status,
+    regenerate,
+    stale_lines,
+    unexpected_pass_note,
+)
 from .grade.merge import merge_documents
 from .grade.results import ResultsCollector, artifact_name, replay_commands
 from .options import RunOptions, add_flags, read_options
@@ -344,25 +354,35 @@ def _write_merged(config: pytest.Config, state: _State) -> None:
     out.mkdir(parents=True, exist_ok=True)
     path = out / "results.json"
     path.write_text(json.dumps(merged, indent=1, allow_nan=False) + "\n", encoding="utf-8")
-    state.summary = [_verdict_line(merged), f"results: {path}"]
+    section = merged.get("expectations") or {}
+    state.summary = [_verdict_line(merged),
+                     *stale_lines(section.get("unexpected_passes") or [],
+                                  bool(section.get("strict"))),
+                     f"results: {path}"]
     options = state.options
     if options is not None and options.write_expectations is not None:
-        state.summary.append(_write_expectations(options, merged))
+        state.summary.append(_write_expectations(options, merged, path))
 
 
-def _write_expectations(options: RunOptions, document: dict[str, Any]) -> str:
-    """``--fs-write-expectations``: the file expecting this run's failures; its summary line."""
+def _write_expectations(options: RunOptions, document: dict[str, Any], results: Path) -> str:
+    """``--fs-write-expectations``: the file ``--write-expectations`` writes (atomically, never
+    over the run's results); its summary line."""
     assert options.write_expectations is not None
-    keep = [e for e in options.expectations.entries if e.status == "skip"] \
-        if options.expectations is not None else []
     device: dict[str, Any] = document.get("device") or {}
-    title = (f"Started from a run of {document.get('backend_spec')} on {device.get('id')} "
+    title = (f"Written from a run of {document.get('backend_spec')} on {device.get('id')} "
              f"(profile {document.get('profile')}, seed {document.get('seed')}).")
-    failures = list(document.get("failures") or [])
     target = options.write_expectations
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(expectations_toml(failures, keep, title=title), encoding="utf-8")
-    return f"expectations: {target} ({len(failures)} failure(s) expected)"
+    try:
+        check_target(target, {"the results document": results})
+        # The findings' grouping lives a layer above the suite: here one entry is written
+        # per pattern and status (fusionspec conform groups by cause).
+        written = regenerate(document, groups_by_pattern_and_status,
+                             used=options.expectations, selection=options.selection,
+                             prune=options.prune_expectations, title=title)
+        atomic_write_text(target, written.text)
+    except (ExpectationsError, OSError) as exc:
+        return f"expectations: {target} NOT WRITTEN: {exc}"
+    return written.summary(target)
 
 
 def _merge_workers(parts: list[dict[str, Any]]) -> dict[str, Any]:
@@ -386,7 +406,10 @@ def _verdict_line(document: dict[str, Any]) -> str:
         "FAIL" if failing or strict_fail else "PASS"
     totals = ", ".join(f"{n} {s}" for s, n in (document.get("totals") or {}).items())
     device: dict[str, Any] = document.get("device") or {}
-    return f"{verdict}: {document.get('backend')} on {device.get('id')}: {totals or 'no case'}"
+    note = unexpected_pass_note(section.get("unexpected_passes") or [],
+                                bool(section.get("strict")))
+    return (f"{verdict}: {document.get('backend')} on {device.get('id')}: "
+            f"{totals or 'no case'}{note}")
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:

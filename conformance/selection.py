@@ -12,13 +12,18 @@ Patterns, case ids and rules take shell-style globs (``int8.*``, ``softmax.post_
 ``structure.*``). A value that names nothing is a `SelectionError` raised while the command line
 is read, never an empty run.
 
-A `Shard` keeps a stable slice of the selected cases: case ``c`` belongs to shard
-``1 + H(c) mod N``, ``H`` being the first 8 bytes of the SHA-256 of its id, so the slices depend
-on the ids alone (not on the order of drawing, the machine or the number of jobs) and the N
-slices together are the whole selection.
+A `Shard` is one of N slices of a run. The suite splits its work before drawing anything:
+`Shard.split` deals out the selection's draws (pattern x kind x rule) by the number of cases
+each is expected to give, the largest first, each to the lightest shard so far; a shard draws
+its own draws only, so the slices depend on the selection and the profile alone (not on the
+machine, the number of jobs or what is cached), never overlap, and together are the whole
+selection. Work known by id alone (the benchmark's workloads) is split by `Shard.holds`: id
+``c`` belongs to shard ``1 + H(c) mod N``, ``H`` being the first 8 bytes of the SHA-256 of ``c``.
 
 >>> Shard.parse("2/3"), str(Shard(2, 3))
 (Shard(index=2, count=3), '2/3')
+>>> Shard.split([5, 1, 4, 2], 2)
+[1, 1, 2, 2]
 >>> split_case_id("fp.conv_post_ops/near-miss/structure.bound/1a2b3c4d")
 ('fp.conv_post_ops', 'near-miss', 'structure.bound', '1a2b3c4d')
 """
@@ -114,6 +119,20 @@ class Shard:
 
     def holds(self, case_id: str) -> bool:
         return Shard.of(case_id, self.count) == self.index
+
+    @staticmethod
+    def split(weights: Sequence[int], count: int) -> list[int]:
+        """The shard (1-based, of `count`) of each work unit, `weights` being the units'
+        expected sizes in a fixed order: the heaviest unit first (ties: the one listed first),
+        each to the shard holding the least so far (ties: the lowest), so that the shards come
+        out about even and the same on every machine."""
+        loads = [0] * count
+        found = [0] * len(weights)
+        for unit in sorted(range(len(weights)), key=lambda i: (-weights[i], i)):
+            lightest = min(range(count), key=lambda k: (loads[k], k))
+            loads[lightest] += weights[unit]
+            found[unit] = lightest + 1
+        return found
 
 
 def excludes_something(glob: str) -> bool:

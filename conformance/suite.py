@@ -11,11 +11,15 @@ each rule of the pattern is exercised whatever the profile's budget. Each draw's
 from its coordinates (`draw_seed`: pattern, kind, rule, profile and the run's ``--seed``), so the
 same profile and seed draw the same cases whatever the code around the draw, and a narrower
 selection (`fusionspec.conformance.selection`) draws exactly the cases the full run draws for
-it. The selection then keeps its cases, the shard its slice, and the expectations file
-(`fusionspec.conformance.expectations`) takes out the cases it skips. Every planned case keeps
-its position in the whole selection (`PlannedCase.index`), which orders results documents
-whatever judged them: one process, `jobs` workers, shards or pytest-xdist workers. With
-several jobs the draws themselves are spread over processes.
+it. Each draw gives every case id once (`fusionspec.conformance.generate.ids.unique_cases`).
+A shard draws its own share of the draws only (`Shard.split`, balanced by the cases each draw
+is expected to give), so the shards of a run draw each case once between them. The selection
+then keeps its cases, and the expectations file (`fusionspec.conformance.expectations`) takes
+out the cases it skips. Every planned case keeps its place in the whole selection's order
+(`PlannedCase.index`: its draw's rank among the selection's draws, then its place in the
+draw), which orders results documents whatever judged them: one process, `jobs` workers,
+shards or pytest-xdist workers. With several jobs the draws themselves are spread over
+processes.
 
 **Judging** (`judge_plan`). The planned cases go to a `RunnerPool` (isolated workers, `jobs`
 at a time), all in one stream so that no worker waits at the end of a pattern, and each verdict
@@ -45,6 +49,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, replace
+from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Protocol
 
@@ -59,17 +64,21 @@ from fusionspec.spec.catalog import PatternEntry, entry
 from . import draw_cache
 from .cases import Case, CaseKind, Status, Verdict
 from .expectations import Expectation, Expectations
+from .generate.ids import unique_cases
+from .generate.instance_plans import instance_plans
 from .generate.instances import instance_cases
 from .generate.methods import ill_formed_floor
+from .generate.model import tensor_items
 from .generate.near_miss import near_miss_rules, near_misses
+from .generate.rule_settings import rule_setting_items
 from .generate.strategies import design_cases, ill_formed_cases, near_miss_cases, valid_cases
 from .grade.results import ResultsCollector
-from .selection import Selection, SelectionError, Shard
+from .selection import Selection, SelectionError, Shard, split_case_id
 from .workers import Runner, RunnerPool, use_cache_home
 from .workers.transport import dumps
 
 __all__ = ["Profile", "PROFILES", "Progress", "PlannedCase", "Plan", "draw_seed", "draw_cases",
-           "plan_cases", "judge_plan", "run_suite", "run_collector", "OutDir"]
+           "plan_cases", "judge_plan", "run_suite", "run_collector", "OutDir", "INDEX_STRIDE"]
 
 
 @dataclass(frozen=True)
@@ -113,9 +122,10 @@ class Progress(Protocol):
 
 @dataclass(frozen=True)
 class PlannedCase:
-    """A case of the plan: `index` is its position among all the cases the selection drew
-    (before sharding), `occurrence` counts earlier cases with the same id (the same graph drawn
-    twice) from 1, `expectation` is the expectations entry that matches it, if any."""
+    """A case of the plan: `index` is its place in the whole selection's order (before
+    sharding: `INDEX_STRIDE` times its draw's rank, plus its place in the draw), `occurrence`
+    counts earlier cases with the same id from 1 (a draw gives each id once, so the suite's
+    plans hold 1), `expectation` is the expectations entry that matches it, if any."""
 
     case: Case
     index: int
@@ -126,13 +136,18 @@ class PlannedCase:
 @dataclass(frozen=True)
 class Plan:
     """The cases to judge, those an expectations entry skips, and how many cases the selection
-    holds before sharding (`selected`)."""
+    holds in the draws made (`selected`: all of them, or a shard's own)."""
 
     cases: tuple[PlannedCase, ...]
     skipped: tuple[PlannedCase, ...]
     selected: int
     shard: Shard | None = None
 
+
+#: The gap between the indices of consecutive draws (`PlannedCase.index`): larger than any
+#: draw's number of cases, so a shard numbers its cases as the whole run does without drawing
+#: the others' draws.
+INDEX_STRIDE = 100_000
 
 #: Where a run writes: a folder, or a function of the backend's name and device giving one
 #: (for a default that depends on which device the backend picked), or None for nowhere.
@@ -173,6 +188,38 @@ def _draws(pattern: PatternEntry, kind: CaseKind, profile: Profile, selection: S
     share = max(2, -(-budget // max(len(rules), 1)))
     return [_Draw(pattern.id, kind, rule, share) for rule in rules
             if selection.draws(pattern.id, kind, rule)]
+
+
+def _expected(draw: _Draw) -> int:
+    """About how many cases `draw` gives, from the catalog alone (what shards are balanced
+    by): its budget, and on top of it the floors that grow with the pattern."""
+    if draw.kind is CaseKind.near_miss:
+        return draw.examples
+    pattern = entry(draw.pattern)
+    # Half of a pattern's rule x setting items are ill-formed cases, half valid ones just
+    # inside the rule.
+    inside = len(rule_setting_items(pattern)) // 2
+    if draw.kind is CaseKind.ill_formed:
+        return draw.examples + inside
+    # A catalog instance per plan, and about three targeted corners per value class.
+    return (draw.examples + len(instance_plans(pattern)) + 3 * len(tensor_items(pattern))
+            + inside)
+
+
+def _own_draws(draws: Sequence[_Draw], shard: Shard | None) -> list[tuple[int, _Draw]]:
+    """(rank among `draws`, draw) of the draws `shard` makes (all of them without one)."""
+    if shard is None:
+        return list(enumerate(draws))
+    owners = Shard.split([_expected(d) for d in draws], shard.count)
+    return [(rank, d) for rank, (d, owner) in enumerate(zip(draws, owners))
+            if owner == shard.index]
+
+
+def _may_hold(draw: _Draw, case_id: str) -> bool:
+    """Whether the case `case_id` would come from `draw`."""
+    pattern, kind, rule, _ = split_case_id(case_id)
+    return (pattern == draw.pattern and kind == draw.kind.value
+            and (draw.rule is None or rule == draw.rule))
 
 
 def _settings(profile: Profile, examples: int, database_dir: Path | None) -> settings:
@@ -229,7 +276,7 @@ def _draw_fresh(draw: _Draw, profile: Profile, run_seed: int, database_dir: Path
         designed, extra = ill_formed_floor(entry(draw.pattern), draw.examples)
     cases += designed
     if len(designed) >= draw.examples:
-        return cases + extra
+        return unique_cases(cases + extra)
 
     # The seed is explicit: hypothesis would otherwise derive it from this function's source,
     # and the cases would change whenever the code around them does.
@@ -240,14 +287,15 @@ def _draw_fresh(draw: _Draw, profile: Profile, run_seed: int, database_dir: Path
         cases.append(case)
 
     collect()
-    return cases + extra
+    return unique_cases(cases + extra)
 
 
 def draw_cases(pattern: PatternEntry, kind: CaseKind, profile: Profile, *, run_seed: int = 0,
                database_dir: Path | None = None, selection: Selection | None = None,
                ) -> list[Case]:
     """The cases of one pattern and kind, in the order they are judged (for valid cases the
-    catalog instances first, then hypothesis' draws), before the selection filters them."""
+    catalog instances first, then hypothesis' draws), each id once, before the selection
+    filters them."""
     return [case for draw in _draws(pattern, kind, profile, selection or Selection())
             for case in _run_draw(draw, profile, run_seed, database_dir)]
 
@@ -296,22 +344,35 @@ def plan_cases(selection: Selection, profile: Profile, *, run_seed: int = 0,
                shard: Shard | None = None, expectations: Expectations | None = None,
                device: Device | None = None, jobs: int = 1, database_dir: Path | None = None,
                progress: Progress | None = None) -> Plan:
-    """Draw and select the cases of a run (see the module docstring). SelectionError when a
-    case id given without wildcards is not among the cases drawn, or nothing is selected."""
+    """Draw and select the cases of a run, or of its `shard` (see the module docstring).
+    SelectionError when a case id given without wildcards is not among the cases drawn (a
+    shard: among those of its own draws), or an unsharded run selects nothing (a shard may
+    hold nothing: its plan is empty)."""
     draws = [d for pattern in selection.entries() for kind in selection.kinds
              for d in _draws(pattern, kind, profile, selection)]
-    selected: list[Case] = []
-    for done, cases in enumerate(_drawn(draws, profile, run_seed, database_dir, jobs), 1):
-        selected += [c for c in cases if selection.holds(c)]
+    own = _own_draws(draws, shard)
+    selected: list[tuple[int, Case]] = []
+    made = _drawn([d for _, d in own], profile, run_seed, database_dir, jobs)
+    for done, cases in enumerate(made, 1):
+        rank = own[done - 1][0]
+        assert len(cases) < INDEX_STRIDE, f"a draw of {len(cases)} cases overflows its indices"
+        selected += [(rank * INDEX_STRIDE + place, c) for place, c in enumerate(cases)
+                     if selection.holds(c)]
         if progress is not None:
-            progress.drawing(done, len(draws))
-    found = {c.id for c in selected}
-    missing = [c for c in selection.exact_cases() if c not in found]
+            progress.drawing(done, len(own))
+    found = {c.id for _, c in selected}
+    missing = [c for c in selection.exact_cases() if c not in found
+               and any(_may_hold(d, c) for _, d in own)]
+    excluded = [(c, g) for c in missing for g in selection.excludes if fnmatchcase(c, g)]
+    if excluded:
+        given, glob = excluded[0]
+        raise SelectionError(f"case {given!r} is given with --case and left out by --exclude "
+                             f"{glob!r}: drop one of the two")
     if missing:
         raise SelectionError(f"case {missing[0]!r} is not among the cases the {profile.name} "
                              f"profile draws with seed {run_seed}"
                              + (f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""))
-    if not selected:
+    if not selected and shard is None:
         raise SelectionError("the selection holds no case: no drawn case has the selected "
                              "rules, dtypes and kinds"
                              + (", or --exclude left every one out" if selection.excludes
@@ -320,10 +381,8 @@ def plan_cases(selection: Selection, profile: Profile, *, run_seed: int = 0,
     judged: list[PlannedCase] = []
     skipped: list[PlannedCase] = []
     where = device or Device("unknown")
-    for index, case in enumerate(selected):
+    for index, case in selected:
         seen[case.id] += 1
-        if shard is not None and not shard.holds(case.id):
-            continue
         match = expectations.match(case, where) if expectations is not None else None
         planned = PlannedCase(case, index, seen[case.id], match)
         (skipped if match is not None and match.status == "skip" else judged).append(planned)
@@ -447,6 +506,7 @@ def _run_in_pool(backend: str, device: str | None, chosen: Selection, profile: P
                  log_path: Path | None) -> ResultsCollector:
     # One worker first (the plan needs its device); the others once the plan says how many
     # cases there are to share.
+    clock = time.perf_counter()
     with RunnerPool(backend, device, profile.timeout_s, jobs=jobs, isolate=isolate, seed=seed,
                     sys_path=sys_path, log_path=log_path, memory_limit=memory_limit,
                     start=1) as runner:
@@ -454,19 +514,24 @@ def _run_in_pool(backend: str, device: str | None, chosen: Selection, profile: P
         collector = run_collector(runner, backend, target, seed=seed, profile=profile,
                                   selection=chosen, shard=shard, expectations=expectations,
                                   strict=strict)
+        timings = collector.timings
+        timings["starting"], clock = time.perf_counter() - clock, time.perf_counter()
         try:
             plan = plan_cases(chosen, profile, run_seed=seed, shard=shard,
                               expectations=expectations, device=runner.device, jobs=jobs,
                               database_dir=target / "hypothesis-db" if target else None,
                               progress=progress)
             collector.planned = plan.selected
+            timings["drawing"], clock = time.perf_counter() - clock, time.perf_counter()
             runner.ensure(len(plan.cases))
             judge_plan(plan, runner, collector, profile, progress=progress)
+            timings["judging"] = time.perf_counter() - clock
         except KeyboardInterrupt:
             collector.interrupted = True
             collector.incomplete = (f"interrupted after {collector.cases} case(s); the "
                                     "cases not reached were not judged")
     collector.counters = dict(runner.counters)  # complete once the workers have stopped
+    collector.oracle = dict(runner.oracle)
     collector.finish()
     if log_path is not None and callable(out_dir):
         _move_logs(log_path.parent, collector.out_dir)

@@ -24,6 +24,7 @@ several partitions.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import nullcontext
 from typing import Any, TypeAlias
 
 import numpy as np
@@ -272,7 +273,7 @@ def execute_graph(graph: Graph, inputs: Mapping[int, Array], *,
 def execute_high_precision(graph: Graph, inputs: Mapping[int, Array],
                            partitions: Sequence[Partition] | None = None, *,
                            cast: Callable[[Array, DataType], Array] = cast_to,
-                           ) -> dict[int, Array]:
+                           single: bool = False) -> dict[int, Array]:
     """Every tensor of `graph`, inputs included, computed by the same op functions under
     `high_precision()`: float64 throughout, with no rounding to f32 or to any declared type
     between ops; only the conversions an op means (TypeCast, Quantize, Round) still round.
@@ -281,11 +282,13 @@ def execute_high_precision(graph: Graph, inputs: Mapping[int, Array],
     `partitions`, each of their outputs is rounded to its declared type as the spec says, and
     only the f32 roundings inside a partition are left out: the spec's value as a backend that
     keeps its intermediates exact would compute it. `cast` rounds those partition outputs (an
-    alternative rounding evaluates a backend's mistake next to the spec's value)."""
+    alternative rounding evaluates a backend's mistake next to the spec's value). With
+    `single`, the ops keep their own f32 arithmetic instead (what a backend computing in f32
+    gets before `cast`)."""
     if not graph.finalized:
         graph = graph.finalize()
     rounded = {t.id: t for p in partitions or () for t in p.outputs}
-    with high_precision():
+    with nullcontext() if single else high_precision():
         values: dict[int, Array] = {t.id: widen(read_input(t, inputs[t.id]))
                                     for t in graph.input_tensors}
         for op in graph.ops:

@@ -163,7 +163,8 @@ def _from_facts(record: Record, facts: Mapping[str, Any],
             else str(culprit["kinds"])
         return (f"{status}: {where} ({alone})",
                 f"Bug: {culprit.get('summary', '')}; the smallest reproducer is its "
-                f"culprit.json ({culprit.get('benchdnn', '')})")
+                "culprit.json with culprit_inputs.npz (fusionspec run culprit.json --inputs "
+                "culprit_inputs.npz --backend ... --compare)")
     triage = record.get("triage") or {}
     if what == "numeric" and triage.get("closer") == "reference" and \
             triage.get("reference_closer") == triage.get("failing"):

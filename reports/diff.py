@@ -10,8 +10,13 @@ pair the diff lists:
 - *fixed*: cases that failed before and no longer fail;
 - other status changes (one failing status for another, pass to extension, a new failure the
   expectations file expects ...);
+- *dropped*: cases that failed before and were not run now (neither fixed nor failing: the
+  newer run cannot say);
 - how many case ids exist on one side only (the selection or the suite changed between the
-  runs).
+  runs), and, when the newer run left out cases of the baseline, why: the selections (profile,
+  seed, shard, patterns ...) the two documents record, side by side. A run that covers less
+  than its baseline cannot vouch for what it left out, so the gate treats it as a failure of
+  its own (*narrowed*) unless the caller accepts it explicitly.
 
 Cases are matched by id (and, for an id a run holds twice, by occurrence). Every draw of the
 suite is seeded from its coordinates, so two runs with the same profile and seed produce the
@@ -21,7 +26,6 @@ CI gate, `markdown` for a job summary) and ``fusionspec report --baseline``.
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -30,7 +34,7 @@ from .document import Doc
 from .legend import StatusInfo, status_info, status_order
 
 __all__ = ["CountChange", "CaseChange", "RunDiff", "diff_runs", "pair_baselines",
-           "MAX_LISTED", "markdown"]
+           "MAX_LISTED", "markdown", "narrowing"]
 
 #: How many cases each list of the diff shows (the rest are counted).
 MAX_LISTED = 60
@@ -61,7 +65,8 @@ class CaseChange:
 
 @dataclass(frozen=True)
 class RunDiff:
-    """The changes between `baseline_label` (from `baseline_source`) and `run_label`."""
+    """The changes between `baseline_label` (from `baseline_source`) and `run_label`. The case
+    lists are whole; whoever shows them caps them (`MAX_LISTED`)."""
 
     run_label: str
     baseline_label: str
@@ -69,15 +74,32 @@ class RunDiff:
     note: str
     counts: tuple[CountChange, ...]
     new_failures: tuple[CaseChange, ...]
-    new_failures_total: int
     fixed: tuple[CaseChange, ...]
-    fixed_total: int
     other: tuple[CaseChange, ...]
-    other_total: int
+    #: Cases that failed in the baseline and were not run now.
+    dropped: tuple[CaseChange, ...]
     only_before: int
     only_after: int
     #: Why the newer run cannot vouch for its cases (incomplete, unavailable), if it cannot.
     incomplete: str = ""
+    #: Why the newer run covers less than the baseline (see `narrowing`), if it does.
+    narrowed: str = ""
+
+    @property
+    def new_failures_total(self) -> int:
+        return len(self.new_failures)
+
+    @property
+    def fixed_total(self) -> int:
+        return len(self.fixed)
+
+    @property
+    def other_total(self) -> int:
+        return len(self.other)
+
+    @property
+    def dropped_total(self) -> int:
+        return len(self.dropped)
 
     @property
     def regressions(self) -> int:
@@ -124,18 +146,48 @@ def pair_baselines(runs: Sequence[Doc], baselines: Sequence[Doc],
     return pairs, notes
 
 
-def _verdicts(doc: Doc) -> dict[tuple[str, int], tuple[str, str, str, bool]]:
-    """(case id, occurrence) -> (pattern, status, reason, expected to fail). A case id can
-    occur twice in one run (the strategies drew the same graph twice); the n-th occurrences of
-    two runs are paired."""
-    seen: Counter[str] = Counter()
-    found = {}
+def _verdicts(doc: Doc) -> dict[str, tuple[str, str, str, bool]]:
+    """case id -> (pattern, status, reason, expected to fail). A case id is judged once per
+    run; should a document hold one twice, its first verdict stands (a merge of overlapping
+    shards, say), so that no case is counted twice."""
+    found: dict[str, tuple[str, str, str, bool]] = {}
     for v in doc.objects("verdicts"):
-        case_id = v.text("case_id")
-        seen[case_id] += 1
-        found[(case_id, seen[case_id])] = (v.text("pattern"), v.text("status"), v.text("reason"),
-                                           bool(v.raw("expected")))
+        found.setdefault(v.text("case_id"), (v.text("pattern"), v.text("status"),
+                                             v.text("reason"), bool(v.raw("expected"))))
     return found
+
+
+#: The recorded facts of a run that decide which cases it draws, as `narrowing` names them.
+_DRAWN_BY = (("profile", "profile"), ("seed", "seed"), ("shard", "shard"))
+
+
+def _shown(value: object) -> str:
+    if value in (None, "", [], {}):
+        return "all" if value is not None else "none"
+    if isinstance(value, list):
+        return ",".join(str(v) for v in value)
+    return str(value)
+
+
+def narrowing(before: Doc, after: Doc, left_out: int) -> str:
+    """Why `after` covers less than `before`, or "" when it covers every case `before` ran.
+    `left_out` is the number of the baseline's case ids `after` did not run; the recorded
+    selections say why (a narrower --patterns, a shard, another profile or seed, a newer suite
+    that no longer draws a case)."""
+    if not left_out:
+        return ""
+    differences = [f"{label} {_shown(before.raw(key))} -> {_shown(after.raw(key))}"
+                   for key, label in _DRAWN_BY if before.raw(key) != after.raw(key)]
+    old, new = before.obj("selection"), after.obj("selection")
+    for key in sorted(set(old.data) | set(new.data)):
+        if old.raw(key, []) != new.raw(key, []):
+            differences.append(f"{key} {_shown(old.raw(key, []))} -> {_shown(new.raw(key, []))}")
+    if before.raw("suite_version") != after.raw("suite_version"):
+        differences.append(f"suite {before.text('suite_version', '?')} -> "
+                           f"{after.text('suite_version', '?')}")
+    why = "; ".join(differences) if differences else "the recorded selections are the same"
+    return (f"this run left out {left_out} case(s) the baseline ran ({why}): it cannot vouch "
+            "for them")
 
 
 def _count_changes(before: Doc, after: Doc) -> tuple[CountChange, ...]:
@@ -157,17 +209,17 @@ def diff_runs(run: Doc, baseline: Doc, note: str = "") -> RunDiff:
     new_failures: list[CaseChange] = []
     fixed: list[CaseChange] = []
     other: list[CaseChange] = []
-    for key, (pattern, status, reason, expected) in new.items():
+    for case_id, (pattern, status, reason, expected) in new.items():
         after = status_info(status)
-        if key not in old:
+        if case_id not in old:
             if after.failing:
-                change = CaseChange(key[0], pattern, None, after, reason, expected)
+                change = CaseChange(case_id, pattern, None, after, reason, expected)
                 (other if expected else new_failures).append(change)
             continue
-        before = status_info(old[key][1])
+        before = status_info(old[case_id][1])
         if before.name == after.name:
             continue
-        change = CaseChange(key[0], pattern, before, after, reason or old[key][2], expected)
+        change = CaseChange(case_id, pattern, before, after, reason or old[case_id][2], expected)
         if after.failing and not before.failing and not expected:
             new_failures.append(change)
         elif before.failing and not after.failing:
@@ -175,11 +227,8 @@ def diff_runs(run: Doc, baseline: Doc, note: str = "") -> RunDiff:
         else:
             other.append(change)
     only_before = [c for c in old if c not in new]
-    for key in only_before:
-        pattern, status, reason, _ = old[key]
-        if status_info(status).failing:
-            fixed.append(CaseChange(key[0], pattern, status_info(status), None,
-                                    "the case is no longer generated"))
+    dropped = [CaseChange(c, old[c][0], status_info(old[c][1]), None, "not run this time")
+               for c in only_before if status_info(old[c][1]).failing]
     incomplete = ""
     if run.text("unavailable"):
         incomplete = f"the run could not start: {run.text('unavailable')}"
@@ -188,10 +237,10 @@ def diff_runs(run: Doc, baseline: Doc, note: str = "") -> RunDiff:
     elif not new:
         incomplete = "the run judged no case, so it shows nothing"
     return RunDiff(_label(run), _label(baseline), baseline.source, note,
-                   _count_changes(baseline, run), tuple(new_failures[:MAX_LISTED]),
-                   len(new_failures), tuple(fixed[:MAX_LISTED]), len(fixed),
-                   tuple(other[:MAX_LISTED]), len(other), len(only_before),
-                   sum(1 for c in new if c not in old), incomplete)
+                   _count_changes(baseline, run), tuple(new_failures), tuple(fixed),
+                   tuple(other), tuple(dropped), len(only_before),
+                   sum(1 for c in new if c not in old), incomplete,
+                   narrowing(baseline, run, len(only_before)))
 
 
 def _md(text: str) -> str:
@@ -210,7 +259,8 @@ def markdown(diffs: Sequence[RunDiff], notes: Sequence[str] = ()) -> str:
     lines: list[str] = []
     for d in diffs:
         state = ("**regression**" if d.regressions else
-                 "**incomplete**" if d.incomplete else "no regression")
+                 "**incomplete**" if d.incomplete else
+                 "**narrowed**" if d.narrowed else "no regression")
         lines += [f"### fusionspec: {_md(d.run_label)} — {state}", "",
                   f"Against {_md(d.baseline_label)} ({md.code(d.baseline_source)})."
                   + (f" {_md(d.note)}." if d.note else ""), "",
@@ -220,9 +270,14 @@ def markdown(diffs: Sequence[RunDiff], notes: Sequence[str] = ()) -> str:
                   f"{d.only_before} | {d.only_after} |", ""]
         if d.incomplete:
             lines += [f"> {_md(d.incomplete)}", ""]
-        for title, cases, total in (("New failures", d.new_failures, d.new_failures_total),
+        if d.narrowed:
+            lines += [f"> **narrowed**: {_md(d.narrowed)}", ""]
+        for title, every, total in (("New failures", d.new_failures, d.new_failures_total),
                                     ("Fixed", d.fixed, d.fixed_total),
-                                    ("Other status changes", d.other, d.other_total)):
+                                    ("Other status changes", d.other, d.other_total),
+                                    ("Failing before, not run now", d.dropped,
+                                     d.dropped_total)):
+            cases = every[:MAX_LISTED]
             if not cases:
                 continue
             lines += [f"<details{' open' if title == 'New failures' else ''}><summary>"

@@ -44,7 +44,8 @@ MAX_GRAPH_BYTES = 64 * 2**20
 _SHOWN = frozenset({
     "expected_partitions", "actual_partitions", "numerics", "reason", "tensor", "dtype", "shape",
     "bound", "max_abs_error", "max_rel_error", "max_excess", "mismatches", "total", "worst",
-    "stage", "error_type", "message", "traceback", "kernel_source", "suite_error", "culprit"})
+    "stage", "error_type", "message", "traceback", "kernel_source", "suite_error", "culprit",
+    "signature", "triage"})
 
 
 @dataclass(frozen=True)
@@ -156,6 +157,9 @@ class FailureView:
     replay: tuple[str, ...]
     seed: str
     more: tuple[tuple[str, str], ...]
+    #: What the suite found behind the failure (a mistake's signature, a declared departure,
+    #: the culprit, who the float64 evaluation sides with), in sentences; "" when nothing.
+    cause: str = ""
 
 
 @dataclass(frozen=True)
@@ -445,7 +449,32 @@ def failure_view(failure: Doc, *, anchor: str, run_label: str, results_path: Pat
         bound=_bound(details), culprit=_culprit(details), error=_error(details),
         kernel_source=kernel if isinstance(kernel, str) else (
             None if kernel is None else _json(kernel)),
-        replay=rebuilt(replay.texts("commands")), seed=replay.text("seed"), more=more)
+        replay=rebuilt(replay.texts("commands")), seed=replay.text("seed"), more=more,
+        cause=_cause(details))
+
+
+def _cause(details: Doc) -> str:
+    """The cause of a failure in a sentence or two, from its recorded diagnosis (the same facts
+    the findings group by), so the drill-down states it instead of leaving it in raw JSON."""
+    said: list[str] = []
+    mistake = details.obj("signature")
+    if mistake.text("statement"):
+        said.append(f"Bug: {mistake.text('statement')} (signature {mistake.text('id')}, "
+                    f"matching {mistake.text('matched')} of {mistake.text('failing')} failing "
+                    "element(s)).")
+    for departure in details.objects("departures"):
+        if departure.text("statement"):
+            said.append(f"Known departure {departure.text('id')}: "
+                        f"{departure.text('statement')}.")
+    culprit = details.obj("culprit")
+    if culprit.text("summary"):
+        said.append(f"Smallest failing piece: {culprit.text('summary')}.")
+    triage = details.obj("triage")
+    if triage.text("closer") == "reference":
+        said.append(f"On {triage.text('reference_closer')} of {triage.text('failing')} failing "
+                    "element(s) the reference is nearer the float64 evaluation than the "
+                    "backend.")
+    return " ".join(said)
 
 
 def failure_line(failure: Doc) -> FailureLine:

@@ -32,6 +32,7 @@ from . import markdown as md
 from .causes import cause, record_facts, signature
 from .document import Doc, ReportError
 from .failures import find_folder
+from .legend import severity
 
 __all__ = ["Finding", "cause", "checked", "group_findings", "merge_findings",
            "findings_markdown", "unexplained",
@@ -71,8 +72,10 @@ def group_findings(results: Mapping[str, Any]) -> list[Finding]:
 
 def merge_findings(runs: Sequence[Mapping[str, Any]]) -> list[Finding]:
     """The failures and extensions of every run in `runs`, grouped by `cause` across them
-    (one bug, one finding, whichever versions show it): departures first, then extensions,
-    each largest first."""
+    (one bug, one finding, whichever versions show it): departures first, then extensions;
+    among departures, the bugs before what the backend declares (known departures,
+    limitations), then by `severity` (wrong values before missed fusions), then largest
+    first."""
     groups: dict[str, Finding] = {}
     for given in runs:
         # A document as loaded keeps each verdict's facts under ``details``: read it as
@@ -88,8 +91,15 @@ def merge_findings(runs: Sequence[Mapping[str, Any]]) -> list[Finding]:
             finding.runs[label] = finding.runs.get(label, 0) + 1
             if explanation is not None and len(explanation) > len(finding.known or ""):
                 finding.known = explanation  # the fullest statement any run recorded
-    return sorted(groups.values(), key=lambda f: (f.status == "extension", -len(f.records),
+    return sorted(groups.values(), key=lambda f: (f.status == "extension", _declared(f),
+                                                  severity(f.status), -len(f.records),
                                                   f.signature))
+
+
+def _declared(finding: Finding) -> bool:
+    """Whether the backend declared this finding itself (a known departure it matched, a
+    partition it marks unsupported): those come after the bugs."""
+    return bool(finding.example.get("departures")) or finding.status == "unsupported"
 
 
 def _is_checked(results: Mapping[str, Any]) -> bool:
@@ -104,7 +114,8 @@ def _example_dir(record: Record) -> str | None:
 
 
 #: What `copy_examples` copies from a failure folder: these regular files, nothing else.
-EXAMPLE_FILES = ("case.json", "graph.json", "inputs.npz", "replay.txt", "culprit.json")
+EXAMPLE_FILES = ("case.json", "graph.json", "inputs.npz", "replay.txt", "culprit.json",
+                 "culprit_inputs.npz")
 #: A file larger than this is left out of the copy.
 MAX_EXAMPLE_BYTES = 64 * 2**20
 
@@ -297,8 +308,13 @@ def _entry(number: int, finding: Finding, runs: Mapping[str, Mapping[str, Any]],
     culprit = ex.get("culprit")
     if isinstance(culprit, Mapping) and culprit.get("kinds") and folder is not None:
         case_file = str(Path(folder, "culprit.json"))
+        run = ["fusionspec", "run", case_file, "--inputs",
+               str(Path(folder, "culprit_inputs.npz")), "--backend",
+               str(results.get("backend", "")), "--device", str(device.get("id", "")),
+               "--compare"]
         lines.append(f"- smallest failing piece: {md.text(culprit.get('signature', ''))}: "
-                     f"{md.shell(['benchdnn', '--graph', f'--case={case_file}'])}")
+                     f"{md.shell(run)} (on the backend and the reference; or "
+                     f"{md.shell(['benchdnn', '--graph', f'--case={case_file}'])})")
     return [*lines, f"- replay: {replay}", ""]
 
 

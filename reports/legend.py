@@ -18,8 +18,8 @@ from dataclasses import dataclass
 
 from fusionspec.spec.catalog import PatternFamily
 
-__all__ = ["StatusInfo", "STATUSES", "status_info", "status_order", "METRICS", "FAMILY_TITLES",
-           "family_title"]
+__all__ = ["StatusInfo", "STATUSES", "SEVERITY", "status_info", "status_order", "severity",
+           "METRICS", "FAMILY_TITLES", "family_title"]
 
 
 @dataclass(frozen=True)
@@ -76,6 +76,22 @@ def status_info(name: str) -> StatusInfo:
     return StatusInfo(name, name, True, "st-unknown",
                       "A status this version of the report does not know (the results come from "
                       "a newer suite); counted as failing.")
+
+
+#: The failing statuses, most serious first: wrong values (and crashes, which give none) before
+#: graphs handled the wrong way, before fusions missed. Findings and the conform log list
+#: failures in this order, so the bug that computes wrong numbers is never buried under
+#: fusion gaps.
+SEVERITY: tuple[str, ...] = ("numeric-mismatch", "error", "timeout", "accepted-invalid",
+                             "rejected-valid", "fusion-mismatch")
+
+
+def severity(name: str) -> int:
+    """A sort key for failures by `SEVERITY` (an unknown status after the known failing ones,
+    what does not fail after every failure)."""
+    if name in SEVERITY:
+        return SEVERITY.index(name)
+    return len(SEVERITY) + (0 if status_info(name).failing else 1)
 
 
 def status_order(name: str) -> tuple[int, str]:

@@ -166,7 +166,8 @@ def _row(record: Doc) -> PerfRow:
         source=record.text("source"), partitions=_partitions(record), fused=fused,
         opbyop=opbyop, reference=side_figure(timings, "reference"),
         ratio=number(record, "ratio"), ratio_low=low, ratio_high=high,
-        verdict=verdict or ("not measured" if error else ""),
+        verdict=verdict or ("not measured" if error else
+                            "unsupported" if record.text("unsupported") else ""),
         verdict_class=VERDICT_CLASSES.get(verdict, "error"),
         gflop_s=number(roof, "gflop_s"), gb_s=number(roof, "gb_s"),
         intensity=flops / moved if flops is not None and moved else None,

@@ -3,7 +3,8 @@
 `perf_findings(section)` reads the performance section of the report
 (`fusionspec.reports.perf.perf_section`, one run per performance document) and returns, per run,
 the workloads whose verdict is ``fusion does not pay`` or ``not fused``; `perf_findings_markdown`
-writes them as Markdown, each with the figures and the command that reproduces them.
+writes them as Markdown, each with the figures and the command that reproduces them, and counts
+the workloads that were not measured and those the backend declared unsupported.
 
 For a fusion the backend does not form, what forming it would buy is given where it can be
 measured: where another run of the same document set (another version of the backend, another
@@ -25,6 +26,8 @@ __all__ = ["PerfFinding", "perf_findings", "perf_findings_markdown"]
 
 DOES_NOT_PAY = "fusion does not pay"
 NOT_FUSED = "not fused"
+#: The report's word for a workload a declared limitation kept from being measured.
+UNSUPPORTED = "unsupported"
 
 
 @dataclass(frozen=True)
@@ -86,12 +89,15 @@ def perf_findings_markdown(section: PerfSection, *, heading: str = "##") -> str:
         items = perf_findings(section)[run.label]
         pays = sum(1 for r in run.rows if r.verdict == "fusion pays")
         failed = [r for r in run.rows if r.error]
+        unsupported = sum(1 for r in run.rows if r.verdict == UNSUPPORTED)
         lines += [f"{heading} Performance: {text(run.label)}", "",
                   f"{len(run.rows)} workload(s) at size {text(run.size)} from "
                   f"{code(run.source)}: {pays} where fusion pays, "
                   f"{sum(1 for f in items if f.row.verdict == DOES_NOT_PAY)} where it does not, "
                   f"{sum(1 for f in items if f.row.verdict == NOT_FUSED)} not fused, "
-                  f"{len(failed)} not measured.", ""]
+                  f"{len(failed)} not measured"
+                  + (f", {unsupported} declared unsupported by the backend." if unsupported
+                     else "."), ""]
         if run.command:
             lines += [f"The run: {code(run.command)}", ""]
         for title, verdict in (("Fusions that do not pay", DOES_NOT_PAY),

@@ -46,7 +46,9 @@ def render(report: Report) -> str:
     except jinja2.TemplateNotFound as exc:
         raise ReportError(f"the report template {exc.name} is missing from the installed "
                           "package (reinstall fusionspec)") from None
-    html: str = template.render(report=report)
+    from .diff import MAX_LISTED
+
+    html: str = template.render(report=report, max_listed=MAX_LISTED)
     return html
 
 

@@ -287,7 +287,7 @@ def coverage_chart(rows: Sequence[CoverageRow], *, title: str = "grammar coverag
         most = max((c.count for c in row.cells), default=0)
         lines = max(1, math.ceil(len(row.cells) / _PER_LINE))
         parts.append(f'<g class="cv-row"><title>{_e(row.key)}</title>'
-                     f'<text class="cv-key" x="{_PAD}" y="{_n(y + 18)}" style="{_MONO}">'
+                     f'<text class="cv-key m" x="{_PAD}" y="{_n(y + 18)}">'
                      f'{_e(_short(row.key, 28))}</text></g>')
         for index, cell in enumerate(row.cells):
             line, col = divmod(index, _PER_LINE)
@@ -304,8 +304,8 @@ def coverage_chart(rows: Sequence[CoverageRow], *, title: str = "grammar coverag
                 f'<g class="{cls}"><title>{_e(tip)}</title>'
                 f'<rect x="{_n(x)}" y="{_n(cy)}" width="{_CELL_W}" height="{_CELL_H}" rx="4" '
                 f'fill="{fill}"/>'
-                f'<text x="{_n(x + _CELL_W / 2)}" y="{_n(cy + 11)}" text-anchor="middle" '
-                f'fill="{ink}" style="{_MONO}" font-size="9">{_e(_short(cell.value, 11))}'
+                f'<text class="m" x="{_n(x + _CELL_W / 2)}" y="{_n(cy + 11)}" '
+                f'text-anchor="middle" fill="{ink}" font-size="9">{_e(_short(cell.value, 11))}'
                 f'</text>'
                 f'<text x="{_n(x + _CELL_W / 2)}" y="{_n(cy + 23)}" text-anchor="middle" '
                 f'fill="{ink}" font-size="11" font-weight="600">{cell.count}</text></g>')
@@ -314,4 +314,7 @@ def coverage_chart(rows: Sequence[CoverageRow], *, title: str = "grammar coverag
     height = y + _PAD - 5
     return (f'<svg class="coverage" role="img" aria-label="{_e(title)}" '
             f'viewBox="0 0 {width} {_n(height)}" width="{width}" height="{_n(height)}" '
-            f'style="{_FONT}"><title>{_e(title)}</title>' + "".join(parts) + "</svg>")
+            f'style="{_FONT}"><title>{_e(title)}</title>'
+            # The monospace font once per drawing, not once per label (the drawing holds
+            # hundreds): a class its own style sheet defines, inline or standalone.
+            f'<style>.m{{{_MONO}}}</style>' + "".join(parts) + "</svg>")

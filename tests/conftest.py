@@ -3,7 +3,10 @@
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
+import tempfile
 
 from hypothesis import HealthCheck, settings
 
@@ -24,3 +27,10 @@ settings.load_profile(os.environ.get("FUSIONSPEC_HYPOTHESIS_PROFILE", "ci"))
 # which the draw cache's key cannot see: the tests draw afresh, and the cache has tests of its
 # own (tests/conformance/test_draw_cache.py) that turn it on.
 os.environ["FUSIONSPEC_DRAW_CACHE"] = "off"
+
+# The reference's side of the cases is cached per test session (every run a test starts reads
+# what an earlier one computed), never in the user's own cache.
+if "FUSIONSPEC_ORACLE_CACHE" not in os.environ:
+    _ORACLE = tempfile.mkdtemp(prefix="fusionspec-test-oracle-")
+    atexit.register(shutil.rmtree, _ORACLE, ignore_errors=True)
+    os.environ["FUSIONSPEC_ORACLE_CACHE"] = _ORACLE

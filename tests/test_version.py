@@ -86,3 +86,26 @@ def test_an_installed_copy_inside_another_repository_has_no_commit(tmp_path: Pat
     inner.mkdir(parents=True)
     (inner / "pyproject.toml").write_text("")
     assert source_commit(inner) is None, "the enclosing repository's commit is not the suite's"
+
+
+def test_the_version_names_each_backends_distribution(monkeypatch: pytest.MonkeyPatch) -> None:
+    from importlib.metadata import EntryPoint
+
+    import fusionspec.backend.registry as registry
+
+    class _Dist:
+        name, version = "mybackend", "1.4.0"
+
+    class _Point(EntryPoint):
+        @property
+        def dist(self) -> _Dist:  # type: ignore[override]
+            return _Dist()
+
+    third = _Point("mine", "mybackend.plugin:Backend", registry.ENTRY_POINT_GROUP)
+    ours = list(registry.entry_points(group=registry.ENTRY_POINT_GROUP))
+    monkeypatch.setattr(registry, "entry_points", lambda group: [*ours, third])
+    text = version_text()
+    assert "  mine: mybackend 1.4.0" in text, \
+        f"--version names a third-party backend with its distribution and version: {text}"
+    assert f"  reference: fusionspec {VERSION}" in text, \
+        f"fusionspec's own backends come with fusionspec's version: {text}"

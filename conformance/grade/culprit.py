@@ -46,7 +46,8 @@ from fusionspec.spec.types import Array
 from .bounds import ancestors, output_bounds
 from .tolerances import compare
 
-__all__ = ["Culprit", "isolate", "MAX_CALLS", "MAX_SECONDS", "signature_of", "CULPRIT_FILE"]
+__all__ = ["Culprit", "isolate", "MAX_CALLS", "MAX_SECONDS", "signature_of", "CULPRIT_FILE",
+           "CULPRIT_INPUTS", "culprit_inputs"]
 
 T = TypeVar("T")
 
@@ -56,6 +57,8 @@ MAX_CALLS = 48
 MAX_SECONDS = 20.0
 #: The file name a failure folder keeps the culprit's graph under.
 CULPRIT_FILE = "culprit.json"
+#: ... and its inputs, the values the isolation fed it (``fusionspec run --inputs``).
+CULPRIT_INPUTS = "culprit_inputs.npz"
 #: How many failing elements an element-wise culprit is cut down to.
 _KEEP = 8
 #: Element-wise ops, whose tensors can be cut down to their failing elements.
@@ -191,6 +194,20 @@ def _try(backend: Backend, device: Device, graph: Graph, inputs: Mapping[int, Ar
 def _inputs_for(graph: Graph, values: Mapping[int, Array]) -> dict[int, Array]:
     """The reference's values of `graph`'s inputs, in their declared storage dtypes."""
     return {t.id: cast_to(values[t.id], t.dtype) for t in graph.input_tensors}
+
+
+def culprit_inputs(piece: Graph, values: Mapping[int, Array],
+                   kept: Mapping[str, Sequence[Any]]) -> dict[int, Array]:
+    """The inputs the isolation fed the culprit `piece`, rebuilt from the reference's values of
+    the case's tensors (`values`, which the piece's tensor ids name) and from the few elements
+    a cut-down culprit kept (`Culprit.inputs`): what ``culprit_inputs.npz`` holds."""
+    found = {}
+    for t in piece.input_tensors:
+        small = kept.get(str(t.id))
+        source = np.asarray([float(x) for x in small], dtype=np.float64) \
+            if small is not None else np.asarray(values[t.id])
+        found[t.id] = cast_to(source.reshape(t.shape) if t.shape else source, t.dtype)
+    return found
 
 
 def isolate(graph: Graph, backend: Backend, device: Device, values: Mapping[int, Array],

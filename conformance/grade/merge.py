@@ -51,6 +51,8 @@ def _check_alike(documents: Sequence[Mapping[str, Any]], sources: Sequence[str])
     first, first_source = documents[0], sources[0]
     for doc, source in zip(documents[1:], sources[1:]):
         for name in SAME_FIELDS:
+            if name == "planned" and (doc.get("shard") or first.get("shard")):
+                continue  # a shard plans its own draws' cases: the shards' counts add up
             if doc.get(name) != first.get(name):
                 raise ResultsFormatError(
                     f"cannot merge {source} with {first_source}: they differ in {name} "
@@ -101,6 +103,9 @@ def merge_documents(documents: Sequence[Mapping[str, Any]], sources: Sequence[st
     first = documents[0]
     merged: dict[str, Any] = {key: first[key] for key in first}
     merged["shard"] = None
+    if first.get("shard"):
+        counts = [doc.get("planned") for doc in documents]
+        merged["planned"] = sum(counts) if all(isinstance(c, int) for c in counts) else None
     merged["started"] = min(str(d.get("started") or "") for d in documents)
     merged["finished"] = max(str(d.get("finished") or "") for d in documents)
     totals: dict[str, Any] = {}

@@ -15,7 +15,7 @@ Every record of a case names it ``case_id``. Its top-level keys:
   a registered name or ``module:attr``, what replay commands use), ``device`` (every `Device`
   field), ``environment`` (Python, NumPy, ml_dtypes, platform, hypothesis and pytest when
   installed), ``seed``, ``profile``, ``selection`` (what was asked for), ``shard`` (``"K/N"``
-  or null), ``planned`` (cases the selection drew, before sharding), ``started``,
+  or null), ``planned`` (cases the selection drew; a shard's, in its own draws), ``started``,
   ``finished``;
 - ``totals``: cases per status;
 - ``patterns``: per catalog pattern, counts by status, by case kind, by dtype and by rule, and
@@ -80,16 +80,17 @@ from typing import Any
 from fusionspec.backend import Departure, Device
 from fusionspec.backend.departures import departure_data
 from fusionspec.reference.arrays import write_npz
+from fusionspec.reference.execute import execute
 from fusionspec.reference.filling import fill_inputs
 from fusionspec.spec.errors import FusionspecError
 from fusionspec.spec.files import atomic_write_text, safe_component
 from fusionspec.spec.graph import Graph
-from fusionspec.spec.onednn_json import dump, load
+from fusionspec.spec.onednn_json import dump, from_dict, load
 from fusionspec.spec.pages import PAGES, SPEC_VERSION
 from fusionspec.spec.release import VERSION, source_commit
 
 from ..cases import FAILING, Case, CaseKind, Status, Verdict
-from .culprit import CULPRIT_FILE
+from .culprit import CULPRIT_FILE, CULPRIT_INPUTS, culprit_inputs
 from .document import SCHEMA_VERSION, ResultsDocument, ResultsFormatError, upgrade
 from .verdicts import rule_statement
 
@@ -198,6 +199,11 @@ class ResultsCollector:
         self.departures = [departure_data(d) for d in departures]
         self.unavailable = unavailable
         self.counters: dict[str, int] = {}
+        #: Seconds each step of the run took (starting, drawing, judging), and how many cases'
+        #: reference side came from the oracle cache: for the command's closing time line,
+        #: not part of the document (two runs of the same cases stay equal).
+        self.timings: dict[str, float] = {}
+        self.oracle: dict[str, int] = {}
         #: Why the run did not judge everything it was asked to (Ctrl-C, no case at all).
         self.incomplete: str | None = None
         self.interrupted = False
@@ -489,11 +495,28 @@ def write_failure(folder: str | Path, case: Case, verdict: Verdict, *, backend: 
         dump(case.graph, target / "graph.json")
     except (FusionspecError, ValueError, TypeError) as exc:
         notes.append(f"graph.json not written: {type(exc).__name__}: {exc}")
+    inputs = None
     try:
         graph = case.graph if case.graph.finalized else case.graph.finalize()
-        write_npz(target / "inputs.npz", fill_inputs(graph, seed, case.values), graph.tensors)
+        inputs = fill_inputs(graph, seed, case.values)
+        write_npz(target / "inputs.npz", inputs, graph.tensors)
     except (FusionspecError, ValueError, TypeError) as exc:
         notes.append(f"inputs.npz not written: {type(exc).__name__}: {exc}")
+    culprit = verdict.details.get("culprit")
+    culprit_lines = []
+    if isinstance(culprit, Mapping) and isinstance(culprit.get("graph"), Mapping):
+        # The smallest failing piece, as oneDNN graph JSON (benchdnn's graph driver reads it
+        # too), with the inputs the isolation fed it, so that fusionspec replays it alone.
+        atomic_write_text(target / CULPRIT_FILE,
+                          json.dumps(_jsonable(culprit["graph"]), indent=1, allow_nan=False)
+                          + "\n")
+        named = " ".join(str(culprit.get("signature", "")).split())  # one line, whatever it holds
+        culprit_lines.append(f"# the smallest failing piece: {named}".rstrip())
+        if inputs is not None and _write_culprit_inputs(target, culprit, graph, inputs, notes):
+            culprit_lines.append(shlex.join([
+                "fusionspec", "run", CULPRIT_FILE, "--inputs", CULPRIT_INPUTS, "--backend",
+                backend, "--device", device_id, "--compare"]))
+        culprit_lines.append(f"benchdnn --graph --case={CULPRIT_FILE}")
     record = {"case_id": case.id, "kind": case.kind.value, "pattern": case.pattern,
               "rule": case.rule, "dtype": case.dtype, "features": case.features,
               "values": case.values, "description": case.description, "seed": seed,
@@ -504,15 +527,7 @@ def write_failure(folder: str | Path, case: Case, verdict: Verdict, *, backend: 
     atomic_write_text(target / "case.json",
                       json.dumps(_jsonable(record), indent=1, allow_nan=False) + "\n")
     lines = replay_commands(".", backend, device_id, (target / "inputs.npz").exists())
-    culprit = verdict.details.get("culprit")
-    if isinstance(culprit, Mapping) and isinstance(culprit.get("graph"), Mapping):
-        # The smallest failing piece, as oneDNN graph JSON that benchdnn's graph driver reads.
-        atomic_write_text(target / CULPRIT_FILE,
-                          json.dumps(_jsonable(culprit["graph"]), indent=1, allow_nan=False)
-                          + "\n")
-        named = " ".join(str(culprit.get("signature", "")).split())  # one line, whatever it holds
-        lines.append(f"# the smallest failing piece: {named}".rstrip())
-        lines.append(f"benchdnn --graph --case={CULPRIT_FILE}")
+    lines += culprit_lines
     atomic_write_text(target / "replay.txt",
                       "# Replays this case: run from this folder (the paths are relative to "
                       "it).\n" + "\n".join(lines) + "\n")
@@ -536,6 +551,22 @@ def load_failure(folder: str | Path) -> tuple[Case, int]:
             RecursionError, FusionspecError) as exc:
         raise ResultsFormatError(f"{target}: not a failure folder: {type(exc).__name__}: "
                                  f"{exc}") from None
+
+
+def _write_culprit_inputs(target: Path, culprit: Mapping[str, Any], graph: Graph,
+                          inputs: Mapping[int, Any], notes: list[str]) -> bool:
+    """Write ``culprit_inputs.npz``: the culprit's inputs, rebuilt from the reference's values
+    of the case (`culprit_inputs`); a culprit they cannot be rebuilt for is noted instead."""
+    try:
+        piece = from_dict(culprit["graph"], source=CULPRIT_FILE).finalize()
+        values = execute(graph, inputs, keep_intermediates=True)
+        given = culprit.get("inputs")
+        kept: Mapping[str, Sequence[Any]] = given if isinstance(given, Mapping) else {}
+        write_npz(target / CULPRIT_INPUTS, culprit_inputs(piece, values, kept), piece.tensors)
+    except (FusionspecError, ValueError, TypeError, KeyError) as exc:
+        notes.append(f"{CULPRIT_INPUTS} not written: {type(exc).__name__}: {exc}")
+        return False
+    return True
 
 
 def failure_origin(folder: str | Path) -> tuple[str | None, str | None]:

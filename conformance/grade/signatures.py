@@ -52,7 +52,8 @@ class Signature:
 @dataclass(frozen=True)
 class _Check:
     signature: Signature
-    #: The mistaken value of every tensor of the graph, or None where the graph cannot show it.
+    #: The mistaken value of the failing tensor (or bands of it, shape (k, 2, *tensor): each
+    #: band's low and high), or None where the graph cannot show the mistake.
     evaluate: Callable[[Graph, Mapping[int, Array], int, Sequence[Partition]], Array | None]
 
 
@@ -76,11 +77,11 @@ def round_half_away(array: Array) -> Array:
 
 
 def _recompute(graph: Graph, inputs: Mapping[int, Array], parts: Sequence[Partition],
-               cast: Callable[[Array, DataType], Array] | None, tensor: int) -> Array | None:
-    """The failing tensor with every narrowing conversion the spec performs (partition
-    outputs and TypeCast) done by `cast` instead of round-to-nearest-even."""
-    if cast is None:
-        return None
+               cast: Callable[[Array, DataType], Array], tensor: int, *,
+               single: bool = False, typecasts: bool = True) -> Array | None:
+    """The failing tensor with every narrowing conversion of a partition output (and of
+    TypeCast ops, with `typecasts`) done by `cast` instead of round-to-nearest-even, in f32
+    arithmetic with `single`, in float64 otherwise. None where nothing narrows."""
     narrow = [t for p in parts for t in p.outputs if t.dtype in _NARROW_FLOATS]
     narrow += [t for op in graph.ops if op.kind == "TypeCast" for t in op.outputs
                if t.dtype in _NARROW_FLOATS]
@@ -92,21 +93,45 @@ def _recompute(graph: Graph, inputs: Mapping[int, Array], parts: Sequence[Partit
             return to_compute(cast(np.asarray(src), dst_dtype))
         return to_compute(cast_to(np.asarray(src), dst_dtype))
 
-    with substituted({"TypeCast": typecast}), np.errstate(all="ignore"):
-        values = execute_high_precision(graph, inputs, parts, cast=cast)
+    swaps = {"TypeCast": typecast} if typecasts else {}
+    with substituted(swaps), np.errstate(all="ignore"):
+        values = execute_high_precision(graph, inputs, parts, cast=cast, single=single)
     return np.asarray(values[tensor], dtype=np.float64)
+
+
+#: How far (relative) a backend's own value may lie from the float64 one before it is
+#: narrowed: 2^-16 is a hundred or so f32 ulps, far below a bf16 or f16 step.
+_BAND = 2.0**-16
 
 
 def _narrowing(mistake: Callable[[Array, DataType], Array]) -> Callable[
         [Graph, Mapping[int, Array], int, Sequence[Partition]], Array | None]:
-    def cast(array: Array, dtype: DataType) -> Array:
-        if dtype in _NARROW_FLOATS:
-            return mistake(array, dtype)
-        return cast_to(array, dtype)
-
+    """The mistaken narrowing as bands, one where TypeCast ops make the mistake too and one
+    where only partition outputs do (a backend may convert the two ways). A value on a narrow
+    type's step (0.875 computed as 0.87499994) narrows one step apart in a backend's f32
+    arithmetic and in float64; so does a sum of narrowed terms of both signs. A band spans the
+    mistake applied to the float64 values nudged by `_BAND` either way and to the f32 values:
+    a backend making this mistake lands inside it. Returned with shape (2, 2, *tensor): per
+    band, its low and high."""
     def evaluate(graph: Graph, inputs: Mapping[int, Array], tensor: int,
                  parts: Sequence[Partition]) -> Array | None:
-        return _recompute(graph, inputs, parts, cast, tensor)
+        bands = []
+        for typecasts in (True, False):
+            candidates = []
+            for shift, single in ((1.0 - _BAND, False), (1.0 + _BAND, False), (1.0, True)):
+                def cast(array: Array, dtype: DataType, shift: float = shift) -> Array:
+                    if dtype in _NARROW_FLOATS:
+                        return mistake(np.asarray(array, dtype=np.float64) * shift, dtype)
+                    return cast_to(array, dtype)
+                value = _recompute(graph, inputs, parts, cast, tensor, single=single,
+                                   typecasts=typecasts)
+                if value is None:
+                    return None
+                candidates.append(value)
+            stacked = np.stack(candidates)
+            bands.append(np.stack([np.fmin.reduce(stacked, axis=0),
+                                   np.fmax.reduce(stacked, axis=0)]))
+        return np.stack(bands)
     return evaluate
 
 
@@ -249,11 +274,20 @@ def match_signature(graph: Graph, inputs: Mapping[int, Array], tensor: int, expe
     r = np.broadcast_to(np.asarray(radius, dtype=np.float64), bad.shape)[bad]
     for check in _CHECKS:
         mistaken = check.evaluate(graph, inputs, tensor, partitions)
-        if mistaken is None or np.shape(mistaken) != bad.shape:
+        if mistaken is None:
             continue
-        m = np.asarray(mistaken, dtype=np.float64)[bad]
+        m = np.asarray(mistaken, dtype=np.float64)
+        if m.shape == bad.shape:  # one value per element
+            bands = [(m[bad], m[bad])]
+        elif m.shape[1:] == (2, *bad.shape):  # bands: the mistake anywhere from low to high
+            bands = [(band[0][bad], band[1][bad]) for band in m]
+        else:
+            continue
+        hits = np.zeros(a.shape, dtype=bool)
         with np.errstate(invalid="ignore"):
-            hits = (np.abs(a - m) <= r) | (a == m) | (np.isnan(a) & np.isnan(m))
+            for low, high in bands:
+                hits |= ((low - r <= a) & (a <= high + r)) | (a == low) | (a == high) | \
+                    (np.isnan(a) & (np.isnan(low) | np.isnan(high)))
         if _share(hits) >= MATCH_SHARE:
             return _found(check.signature, int(hits.sum()), count)
     return None

@@ -10,6 +10,11 @@ in ``jobs`` worker processes (`fusionspec.conformance.perf.workers`: a backend t
 on one workload ends only that workload's measurement), or in the calling process
 (``isolate=False``, one job), and returns the performance document
 (`fusionspec.conformance.perf.document`).
+
+A workload that one of the backend's declared limitations covers (`declared_limitation`,
+matched as `fusionspec conform` matches a case: the workload's pattern, headline dtype, its
+tensors' data types, the device kind, a valid graph) is not measured: its record says
+``unsupported`` with the limitation's reason, and it is no failure of the run.
 """
 
 from __future__ import annotations
@@ -23,10 +28,12 @@ from typing import Any
 
 import numpy as np
 
-from fusionspec.backend import Backend, Device, load_backend
+from fusionspec.backend import Backend, Device, Limitation, load_backend
 from fusionspec.backend.registry import select_device
 from fusionspec.backend.timing import TimingPolicy, interleave, measure, wall_clock
 
+from ..cases import CaseKind
+from ..limitations import check_limitations
 from .document import PERF_FORMAT, PERF_VERSION, check_perf
 from .roofline import opbyop_bytes, partition_bytes, partition_flops, rate
 from .sides import PerfError, Prepared, outputs_agree, prepare, reference_sampler
@@ -35,7 +42,7 @@ from .workers import Job, run_isolated
 from .workloads import Workload, workload
 
 __all__ = ["SMALL_POLICY", "FULL_POLICY", "SETTLE_S", "measure_workload", "run_bench",
-           "yardsticks", "rerun_command"]
+           "yardsticks", "rerun_command", "declared_limitation"]
 
 #: Timing of a ``small`` run: quick enough for the whole catalog in minutes on two cores; at
 #: least 9 runs, so that the median interval leaves out the slowest and the fastest run.
@@ -59,6 +66,18 @@ def rerun_command(backend_spec: str, device_id: str, size: str, workload_id: str
 def _header(w: Workload, size: str) -> dict[str, Any]:
     return {"id": w.id, "pattern": w.pattern, "name": w.name, "source": w.source,
             "dtype": w.dtype, "ops": [op.kind for op in w.graph(size).ops]}
+
+
+def declared_limitation(limitations: Sequence[Limitation], w: Workload, size: str,
+                        device: Device) -> Limitation | None:
+    """The first of the backend's declared `limitations` that covers workload `w` at `size` on
+    `device` (a workload is a valid graph of its pattern), if any."""
+    dtypes = w.tensor_dtypes(size)
+    for limitation in limitations:
+        if limitation.covers(pattern=w.pattern, dtype=w.dtype, device_kind=device.kind,
+                             case_kind=CaseKind.valid.value, tensor_dtypes=dtypes):
+            return limitation
+    return None
 
 
 def measure_workload(prepared: Prepared, policy: TimingPolicy, *, reference: bool = False,
@@ -180,22 +199,30 @@ def run_bench(spec: str, workloads: Sequence[Workload], *, device_id: str | None
     backend = load_backend(spec)
     device = select_device(backend, device_id)
     yardstick = roofs if device.kind == "cpu" else None
-    records: list[dict[str, Any]] = []
-    if jobs <= 1 and not isolate:
-        for w in workloads:
-            records.append(_one(backend, device, spec, w, size, seed, policy, reference,
-                                settle_s, yardstick))
+    limitations = check_limitations(getattr(backend, "limitations", ()))
+    found: dict[str, dict[str, Any]] = {}
+    for w in workloads:
+        limitation = declared_limitation(limitations, w, size, device)
+        if limitation is not None:
+            found[w.id] = {**_header(w, size), "unsupported": limitation.reason}
             if progress is not None:
-                progress(records[-1])
-    else:
+                progress(found[w.id])
+    measured = [w for w in workloads if w.id not in found]
+    if jobs <= 1 and not isolate:
+        for w in measured:
+            found[w.id] = _one(backend, device, spec, w, size, seed, policy, reference,
+                               settle_s, yardstick)
+            if progress is not None:
+                progress(found[w.id])
+    elif measured:
         def crashed(ident: str, why: str) -> dict[str, Any]:
             return {**_header(workload(ident), size), "error": why,
                     "rerun": rerun_command(spec, device.id, size, ident)}
 
         job = Job(spec, device.id, size, seed, policy, reference, settle_s, yardstick)
-        found = run_isolated(job, [w.id for w in workloads], _in_worker, jobs, crashed,
-                             progress or (lambda record: None))
-        records = [found[w.id] for w in workloads]
+        found.update(run_isolated(job, [w.id for w in measured], _in_worker, jobs, crashed,
+                                  progress or (lambda record: None)))
+    records = [found[w.id] for w in workloads]
     document: dict[str, Any] = {
         "format": PERF_FORMAT, "version": PERF_VERSION, "backend": backend.name,
         "backend_spec": spec,

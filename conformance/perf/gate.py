@@ -33,21 +33,47 @@ four ends, so a slowdown must exceed (1 + threshold) * r^6. With every interval 
 most 2.5% of its median a fused side 30% slower is caught (1.1 * 1.025^6 = 1.28); a workload
 whose intervals span 10% needs about 1.1 * 1.1^6 = 1.95x.
 
+On a loaded machine that bar can stand higher than the slowdowns that matter: Add + ReLU's
+fused side made 50% slower moved its op-by-op over fused ratio from 1.08 to 0.62 (x1.74), and
+with intervals 10% wide the widened reading needs x1.95. A verdict that flips is therefore
+judged apart from the widening:
+
+- **a fusion that paid and now costs**: the baseline's verdict is ``fusion pays`` (its fused
+  interval wholly below op by op's) and the new run's fused interval lies wholly above op by
+  op's (`fusion_costs`). Both runs' intervals then clear the verdict's boundary, on opposite
+  sides, and the relative question is asked of the bare intervals (no widening): the change
+  must still exceed `threshold`. A flip that only straddles the boundary (new intervals that
+  overlap) is noise the verdict itself admits, and is listed, not gated;
+- **a fusion that paid and is no longer formed** (``not fused``): partitioning does not depend
+  on timing, so no noise rule applies.
+
+Each comparison also says what it could have caught (`Reach`, one per workload compared): the
+smallest slowdown of the fused side that would have been flagged had the new run measured the
+fused side that much slower than the baseline's fused/op-by-op ratio predicts, with the spreads
+both runs measured: ``(1 + threshold) * S`` for the relative question, where S is the product
+of the four (widened) ends' distances from their medians; ``(1 + absolute_threshold)`` times
+the two fused ends' for the absolute one; and, for a fusion that paid, the slowdown that makes
+its bare intervals flip. `PerfDiff.detectable` sums it up over the run.
+
 A workload that was measured in the baseline and fails to run in the new document is a
-regression too. Speedups (the mirror images) and changed verdicts are listed, not gated.
+regression too. Speedups (the mirror images) and the other changed verdicts are listed, not
+gated; a workload the backend now declares unsupported is listed, and one of either run that
+was declared unsupported is not compared.
 """
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from .document import PerfFormatError
+from .verdicts import DOES_NOT_PAY, FUSION_PAYS, NOT_FUSED, fusion_costs
 
 __all__ = ["DEFAULT_THRESHOLD", "DEFAULT_ABSOLUTE_THRESHOLD", "DEFAULT_WIDEN", "SIDES",
-           "Change", "PerfDiff", "compare"]
+           "RELATIVE", "Change", "Reach", "Detectable", "PerfDiff", "compare"]
 
 #: The slowdown of the fused side against op by op that the gate flags (10%).
 DEFAULT_THRESHOLD = 0.10
@@ -58,13 +84,16 @@ DEFAULT_ABSOLUTE_THRESHOLD = 1.50
 DEFAULT_WIDEN = 1.0
 #: The sides the gate compares.
 SIDES = ("fused", "opbyop")
+#: The `Change.side` of the fused side's change against op by op.
+RELATIVE = "fused against op by op"
 
 
 @dataclass(frozen=True)
 class Change:
     """One side of one workload (or its fused side against op by op) whose time moved beyond
     the threshold: the fused or side's medians in ms and the smallest ratio (new over old)
-    that the intervals allow (largest for a speedup)."""
+    that the intervals allow (largest for a speedup); `why` names the rule when it is a
+    flipped verdict rather than the widened intervals."""
 
     workload: str
     pattern: str
@@ -72,11 +101,48 @@ class Change:
     old_ms: float
     new_ms: float
     bound: float
+    why: str = ""
 
     def describe(self) -> str:
-        return (f"{self.workload} ({self.side}): {self.old_ms:.4g} ms -> {self.new_ms:.4g} ms, "
+        text = (f"{self.workload} ({self.side}): {self.old_ms:.4g} ms -> {self.new_ms:.4g} ms, "
                 f"x{self.new_ms / self.old_ms:.2f} (intervals allow at least x{self.bound:.2f})"
                 if self.old_ms > 0 else f"{self.workload} ({self.side})")
+        return f"{text}; {self.why}" if self.why else text
+
+
+@dataclass(frozen=True)
+class Reach:
+    """The smallest slowdown of one workload's fused side that each rule would have flagged in
+    this comparison (see the module docstring); `flip` only for a fusion that paid in the
+    baseline. Infinite where an interval does not lie above zero."""
+
+    workload: str
+    relative: float
+    absolute: float
+    flip: float | None = None
+
+    @property
+    def least(self) -> float:
+        return min(x for x in (self.relative, self.absolute, self.flip) if x is not None)
+
+
+@dataclass(frozen=True)
+class Detectable:
+    """`Reach.least` over the workloads of one comparison: the median, the steadiest workload's
+    and the least steady one's (named)."""
+
+    median: float
+    best: float
+    worst: float
+    worst_workload: str
+    workloads: int
+
+    def describe(self) -> str:
+        if self.workloads == 1:
+            return f"a fused side x{self.median:.2f} slower or more ({self.worst_workload})"
+        return (f"a fused side x{self.median:.2f} slower or more (median of {self.workloads} "
+                f"workloads; x{self.best:.2f} on the steadiest, x{self.worst:.2f} on "
+                f"{self.worst_workload})")
 
 
 @dataclass
@@ -90,6 +156,8 @@ class PerfDiff:
     verdicts: list[tuple[str, str, str]] = field(default_factory=list)
     only_old: list[str] = field(default_factory=list)
     only_new: list[str] = field(default_factory=list)
+    unsupported: list[str] = field(default_factory=list)  # declared so by either run
+    reach: list[Reach] = field(default_factory=list)
     compared: int = 0
     drift: float = 1.0  # the run-wide median new/old ratio
     note: str = ""
@@ -103,6 +171,16 @@ class PerfDiff:
         """The patterns with a regression, in order of first appearance."""
         return list(dict.fromkeys(c.pattern for c in self.regressions))
 
+    @property
+    def detectable(self) -> Detectable | None:
+        """What this comparison could have caught, over its workloads (None without any)."""
+        if not self.reach:
+            return None
+        least = [(r.least, r.workload) for r in self.reach]
+        worst = max(least)
+        return Detectable(statistics.median(x for x, _ in least), min(least)[0], worst[0],
+                          worst[1], len(least))
+
 
 def _span(timing: Mapping[str, Any], widen: float) -> tuple[float, float]:
     """The side's median interval, widened by its own ratio (high over low) to the power
@@ -113,6 +191,16 @@ def _span(timing: Mapping[str, Any], widen: float) -> tuple[float, float]:
         return 0.0, 0.0
     stretch = (high / low) ** widen
     return low / stretch, high * stretch
+
+
+def _ends(timing: Mapping[str, Any], widen: float) -> tuple[float, float]:
+    """How far the (widened) interval's lower and upper ends lie from the median, as factors
+    of 1 or more (infinite for an interval that does not lie above zero)."""
+    low, high = _span(timing, widen)
+    median = float(timing["median"])
+    if low <= 0 or median <= 0:
+        return math.inf, math.inf
+    return max(median / low, 1.0), max(high / median, 1.0)
 
 
 def _bounds(before: Mapping[str, Any], after: Mapping[str, Any], widen: float = 0.0
@@ -137,6 +225,38 @@ def _relative(old: Mapping[str, Any], new: Mapping[str, Any], widen: float = 0.0
     return low, high
 
 
+def _spread(old: Mapping[str, Any], new: Mapping[str, Any], widen: float) -> float:
+    """The product of the distances of the four ends the relative question reads from their
+    medians: the factor by which its bound lies below the change of the medians."""
+    of, oo = (_ends(old["timings"][s], widen) for s in SIDES)
+    nf, no = (_ends(new["timings"][s], widen) for s in SIDES)
+    return of[1] * oo[0] * nf[0] * no[1]
+
+
+def _paid_now_costs(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
+    """Whether a fusion that paid in the baseline is slower than op by op now, each run's
+    intervals clearing the verdict's boundary (see the module docstring)."""
+    return (old.get("verdict") == FUSION_PAYS and new.get("verdict") == DOES_NOT_PAY
+            and fusion_costs(new["timings"]["fused"], new["timings"]["opbyop"]))
+
+
+def _reach(old: Mapping[str, Any], new: Mapping[str, Any], threshold: float,
+           absolute_threshold: float, widen: float) -> Reach:
+    """What a fused slowdown had to be for the gate to flag it (see the module docstring)."""
+    relative = (1.0 + threshold) * _spread(old, new, widen)
+    fused_old, fused_new = (_ends(d["timings"]["fused"], widen) for d in (old, new))
+    absolute = (1.0 + absolute_threshold) * fused_old[1] * fused_new[0]
+    flip = None
+    if old.get("verdict") == FUSION_PAYS and new.get("verdict") != NOT_FUSED:
+        # Centred on the baseline's ratio, the new fused interval clears the op-by-op one
+        # once it has moved up past the op-by-op side's upper end.
+        nf, no = (_ends(new["timings"][s], 0.0) for s in SIDES)
+        of_median, oo_median = (float(old["timings"][s]["median"]) for s in SIDES)
+        clears = oo_median / of_median * nf[0] * no[1] if of_median > 0 else math.inf
+        flip = max(clears, (1.0 + threshold) * _spread(old, new, 0.0))
+    return Reach(str(new["id"]), relative, absolute, flip)
+
+
 def _drift(pairs: Sequence[tuple[Mapping[str, Any], Mapping[str, Any]]],
            sides: Sequence[str]) -> float:
     """The median new/old ratio of the medians of every side compared (1 without any)."""
@@ -145,6 +265,28 @@ def _drift(pairs: Sequence[tuple[Mapping[str, Any], Mapping[str, Any]]],
                     if s in o["timings"] and s in n["timings"]
                     and o["timings"][s]["median"] > 0)
     return statistics.median(ratios) if ratios else 1.0
+
+
+def _fused_change(diff: PerfDiff, base: Mapping[str, Any], record: Mapping[str, Any],
+                  widen: float) -> None:
+    """The relative question, and the flipped verdicts that are judged apart from it."""
+    threshold = diff.threshold
+    fused = (float(base["timings"]["fused"]["median"]),
+             float(record["timings"]["fused"]["median"]))
+    change = (record["id"], record["pattern"], RELATIVE, *fused)
+    low, high = _relative(base, record, widen)
+    bare = _relative(base, record)[0]
+    if low > 1.0 + threshold:
+        diff.regressions.append(Change(*change, low))
+    elif _paid_now_costs(base, record) and bare > 1.0 + threshold:
+        diff.regressions.append(Change(*change, bare, "the fusion paid in the baseline and "
+                                       "is slower than op by op now, beyond both intervals"))
+    elif high * (1.0 + threshold) < 1.0:
+        diff.speedups.append(Change(*change, high))
+    if base.get("verdict") == FUSION_PAYS and record.get("verdict") == NOT_FUSED:
+        diff.regressions.append(Change(record["id"], record["pattern"], "partitions", *fused,
+                                       bare, "the fusion paid in the baseline and the backend "
+                                       "no longer forms it"))
 
 
 def compare(old: Mapping[str, Any], new: Mapping[str, Any], threshold: float = DEFAULT_THRESHOLD,
@@ -170,7 +312,15 @@ def compare(old: Mapping[str, Any], new: Mapping[str, Any], threshold: float = D
     pairs = []
     for ident, record in after.items():
         base = before.get(ident)
-        if base is None or "error" in base:
+        if base is None:
+            continue
+        if "unsupported" in base or "unsupported" in record:
+            # A declared limitation is the backend's word, as in a conformance run.
+            run, why = ("new run", record["unsupported"]) if "unsupported" in record \
+                else ("baseline", base["unsupported"])
+            diff.unsupported.append(f"{ident}: declared unsupported in the {run}: {why}")
+            continue
+        if "error" in base:
             continue
         if "error" in record:
             diff.broken.append(f"{ident}: {record['error']}")
@@ -181,15 +331,8 @@ def compare(old: Mapping[str, Any], new: Mapping[str, Any], threshold: float = D
     diff.compared = len(pairs)
     diff.drift = _drift(pairs, sides)
     for base, record in pairs:
-        low, high = _relative(base, record, widen)
-        fused = (float(base["timings"]["fused"]["median"]),
-                 float(record["timings"]["fused"]["median"]))
-        if low > 1.0 + threshold:
-            diff.regressions.append(Change(record["id"], record["pattern"],
-                                           "fused against op by op", *fused, low))
-        elif high * (1.0 + threshold) < 1.0:
-            diff.speedups.append(Change(record["id"], record["pattern"],
-                                        "fused against op by op", *fused, high))
+        _fused_change(diff, base, record, widen)
+        diff.reach.append(_reach(base, record, threshold, absolute_threshold, widen))
         for side in sides:
             b, a = base["timings"].get(side), record["timings"].get(side)
             if b is None or a is None:

@@ -11,6 +11,11 @@ A workload's verdict compares the fused side with the op-by-op side on the same 
 
 The intervals are those `fusionspec.backend.timing` computes for the median (distribution-free,
 95% by default), so a verdict never rests on a single lucky run.
+
+`fusion_costs` is the mirror image of ``fusion pays``: the fused interval wholly above the
+op-by-op one, slower beyond the noise of either. It is no verdict of its own (a fusion that
+costs does not pay), but the perf gate asks it of a fusion that paid in the baseline
+(`fusionspec.conformance.perf.gate`).
 """
 
 from __future__ import annotations
@@ -18,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["FUSION_PAYS", "DOES_NOT_PAY", "NOT_FUSED", "VERDICTS", "verdict"]
+__all__ = ["FUSION_PAYS", "DOES_NOT_PAY", "NOT_FUSED", "VERDICTS", "verdict", "fusion_costs"]
 
 FUSION_PAYS = "fusion pays"
 DOES_NOT_PAY = "fusion does not pay"
@@ -37,3 +42,9 @@ def verdict(fused: Mapping[str, Any], opbyop: Mapping[str, Any], *, formed_whole
     if float(fused["ci_high"]) < float(opbyop["ci_low"]) * (1.0 - margin):
         return FUSION_PAYS
     return DOES_NOT_PAY
+
+
+def fusion_costs(fused: Mapping[str, Any], opbyop: Mapping[str, Any]) -> bool:
+    """Whether the fused side's median interval lies wholly above the op-by-op side's (its
+    lower end over the other's upper end): slower than op by op beyond the noise of either."""
+    return float(fused["ci_low"]) > float(opbyop["ci_high"])

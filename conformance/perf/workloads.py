@@ -59,6 +59,12 @@ class Workload:
         """The finalized graph at `size` (``small`` or ``full``)."""
         return build_graph(self.head, self.sizes(size), self.post_ops, self.quantized)
 
+    def tensor_dtypes(self, size: str) -> frozenset[str]:
+        """The data types of the graph's tensors at `size`: what the ``tensor_dtypes`` globs
+        of a backend's declared limitation are matched against."""
+        return frozenset(t.dtype.value for op in self.graph(size).ops
+                         for t in (*op.inputs, *op.outputs))
+
 
 def _w(name: str, pattern: str, source: str, head: str, post_ops: str,
        small: Mapping[str, int], full: Mapping[str, int], int8: bool = False) -> Workload:

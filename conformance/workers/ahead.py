@@ -10,6 +10,10 @@ The processes start from the runner's fork server (never a fork of this process,
 have loaded an OpenCL driver), ignore Ctrl-C (the runner handles it) and are stopped with the
 run. Whatever goes wrong here (a process that died, a case that could not be prepared) leaves
 that case to be judged as before, never a verdict of its own.
+
+What was prepared is kept in the oracle cache (`fusionspec.conformance.workers.oracle_cache`):
+a case found there is read back, not prepared again, and no process starts while every case is
+found.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from types import TracebackType
 
 from ..cases import Case, CaseKind
 from ..grade.prepared import Prepared, prepare
+from .oracle_cache import OracleCache
 from .runner import worker_context
 from .transport import dumps
 
@@ -59,8 +64,12 @@ class Ahead:
         self._pool = ProcessPoolExecutor(max(1, processes), mp_context=worker_context(),
                                          initializer=_quiet)
         self._futures: dict[int, Future[bytes]] = {}
+        self._cached: dict[int, bytes] = {}
         self._submitted = 0
         self._lock = threading.Lock()
+        self.cache = OracleCache()
+        #: How many cases were read back from the cache, and how many prepared afresh.
+        self.hits = self.misses = 0
 
     def __enter__(self) -> Ahead:
         return self
@@ -73,10 +82,14 @@ class Ahead:
         with self._lock:
             self._submit_through(index + self.window)
             future = self._futures.pop(index, None)
-        if future is None:
-            return None
+            payload = self._cached.pop(index, None)
         try:
-            found = pickle.loads(future.result())
+            if payload is None:
+                if future is None:
+                    return None
+                payload = future.result()
+                self.cache.store(self.cases[index], self.seed, payload)
+            found = pickle.loads(payload)
         except Exception:  # a process that died or a result that did not come back
             return None
         return found if isinstance(found, Prepared) else None
@@ -86,10 +99,17 @@ class Ahead:
         while self._submitted < end:
             case = self.cases[self._submitted]
             if case.kind is not CaseKind.ill_formed:  # nothing to prepare for those
-                # A pool that broke or was shut down prepares nothing more: judged as before.
-                with contextlib.suppress(RuntimeError):
-                    self._futures[self._submitted] = self._pool.submit(
-                        _prepare_pickled, dumps(case), self.seed)
+                kept = self.cache.load(case, self.seed)
+                if kept is not None:
+                    self._cached[self._submitted] = kept
+                    self.hits += 1
+                else:
+                    self.misses += 1
+                    # A pool that broke or was shut down prepares nothing more: judged as
+                    # before.
+                    with contextlib.suppress(RuntimeError):
+                        self._futures[self._submitted] = self._pool.submit(
+                            _prepare_pickled, dumps(case), self.seed)
             self._submitted += 1
 
     def close(self) -> None:
@@ -97,4 +117,5 @@ class Ahead:
             for future in self._futures.values():
                 future.cancel()
             self._futures.clear()
+            self._cached.clear()
         self._pool.shutdown(wait=True, cancel_futures=True)

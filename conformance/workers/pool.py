@@ -48,6 +48,8 @@ class RunnerPool:
         if jobs > 1 and not isolate:
             raise BackendError("several jobs need isolated workers (drop --no-isolate)")
         self.jobs = jobs
+        #: Cases whose reference side was read back from the oracle cache / computed ahead.
+        self.oracle = {"read back": 0, "computed": 0}
         self.runners: list[Runner] = []
         self._threads: ThreadPoolExecutor | None = None
         self._free: queue.SimpleQueue[Runner] = queue.SimpleQueue()
@@ -148,6 +150,8 @@ class RunnerPool:
         finally:
             if ahead is not None:
                 ahead.close()
+                self.oracle["read back"] += ahead.hits
+                self.oracle["computed"] += ahead.misses
 
     def close(self) -> None:
         if self._threads is not None:

@@ -138,6 +138,8 @@ def test_the_workflow_runs_as_written_on_a_toy_backend(tmp_path: Path) -> None:
     folder = tmp_path / "all" / failure["replay"]["path"]
     lines = [line for line in (folder / "replay.txt").read_text().splitlines()
              if line.startswith("fusionspec ")]
+    culprit = [line for line in lines if "culprit.json" in line]
+    lines = [line for line in lines if line not in culprit]
     assert len(lines) == 3, f"replay.txt holds the replay and the two runs: {lines}"
     replayed = _sh(lines[0], folder)
     assert replayed.returncode == 1 and "numeric-mismatch" in replayed.stdout, \
@@ -145,6 +147,10 @@ def test_the_workflow_runs_as_written_on_a_toy_backend(tmp_path: Path) -> None:
     for line in lines[1:]:
         ran = _sh(line, folder)
         assert ran.returncode == 0, f"{line!r} runs from the folder: {_said(ran)}"
+    for line in culprit:  # the smallest failing piece, on the backend against the reference
+        ran = _sh(line, folder)
+        assert ran.returncode == 1 and "DIFFERS from the reference" in ran.stdout, \
+            f"{line!r} replays the culprit, which still fails: {_said(ran)}"
     assert (folder / "actual.npz").is_file(), "the backend's outputs are saved"
 
     # Rerunning one case by id from a case list, with JUnit XML for a dashboard.
@@ -167,14 +173,15 @@ def test_the_pytest_step_runs_as_written_on_a_toy_backend(tmp_path: Path) -> Non
     assert command.startswith("pytest --pyargs fusionspec.conformance --fs-backend mybackend"), \
         command
     # This environment's pytest (the one fusionspec is installed with), the toy for the
-    # team's backend, and a tiny selection.
+    # team's backend, and a tiny selection: two draws, both failing on the toy, one of which
+    # goes to shard 2 (shards are dealt whole draws).
     command = command.replace("pytest", f"{shlex.quote(sys.executable)} -m pytest", 1) \
         .replace("--fs-backend mybackend", f"--fs-backend {TOY}")
-    command += " --fs-patterns fp.matmul_post_ops --fs-kinds valid --fs-dtype f32" \
-        " -p no:cacheprovider"
+    command += " --fs-patterns fp.conv_post_ops,fp.matmul_post_ops --fs-kinds valid" \
+        " --fs-dtype f32 -p no:cacheprovider"
     done = _sh(command, tmp_path)
     assert done.returncode == 1 and "Traceback" not in done.stdout + done.stderr, \
-        f"the MatMul failures fail the shard, cleanly: {_said(done)}"
+        f"the toy's failures fail the shard, cleanly: {_said(done)}"
     part = _load(tmp_path / "shard-2" / "results.json")
     assert part["shard"] == "2/4" and part["totals"].get("numeric-mismatch"), \
         f"the xdist workers write the shard's one document: {part['shard']} {part['totals']}"

@@ -22,11 +22,20 @@ def test_bench_writes_a_document_and_diff_gates_it(tmp_path: Path,
     (record,) = doc["workloads"]
     assert set(record["timings"]) == {"fused", "opbyop", "reference"}, \
         "--reference adds the reference side"
+    assert "ref ms" in out, f"the table has a column for the reference: {out}"
+    row = next(line for line in out.splitlines() if line.startswith(record["id"]))
+    t = record["timings"]
+    assert f"{t['opbyop']['median']:>10.3f}{t['reference']['median']:>10.3f}" in row, \
+        f"the reference's median follows the op-by-op one in the workload's row: {row}"
     assert main(["diff", str(tmp_path / "a" / "perf.json"),
                  str(tmp_path / "a" / "perf.json"), "--json"]) == 0, \
         "a document compared with itself passes the gate"
     gate = json.loads(capsys.readouterr().out)
     assert gate["ok"] and gate["compared"] == 1, f"the gate's JSON: {gate}"
+    reach = gate["detectable"]
+    assert reach["workloads"][0]["workload"] == record["id"] and \
+        (reach["median"] is None or reach["median"] > 1.0), \
+        f"the JSON says what slowdown the comparison could have caught: {reach}"
     # Tight made-up intervals: this tests the command's wiring, not this machine's noise.
     for side, median in (("fused", 1.0), ("opbyop", 2.0)):
         record["timings"][side].update(min=median * 0.95, median=median,
@@ -37,8 +46,12 @@ def test_bench_writes_a_document_and_diff_gates_it(tmp_path: Path,
     (tmp_path / "slow.json").write_text(json.dumps(doc))
     assert main(["diff", str(tmp_path / "base.json"), str(tmp_path / "slow.json")]) == 1, \
         "a fused side three times slower fails the gate"
-    assert "REGRESSION in fp.binary_post_ops" in capsys.readouterr().out, \
-        "the gate names the pattern"
+    out = capsys.readouterr().out
+    assert "REGRESSION in fp.binary_post_ops" in out, "the gate names the pattern"
+    # 1.1 times the four widened ends' distances from their medians, each about
+    # (1.03/0.97)^1.5 for intervals reaching 3% either way.
+    assert f"could detect: a fused side x{1.1 * (1.03 / 0.97) ** 6:.2f} slower" in out, \
+        f"the summary says what slowdown these intervals let the gate see: {out}"
 
 
 def test_bench_list_and_selection_errors(capsys: pytest.CaptureFixture[str]) -> None:

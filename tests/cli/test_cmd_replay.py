@@ -71,3 +71,28 @@ def test_a_backend_that_cannot_be_loaded_exits_3(tmp_path: Path) -> None:
         summary
     document = json.loads((tmp_path / "out" / "results.json").read_text())
     assert "nosuchmod" in document["unavailable"], "the results document says why"
+
+
+DEEP = "testkit.toy_backends:FailsDeepInNumPy"
+
+
+def test_replay_and_run_print_the_backends_whole_traceback(tmp_path: Path) -> None:
+    done = fusionspec(["conform", "--backend", DEEP, "--patterns", "fp.bn_relu", "--kinds",
+                       "valid", "--out", "out"], tmp_path)
+    assert done.returncode == 1, f"the backend's error fails the run: {done.stdout[-600:]}"
+    folder = next((tmp_path / "out" / "failures").iterdir())
+    record = json.loads((folder / "case.json").read_text())
+    kept = record["details"]["traceback"]
+    assert "_plan_weights" in kept and "conformance/grade" not in kept, \
+        f"the error verdict keeps the backend's own frame, not the suite's: {kept}"
+    again = fusionspec(["conform", "--backend", DEEP, "--replay", str(folder)], tmp_path)
+    assert again.returncode == 1 and "what the backend raised:" in again.stdout, \
+        f"the replay prints what the backend raised: {again.stdout[-800:]}"
+    shown = again.stdout[again.stdout.index("what the backend raised:"):]
+    assert "_plan_weights" in shown and "_invert" in shown and "Singular matrix" in shown, \
+        f"the replay's traceback is whole, from the backend's frame to the exception: {shown}"
+    run = fusionspec(["run", str(folder / "graph.json"), "--inputs",
+                      str(folder / "inputs.npz"), "--backend", DEEP], tmp_path)
+    assert run.returncode == 1 and "_plan_weights" in run.stderr \
+        and "Traceback" in run.stderr, \
+        f"run --backend prints what the backend raised with its traceback: {run.stderr[-800:]}"

@@ -1,5 +1,5 @@
 """Selecting by a case list file (``--case @FILE``) and leaving cases out (``--exclude``), on
-the command line and in the pytest plugin."""
+the command line and in the pytest plugin; a listed case in a sharded run."""
 
 from __future__ import annotations
 
@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 from testkit.cli import pytest_run
 
+from fusionspec.conformance.cases import CaseKind
 from fusionspec.conformance.options import add_flags, read_options
-from fusionspec.conformance.selection import Selection, SelectionError
+from fusionspec.conformance.selection import Selection, SelectionError, Shard
 from fusionspec.conformance.suite import PROFILES, plan_cases
 
 SUITE = ["--pyargs", "fusionspec.conformance"]
@@ -46,6 +47,23 @@ def test_a_bad_line_of_a_case_list_is_named(tmp_path: Path) -> None:
         _options(["--case", f"@{tmp_path / 'missing.txt'}"])
 
 
+def test_a_listed_case_is_planned_by_the_one_shard_that_draws_it() -> None:
+    chosen = _ids(Selection(patterns=("fp.bn_relu",), kinds=(CaseKind.ill_formed,)))[0]
+    listed = Selection(cases=(chosen,)).validate()
+    found = [[p.case.id for p in plan_cases(listed, PROFILES["ci"], shard=Shard(k, 3)).cases]
+             for k in (1, 2, 3)]
+    assert sorted(found) == [[], [], [chosen]], \
+        f"one shard draws the case, the others hold nothing and raise nothing: {found}"
+    owner = Shard(1 + [bool(f) for f in found].index(True), 3)
+    unknown = chosen.rsplit("/", 1)[0] + "/00000000"
+    wrong = Selection(cases=(unknown,)).validate()
+    with pytest.raises(SelectionError, match="00000000"):
+        plan_cases(wrong, PROFILES["ci"], shard=owner)
+    others = [Shard(k, 3) for k in (1, 2, 3) if k != owner.index]
+    assert all(not plan_cases(wrong, PROFILES["ci"], shard=s).cases for s in others), \
+        "a shard that does not draw an id cannot tell it is missing, and says nothing"
+
+
 def test_exclude_leaves_out_what_it_matches() -> None:
     both = _ids(Selection(patterns=("fp.bn_relu", "fp.conv_post_ops")))
     kept = _ids(Selection(patterns=("fp.bn_relu", "fp.conv_post_ops"),
@@ -57,6 +75,17 @@ def test_exclude_leaves_out_what_it_matches() -> None:
         Selection(excludes=("fp.nothing",)).validate()
     with pytest.raises(argparse.ArgumentError, match="names no case of the catalog"):
         _options(["--exclude", "int9.*"])
+
+
+def test_a_case_given_and_excluded_is_named_as_excluded() -> None:
+    case = _ids(Selection(patterns=("fp.bn_relu",), kinds=(CaseKind.valid,)))[0]
+    chosen = Selection(patterns=("fp.bn_relu",), cases=(case,), excludes=("fp.bn_relu/*",))
+    with pytest.raises(SelectionError) as raised:
+        plan_cases(chosen.validate(), PROFILES["ci"])
+    said = str(raised.value)
+    assert "--exclude 'fp.bn_relu/*'" in said and "not among" not in said, \
+        f"a case the run draws but --exclude leaves out is named as excluded, not as " \
+        f"undrawn: {said}"
 
 
 def test_the_plugin_takes_a_case_list_and_exclusions(tmp_path: Path) -> None:

@@ -5,9 +5,12 @@ recognised as such, and the findings group one bug into one finding that names i
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
+from testkit.cli import env
 
 from fusionspec.conformance.cases import CaseKind
 from fusionspec.conformance.grade.results import ResultsCollector
@@ -49,6 +52,29 @@ def test_gelu_tanh_mutant_is_isolated_to_gelu_with_a_benchdnn_case(tmp_path: Pat
     replay = (saved[0].parent / "replay.txt").read_text(encoding="utf-8")
     assert "benchdnn --graph --case=culprit.json" in replay, \
         f"the failure folder's replay names the benchdnn command for the culprit:\n{replay}"
+    assert "fusionspec run culprit.json --inputs culprit_inputs.npz" in replay, \
+        f"the failure folder's replay runs the culprit with fusionspec alone:\n{replay}"
+    _replays_the_culprit(saved[0].parent)
+
+
+def _replays_the_culprit(folder: Path) -> None:
+    """The culprit, with the inputs saved beside it, fails on the mutant and agrees on the
+    reference, replayed by ``fusionspec run --compare`` alone."""
+    assert (folder / "culprit_inputs.npz").is_file(), \
+        f"the culprit's inputs are saved beside it: {sorted(p.name for p in folder.iterdir())}"
+    def compare(backend: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "fusionspec.cli", "run", "culprit.json", "--inputs",
+             "culprit_inputs.npz", "--backend", backend, "--compare"], cwd=folder,
+            capture_output=True, text=True, env=env(), timeout=300, check=False)
+    broken = compare("testkit.mutants:GeluTanhForErf")
+    assert broken.returncode == 1 and "DIFFERS from the reference" in broken.stdout, \
+        f"the culprit replayed on the mutant differs from the reference (exit " \
+        f"{broken.returncode}): {broken.stdout[-600:]} {broken.stderr[-600:]}"
+    right = compare("reference")
+    assert right.returncode == 0 and "AGREES with the reference" in right.stdout, \
+        f"the culprit replayed on the reference agrees with itself (exit {right.returncode}): " \
+        f"{right.stdout[-600:]} {right.stderr[-600:]}"
 
 
 def test_gelu_tanh_mutant_is_one_finding_naming_gelu() -> None:

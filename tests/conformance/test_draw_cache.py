@@ -1,18 +1,20 @@
 """The draw cache: a second plan of the same derandomized profile reads its cases from disk,
-the same cases; an unreadable entry is drawn again; random profiles and the off switch never
-touch it."""
+the same cases; a shard keeps the entries of its own draws, which any later run reads; an
+unreadable entry is drawn again; random profiles and the off switch never touch it."""
 
 from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from fusionspec.conformance import draw_cache, suite
-from fusionspec.conformance.cases import CaseKind
-from fusionspec.conformance.selection import Selection
+from fusionspec.conformance.cases import Case, CaseKind
+from fusionspec.conformance.selection import Selection, Shard
 from fusionspec.conformance.suite import PROFILES, plan_cases
+from fusionspec.spec.catalog import entry as catalog_entry
 
 PATTERN = "fp.bn_relu"
 
@@ -41,6 +43,33 @@ def test_a_second_plan_reads_the_same_cases_from_disk(cached: Path,
 
     monkeypatch.setattr(suite, "_draw_fresh", no_drawing)
     assert _plan() == first, "the cached cases are the cases drawn, in the same order"
+
+
+def test_a_shard_keeps_its_own_draws_for_the_runs_after_it(
+        cached: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    selection = Selection(patterns=(PATTERN,)).validate()
+    shard = Shard(2, 3)
+    part = plan_cases(selection, PROFILES["ci"], shard=shard)
+    draws = [d for kind in selection.kinds
+             for d in suite._draws(catalog_entry(PATTERN), kind, PROFILES["ci"], selection)]
+    own = [d for _, d in suite._own_draws(draws, shard)]
+    assert 0 < len(own) < len(draws), f"shard {shard} makes some of the {len(draws)} draws"
+    assert len(list(cached.glob("*.pickle"))) == len(own), \
+        "the shard keeps one entry per draw of its own, and none of the others'"
+    fresh: list[suite._Draw] = []
+    drawing = suite._draw_fresh
+
+    def recorded(draw: suite._Draw, *rest: Any) -> list[Case]:
+        fresh.append(draw)
+        return drawing(draw, *rest)
+
+    monkeypatch.setattr(suite, "_draw_fresh", recorded)
+    whole = plan_cases(selection, PROFILES["ci"])
+    assert sorted(map(repr, fresh)) == sorted(repr(d) for d in draws if d not in own), \
+        "the whole run reads the shard's draws from disk and draws only the others"
+    assert {(p.index, p.case.id) for p in part.cases} <= \
+        {(p.index, p.case.id) for p in whole.cases}, \
+        "the shard's cases are the whole run's, with the same indices"
 
 
 def test_an_unreadable_entry_is_drawn_again(cached: Path) -> None:

@@ -120,14 +120,21 @@ def test_cli_reports_failures_with_replay_commands(tmp_path: Path) -> None:
     assert fixed.returncode == 0, f"the reference passes the replayed case: {fixed.stdout}"
 
 
-def test_unknown_backend_is_a_clear_error(tmp_path: Path) -> None:
+@pytest.mark.parametrize("command", ["conform", "bench"])
+def test_a_mistyped_backend_is_a_usage_error(tmp_path: Path, command: str) -> None:
     proc = subprocess.run(
-        [sys.executable, "-m", "fusionspec.cli", "conform", "--backend", "nope"],
+        [sys.executable, "-m", "fusionspec.cli", command, "--backend", "refrence"],
         capture_output=True, text=True, timeout=120, cwd=tmp_path)
-    assert proc.returncode == 3 and "no backend 'nope'" in proc.stdout + proc.stderr, \
-        f"exit 3 (the backend cannot run), got {proc.returncode}: {proc.stdout} {proc.stderr}"
+    assert proc.returncode == 2, \
+        f"{command}: a mistyped backend name is a usage error (exit 2, as any bad flag), " \
+        f"got {proc.returncode}: {proc.stdout} {proc.stderr}"
+    assert "'refrence' is no registered backend" in proc.stderr \
+        and "did you mean reference" in proc.stderr, \
+        f"{command}: the error names the mistake and the nearest name: {proc.stderr}"
     assert "Traceback" not in proc.stderr, f"a user mistake must not print a traceback: " \
                                            f"{proc.stderr}"
+    assert not (tmp_path / "results").exists(), \
+        f"{command}: a usage error writes no results document"
 
 
 def test_worked_example_in_docs_is_the_toy_backend() -> None:

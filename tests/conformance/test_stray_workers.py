@@ -26,6 +26,16 @@ def _alive(pid: int) -> bool:
         return False
 
 
+def _pid_in(marker: Path) -> int:
+    """The pid written in `marker`, or 0 while the file is missing or not yet complete (the
+    helper writes it with a trailing newline)."""
+    try:
+        text = marker.read_text()
+    except OSError:
+        return 0
+    return int(text) if text.endswith("\n") and text.strip().isdigit() else 0
+
+
 def _stop(runner: subprocess.Popen[bytes], sent: signal.Signals, said: Path,
           survivors: Callable[[], list[int]]) -> list[int]:
     """Send `sent` to the runner, check that it stops cleanly, and return the processes of
@@ -58,11 +68,11 @@ def test_a_stopped_runner_leaves_no_worker(sent: signal.Signals, tmp_path: Path)
             cwd=tmp_path, env=env(), stdout=out, stderr=out, stdin=subprocess.DEVNULL)
     marker = tmp_path / "child.pid"
     deadline = time.monotonic() + 120
-    while not marker.exists() and time.monotonic() < deadline and runner.poll() is None:
-        time.sleep(0.2)
-    time.sleep(0.5)  # the pid is written
-    assert marker.exists(), f"the backend started its helper: {runner.poll()}"
-    helper = int(marker.read_text())
+    # Wait for the event itself, the helper's pid written in full, never for a fixed time.
+    while not _pid_in(marker) and time.monotonic() < deadline and runner.poll() is None:
+        time.sleep(0.05)
+    helper = _pid_in(marker)
+    assert helper, f"the backend started its helper and wrote its pid: {runner.poll()}"
     left = _stop(runner, sent, said, lambda: [helper] if _alive(helper) else [])
     assert not left, f"{sent.name}: the backend's helper {helper} died with the runner"
 
@@ -97,12 +107,16 @@ def test_the_processes_preparing_cases_ahead_stop_with_the_runner(sent: signal.S
             cwd=tmp_path, env=env({mark: "1"}), stdout=out, stderr=out,
             stdin=subprocess.DEVNULL)
     deadline = time.monotonic() + 120
-    while "judging" not in said.read_text(errors="replace") and runner.poll() is None \
-            and time.monotonic() < deadline:
-        time.sleep(0.2)
-    time.sleep(1.5)
-    family = [pid for pid in _marked(mark) if pid != runner.pid]
-    assert runner.poll() is None and len(family) >= 4, \
-        f"the run is judging with its workers and preparing processes: {family}"
+
+    def family() -> list[int]:
+        return [pid for pid in _marked(mark) if pid != runner.pid]
+    # The event: the run judging with its workers and the processes preparing cases ahead all
+    # started (polled, however long the machine's load makes that take).
+    while not ("judging" in said.read_text(errors="replace") and len(family()) >= 4) \
+            and runner.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    running = family()
+    assert runner.poll() is None and len(running) >= 4, \
+        f"the run is judging with its workers and preparing processes: {running}"
     left = _stop(runner, sent, said, lambda: _marked(mark))
     assert not left, f"{sent.name}: processes of the run outlived it: {left}"

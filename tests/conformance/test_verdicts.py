@@ -115,7 +115,19 @@ def test_key_error_is_an_error_with_a_traceback() -> None:
     assert_status(verdict, Status.error)
     assert "partition() raised KeyError" in verdict.reason, f"reason: {verdict.reason}"
     trace = str(verdict.details["traceback"])
-    assert "KeyError" in trace and len(trace.splitlines()) <= 8, f"a short traceback: {trace}"
+    assert "KeyError" in trace and trace.count('  File "') <= 8, f"a short traceback: {trace}"
+    assert "toy_backends.py" in trace and "conformance/grade" not in trace, \
+        f"the traceback keeps the backend's frame, not the suite's: {trace}"
+
+
+def test_an_error_keeps_the_backends_frames_however_deep_it_is_raised() -> None:
+    verdict = verdict_of(toy.FailsDeepInNumPy(), VALID)
+    assert_status(verdict, Status.error)
+    trace = str(verdict.details["traceback"])
+    assert "_plan_weights" in trace and "np.apply_along_axis" in trace, \
+        f"the backend's own frame and line, under NumPy's frames, are kept: {trace}"
+    assert trace.rstrip().endswith("Singular matrix"), \
+        f"the traceback ends with the exception itself: {trace}"
 
 
 def test_near_miss_partitioned_like_the_reference_passes() -> None:

@@ -3,13 +3,16 @@ and how runs are paired with baselines."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
+import pytest
 from testkit.report import failing_count, load, render, save
 
+from fusionspec.cli.main import main
 from fusionspec.conformance.grade.results import load_results
-from fusionspec.reports.diff import diff_runs, pair_baselines
+from fusionspec.reports.diff import MAX_LISTED, diff_runs, pair_baselines
 from fusionspec.reports.document import Doc
 
 
@@ -89,3 +92,68 @@ def test_baseline_pairing(reference_results: Path, never_fuses_results: Path,
     assert [(r.text("backend"), b.text("backend")) for r, b, _ in pairs] == \
         [("reference", "reference"), ("never-fuses", "never-fuses")] and not notes, \
         f"runs pair with the baseline of the same backend and device: {pairs}"
+
+
+def _narrowed(source: Path, target: Path, keep: int) -> Path:
+    """A copy of `source` that judged only its first `keep` cases, as a run narrowed by
+    --patterns records it."""
+    doc = load(source)
+    kept = doc["verdicts"][:keep]
+    doc["verdicts"] = kept
+    ids = {v["case_id"] for v in kept}
+    doc["failures"] = [f for f in doc["failures"] if f["case_id"] in ids]
+    doc["selection"] = {**(doc.get("selection") or {}), "patterns": ["fp.narrowed"]}
+    return save(target, doc)
+
+
+def test_a_run_that_left_out_cases_is_narrowed(tmp_path: Path,
+                                               never_fuses_results: Path) -> None:
+    full = load(never_fuses_results)
+    narrow = _narrowed(never_fuses_results, tmp_path / "narrow" / "results.json", 3)
+    diff = diff_runs(_doc(narrow), _doc(never_fuses_results))
+    left_out = len({v["case_id"] for v in full["verdicts"]}
+                   - {v["case_id"] for v in full["verdicts"][:3]})
+    assert diff.only_before == left_out, \
+        f"{left_out} cases only in the baseline, the diff says {diff.only_before}"
+    assert diff.fixed_total == 0, \
+        f"cases that were not run are not fixed: {diff.fixed_total} counted as fixed"
+    kept = {"verdicts": full["verdicts"][:3]}
+    assert diff.dropped_total == failing_count(full) - failing_count(kept), \
+        "every failure of the baseline that was not run is listed as dropped"
+    assert diff.narrowed and f"left out {left_out} case(s)" in diff.narrowed, \
+        f"the diff says the run covers less: {diff.narrowed!r}"
+    assert "patterns" in diff.narrowed and "fp.narrowed" in diff.narrowed, \
+        f"the narrowing names the selection that changed: {diff.narrowed!r}"
+    same = diff_runs(_doc(never_fuses_results), _doc(narrow))
+    assert not same.narrowed, f"a run covering more than its baseline is not narrowed: {same}"
+
+
+def test_the_gate_fails_a_narrowed_run_unless_told(tmp_path: Path, never_fuses_results: Path,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    narrow = _narrowed(never_fuses_results, tmp_path / "narrow" / "results.json", 3)
+    code = main(["diff", str(never_fuses_results), str(narrow), "--json"])
+    answer = json.loads(capsys.readouterr().out)
+    assert code == 1 and not answer["ok"], \
+        f"a run that left out cases of its baseline fails the gate: exit {code}, {answer['ok']}"
+    assert answer["narrowed"], "the JSON says why the run is narrowed"
+    assert answer["totals"]["fixed"] == 0, "cases not run are not counted as fixed"
+    code = main(["diff", str(never_fuses_results), str(narrow), "--allow-narrower"])
+    out = capsys.readouterr().out
+    assert code == 0 and "accepted: --allow-narrower" in out, \
+        f"--allow-narrower accepts a narrower run on purpose and says so (exit {code}): {out}"
+
+
+def test_the_json_lists_every_case_it_counts(tmp_path: Path, reference_results: Path,
+                                             never_fuses_results: Path,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    baseline = _renamed(reference_results, tmp_path / "old" / "results.json", "never-fuses")
+    code = main(["diff", str(baseline), str(never_fuses_results), "--json"])
+    answer = json.loads(capsys.readouterr().out)
+    assert code == 1, "new failures fail the gate"
+    assert answer["regressions"] == answer["totals"]["new_failures"] \
+        == len(answer["new_failures"]) == len(set(answer["new_failures"])), \
+        f"regressions {answer['regressions']}, totals {answer['totals']['new_failures']}, " \
+        f"listed {len(answer['new_failures'])}: one count, each case once"
+    assert answer["regressions"] > MAX_LISTED, \
+        f"the run has more new failures ({answer['regressions']}) than a list shows " \
+        f"({MAX_LISTED}), so the JSON is shown to hold them all"

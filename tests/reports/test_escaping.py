@@ -21,7 +21,9 @@ from fusionspec.reports.svg import (
 )
 
 #: Elements the report's SVG drawings are made of.
-SVG_TAGS = {"svg", "g", "title", "rect", "text", "path", "polygon", "line"}
+# "style": a drawing's one fixed style sheet (its label font); no data reaches it, which the
+# check below holds.
+SVG_TAGS = {"svg", "g", "title", "rect", "text", "path", "polygon", "line", "style"}
 
 
 def _assert_inert(root: Node, where: str) -> None:
@@ -46,6 +48,8 @@ def test_svg_drawings_escape_their_text() -> None:
         root = parse(svg)
         tags = {n.tag for n in root.walk()} - {"#document"}
         assert tags <= SVG_TAGS, f"only the drawing's own elements: {tags - SVG_TAGS}"
+        assert all(HOSTILE not in sheet.text() for sheet in root.find_all("style")), \
+            "no data reaches a drawing's style sheet"
         assert any(HOSTILE in t.text() for t in root.find_all("title")), \
             "the hostile string reads back as text in a tooltip"
         _assert_inert(root, "svg")

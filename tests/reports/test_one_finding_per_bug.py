@@ -31,3 +31,23 @@ def test_a_truncating_backend_gives_one_finding_naming_the_truncation() -> None:
         f"{finding.signature} ({len(finding.records)})"
     text = findings_markdown([document])
     assert "onednn" not in text.lower(), "findings of another backend never name oneDNN"
+
+
+#: Patterns where the truncation used to pass for another bug: a value on a bf16 step that a
+#: backend computes a hair below it (Interpolate), sums of truncated terms of both signs
+#: (ConvolutionBackwardWeights -> Reorder -> BiasAddBackward), a TypeCast inside a fused
+#: partition that the backend rounds correctly while it truncates the partition's output (Log).
+ISOLATED = ["fp.interpolate_post_ops", "train.conv_bwd_weights_bias_bwd", "softmax.post_ops"]
+
+
+def test_an_isolated_op_with_the_truncation_footprint_joins_the_truncation_finding() -> None:
+    results = run_suite("testkit.mutants:TruncatesNarrowOutputs", patterns=ISOLATED,
+                        isolate=False, sys_path=[TESTS])
+    document = results.to_dict()
+    found = [f for f in group_findings(document) if f.status != "extension"]
+    failing = [r for r in document["failures"] if not r.get("minimal_of")]
+    assert {r["kind"] for r in failing} >= {"valid", "near-miss"}, \
+        f"valid and near-miss cases fail: {sorted({r['kind'] for r in failing})}"
+    assert [f.signature for f in found] == \
+        ["numeric-mismatch: bf16/f16 values truncated, not rounded to nearest even"], \
+        f"one bug, one finding; got {[(f.signature, len(f.records)) for f in found]}"

@@ -252,3 +252,30 @@ def test_the_run_names_its_suite_commit(tmp_path: Path, reference_results: Path)
     html, _ = render(tmp_path / "older.html", [older])
     assert "fusionspec 0.1.0</dd>" in html and "(commit" not in html, \
         "a document without the commit shows the version alone"
+
+
+def test_a_drill_down_states_the_cause_in_words(tmp_path: Path, gelu_results: Path) -> None:
+    _, root = render(tmp_path / "index.html", [gelu_results])
+    drills = root.find_all("details", class_="failure")
+    assert drills, "the GELU mutant's failures are drilled down"
+    for drill in drills:
+        terms = [dt.text() for dt in drill.find_all("dt")]
+        assert "cause" in terms, \
+            f"each drill-down states its cause in words, not only in raw JSON: {terms[:6]}"
+    shown = drills[0].text()
+    assert "Smallest failing piece: GELU fails alone" in shown, \
+        f"the cause names the culprit the isolation found: {shown[:400]}"
+    raw = [dt.text() for drill in drills for dt in drill.find_all("dt")
+           if dt.text() in ("signature", "triage")]
+    assert not raw, f"the diagnosis shown as the cause is not repeated as raw JSON: {raw}"
+
+
+def test_a_coverage_drawing_names_its_label_font_once(tmp_path: Path,
+                                                     gelu_results: Path) -> None:
+    html, _ = render(tmp_path / "index.html", [gelu_results])
+    drawings = re.findall(r'<svg class="coverage".*?</svg>', html, re.S)
+    assert drawings, "the report has coverage drawings"
+    for drawing in drawings:
+        assert drawing.count("SFMono") <= 1, \
+            "a coverage drawing states its monospace font once (a class), not per label " \
+            f"({drawing.count('SFMono')} times): the report stays small"

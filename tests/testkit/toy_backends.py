@@ -194,6 +194,26 @@ class RaisesKeyError(_Toy):
         raise KeyError("no such thing")
 
 
+class FailsDeepInNumPy(_Toy):
+    """Partitions through a few frames of its own, then fails deep inside NumPy (a singular
+    matrix inverted): the frames that matter are its own, far from where the error is
+    raised."""
+
+    name = "fails-deep-in-numpy"
+
+    def partition(self, graph: Graph) -> list[Partition]:
+        return self._plan_weights(graph)
+
+    def _plan_weights(self, graph: Graph) -> list[Partition]:
+        # The bug: a cost model that inverts singular matrices, row by row through NumPy.
+        np.apply_along_axis(_invert, 0, np.zeros((2, 2)))
+        return []
+
+
+def _invert(row: Any) -> Any:
+    return np.linalg.inv(np.zeros((2, 2)))
+
+
 class ToyRejection(Exception):
     """A backend's own rejection type."""
 
@@ -245,8 +265,9 @@ class SpawnsAndHangs(_Toy):
         import subprocess
 
         child = subprocess.Popen(["sleep", "600"])
-        with open("child.pid", "w") as handle:
-            handle.write(str(child.pid))
+        with open("child.pid.part", "w") as handle:  # renamed whole: a reader sees all or none
+            handle.write(f"{child.pid}\n")
+        os.replace("child.pid.part", "child.pid")
         time.sleep(600)
         return super().compile(partition, device)
 
