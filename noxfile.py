@@ -85,8 +85,10 @@ def _source_digest() -> str:
     files = [ROOT / name for name in ("pyproject.toml", "setup.py", "MANIFEST.in", "README.md",
                                       "LICENSE")]
     for folder in folders:
+        # What a run writes inside a package folder (the report's reports/out/) is not source.
         files += sorted(p for p in (ROOT / folder).rglob("*")
-                        if p.is_file() and "__pycache__" not in p.parts)
+                        if p.is_file() and "__pycache__" not in p.parts
+                        and not p.relative_to(ROOT).as_posix().startswith("reports/out/"))
     for path in files:
         if path.is_file():
             digest.update(str(path.relative_to(ROOT)).encode() + b"\0" + path.read_bytes())

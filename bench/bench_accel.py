@@ -107,6 +107,9 @@ def table(document: dict[str, Any]) -> str:
         if "error" in r:
             lines.append(f"{r['id']:<56}  error: {r['error']}")
             continue
+        if "unsupported" in r:  # a declared limitation: not measured
+            lines.append(f"{r['id']:<56}  unsupported: {r['unsupported']}")
+            continue
         t, roof = r["timings"], r["roofline"]
         ref = f"{t['reference']['median']:>9.3f}" if "reference" in t else f"{'-':>9}"
         lines.append(f"{r['id']:<56}{t['fused']['median']:>10.3f}"

@@ -68,6 +68,9 @@ def compare(documents: list[dict[str, Any]]) -> dict[str, Any]:
             if "error" in r:
                 row["verdict"][name] = f"error: {r['error']}"
                 continue
+            if "unsupported" in r:  # a declared limitation: not measured
+                row["verdict"][name] = f"unsupported: {r['unsupported']}"
+                continue
             row["fused_ms"][name] = r["timings"]["fused"]["median"]
             row["method"][name] = r["timings"]["fused"]["method"]
             row["verdict"][name] = f"{r['verdict']} (x{r['ratio']:.2f} op by op)"
