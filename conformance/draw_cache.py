@@ -31,7 +31,8 @@ from functools import cache
 from importlib import metadata
 from pathlib import Path
 
-__all__ = ["ENV", "draw_key", "load_draw", "store_draw", "enabled", "cache_dir", "code_digest"]
+__all__ = ["ENV", "draw_key", "load_draw", "store_draw", "enabled", "cache_dir", "code_digest",
+           "switched_on", "folder_of"]
 
 #: The subpackages whose sources decide what a draw gives.
 _SOURCES = ("fusionspec.spec", "fusionspec.backend", "fusionspec.reference",
@@ -43,16 +44,27 @@ _VERSIONS = ("hypothesis", "numpy", "ml_dtypes")
 ENV = "FUSIONSPEC_DRAW_CACHE"
 
 
-def enabled() -> bool:
-    return os.environ.get(ENV, "on").strip().lower() not in ("off", "0", "no", "false")
+def switched_on(variable: str) -> bool:
+    """Whether the cache the environment `variable` governs is on (anything but off/0/no)."""
+    return os.environ.get(variable, "on").strip().lower() not in ("off", "0", "no", "false")
 
 
-def cache_dir() -> Path:
-    named = os.environ.get(ENV, "").strip()
+def folder_of(variable: str, name: str) -> Path:
+    """The folder of a fusionspec cache: the absolute path `variable` names, or
+    ``$XDG_CACHE_HOME/fusionspec/<name>`` (``~/.cache`` when unset)."""
+    named = os.environ.get(variable, "").strip()
     if os.path.isabs(named):
         return Path(named)
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "fusionspec" / "draws"
+    return Path(base) / "fusionspec" / name
+
+
+def enabled() -> bool:
+    return switched_on(ENV)
+
+
+def cache_dir() -> Path:
+    return folder_of(ENV, "draws")
 
 
 @cache

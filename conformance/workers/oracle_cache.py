@@ -30,7 +30,7 @@ import time
 from pathlib import Path
 
 from ..cases import Case
-from ..draw_cache import code_digest
+from ..draw_cache import code_digest, folder_of, switched_on
 
 __all__ = ["ENV", "OracleCache", "STALE_DAYS", "enabled"]
 
@@ -42,15 +42,11 @@ _MAC_BYTES = 32
 
 
 def enabled() -> bool:
-    return os.environ.get(ENV, "on").strip().lower() not in ("off", "0", "no", "false")
+    return switched_on(ENV)
 
 
 def _root() -> Path:
-    named = os.environ.get(ENV, "").strip()
-    if os.path.isabs(named):
-        return Path(named)
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "fusionspec" / "oracle"
+    return folder_of(ENV, "oracle")
 
 
 def _secret(root: Path) -> bytes:

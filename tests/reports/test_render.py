@@ -66,7 +66,9 @@ def test_report_is_self_contained(tmp_path: Path, reference_results: Path,
     for needle in ("http://", "https://", "<link", "@import", "url("):
         assert needle not in html, f"the report loads nothing from outside ({needle!r} found)"
     assert not [n for n in root.walk() if "src" in n.attrs], "no element has a src attribute"
-    assert len(root.find_all("style")) == 1, "the CSS is inline"
+    drawn = sum(len(svg.find_all("style")) for svg in root.find_all("svg"))
+    assert len(root.find_all("style")) == 1 + drawn, \
+        "the CSS is inline: one style sheet for the page, and each drawing's own font rule"
 
 
 def test_legend_defines_every_status_and_metric(tmp_path: Path,
