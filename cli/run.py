@@ -164,13 +164,7 @@ def _judged(graph: Graph, inputs: dict[int, Array], outputs: dict[int, Array],
             ) -> list[tuple[int, bool, str]]:
     """(tensor id, agrees, why not) for each graph output: the backend's `outputs` against the
     reference's, within the suite's error bound of each."""
-    from fusionspec.conformance.grade.bounds import output_bounds
-    from fusionspec.conformance.grade.tolerances import compare
+    from fusionspec.conformance.grade.culprit import against_reference
 
-    expected = execute(graph, inputs)
-    bounds = output_bounds(graph, inputs)
-    judged = []
-    for tensor in graph.output_tensors:
-        result = compare(expected[tensor.id], outputs.get(tensor.id), bounds[tensor.id])
-        judged.append((tensor.id, result.passed, result.reason))
-    return judged
+    return [(tid, result.passed, result.reason)
+            for tid, result in against_reference(graph, inputs, outputs)]

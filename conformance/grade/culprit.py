@@ -44,10 +44,10 @@ from fusionspec.spec.opschemas import SCHEMAS
 from fusionspec.spec.types import Array
 
 from .bounds import ancestors, output_bounds
-from .tolerances import compare
+from .tolerances import Comparison, compare
 
 __all__ = ["Culprit", "isolate", "MAX_CALLS", "MAX_SECONDS", "signature_of", "CULPRIT_FILE",
-           "CULPRIT_INPUTS", "culprit_inputs"]
+           "CULPRIT_INPUTS", "culprit_inputs", "against_reference"]
 
 T = TypeVar("T")
 
@@ -150,13 +150,20 @@ def _fails(backend: Backend, device: Device, graph: Graph, inputs: Mapping[int, 
         if not isinstance(produced, Mapping):
             raise _Skip
         values.update(produced)
-    expected = execute(graph, inputs)
-    bounds = output_bounds(graph, inputs)
-    for t in graph.output_tensors:
-        result = compare(expected[t.id], values.get(t.id), bounds[t.id])
+    for _, result in against_reference(graph, inputs, values):
         if not result.passed:
             return True, result.reason, values
     return False, "", values
+
+
+def against_reference(graph: Graph, inputs: Mapping[int, Array], values: Mapping[int, Any],
+                      ) -> list[tuple[int, Comparison]]:
+    """Each output of `graph` as a backend computed it (`values`, by tensor id) against the
+    reference's on the same `inputs`, within the suite's error bound of each."""
+    expected = execute(graph, inputs)
+    bounds = output_bounds(graph, inputs)
+    return [(t.id, compare(expected[t.id], values.get(t.id), bounds[t.id]))
+            for t in graph.output_tensors]
 
 
 def _ordered(parts: Sequence[Any]) -> list[Any]:
