@@ -16,6 +16,10 @@
     nox -s bench-accel      fusionspec bench on an OpenCL device, with its copy bandwidth
     nox -s bench-conform    the reference's ci run with --jobs 1 and --jobs 2, side by side
     nox -s mutation       the mutation score: every planted bug through the ci profile
+    nox -s mutation-sample  a seeded sample of cosmic-ray's mutants of the reference, each run
+                          as a backend under test: the score per area with its interval
+    nox -s real-bugs      the real-bug score: bugs shipped and fixed by real implementations,
+                          each re-created and run through the ci profile
     nox -s bench-values   the share of NaN/inf and weak-signal outputs of the drawn cases
     nox -s conformance-onednn   the suite on the real oneDNN library, each graded version
                           (3.2 and 3.13, installed from PyPI), results next to the others,
@@ -118,7 +122,8 @@ def _install(session: nox.Session, *extras: str, editable: bool = False) -> None
 def tests(session: nox.Session) -> None:
     """Run the test suite, one pytest-xdist worker per core (many tests wait on subprocesses);
     extra arguments go to pytest instead of the defaults (e.g. -k notation)."""
-    _install(session, "accel", "intel-opencl", "conformance", "report", "dev", "onednn")
+    _install(session, "accel", "intel-opencl", "conformance", "report", "dev", "onednn",
+             "mutation")
     session.install(TORCH)
     session.run("pytest", *(session.posargs or ["-q", "-m", "not slow", "-n", "auto"]),
                 env={"FUSIONSPEC_REQUIRE": _required("onednn")})
@@ -301,6 +306,33 @@ def mutation(session: nox.Session) -> None:
     _install(session, "conformance", "dev")
     session.run("pytest", "-q", "tests/conformance/test_mutation.py", *session.posargs,
                 env={"FUSIONSPEC_MUTATION_OUT": str(ROOT / "results" / "mutation.json")})
+
+
+@nox.session(name="mutation-sample", python=PYTHON)
+def mutation_sample(session: nox.Session) -> None:
+    """A seeded, stratified sample of cosmic-ray's mutants of the reference (op functions,
+    executor, partitioner, validator), each run as a backend under test on the cases that reach
+    its lines (tools/mutation); prints the score per area with its 95% interval and every
+    survivor not triaged as equivalent in tools/mutation/triage.toml, and writes
+    results/mutation_sample.json. Arguments after ``--`` go to tools/mutation/run.py
+    (``--size``, ``--seed``, ``--workers``, ``--urls``; see docs/mutation.md)."""
+    _install(session, "conformance", "mutation")
+    session.run("python", str(ROOT / "tools" / "mutation" / "run.py"), *session.posargs)
+
+
+@nox.session(name="real-bugs", python=PYTHON)
+def real_bugs(session: nox.Session) -> None:
+    """Every bug of the real-bug corpus (tests/testkit/real_bugs*.py: bugs that shipping
+    implementations released and fixed) through the ci profile; writes results/real_bugs.json
+    and prints the score."""
+    _install(session, "conformance", "dev")
+    out = ROOT / "results" / "real_bugs.json"
+    session.run("pytest", "-q", "-m", "slow", "tests/conformance/test_real_bugs.py",
+                *session.posargs, env={"FUSIONSPEC_REAL_BUGS_OUT": str(out)})
+    if out.is_file():
+        score = json.loads(out.read_text(encoding="utf-8"))
+        session.log(f"real-bug score: {score['caught']} of {score['bugs']} caught "
+                    f"({score['score']:.0%}); {score['not_applicable']} found not applicable")
 
 
 @nox.session(name="bench-values", python=PYTHON)

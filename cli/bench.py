@@ -21,22 +21,31 @@ The selection options (``--patterns``, ``--family``, ``--dtype``, ``--shard``) s
 of ``fusionspec conform`` do, with help of their own (`BENCH_HELP`); ``--workload`` takes
 workload ids or globs. ``--jobs`` defaults to 1: timing wants a quiet machine.
 
-Exit codes: 0 when every selected workload was measured or declared unsupported; 1 when one
-could not be measured (its record says why, with the command that reruns it); 2 for a usage
-error; 3 when the backend has no usable device.
+The backend runs in worker processes: each workload within ``--timeout`` seconds, the
+backend's output sent to a log, its answers read through an allowlist and judged here (the
+outputs against fusionspec's reference, the timings checked); a backend that crashes, hangs or
+answers garbage gets a ``backend error`` for that workload, and the run goes on.
+
+Exit codes: 0 when every selected workload was measured or declared unsupported (and at least
+one was measured), or when ``--shard`` holds none of them (EMPTY: its document is still
+written, for `merge`); 1 when one could not be measured (its record says why, with the command
+that reruns it) or none was (INCOMPLETE); 2 for a usage error; 3 when the backend has no usable
+device or does not load.
 """
 
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any
 
-from fusionspec.backend import BackendUnavailableError
+from fusionspec.backend import BackendError, BackendUnavailableError
 from fusionspec.conformance.grade.results import artifact_name
 from fusionspec.conformance.selection import Selection, SelectionError, Shard
+from fusionspec.spec.text import clean_text
 
 from .conform import UNAVAILABLE_EXIT, _jobs
 from .output import UsageError, emit, unknown_backend
@@ -57,8 +66,9 @@ examples:
 #: What it says below them.
 EPILOG = """\
 Workloads that the backend's declared limitations cover are listed as unsupported, not timed.
-Exit codes: 0 every selected workload measured (or declared unsupported), 1 one could not be
-measured (its record says why and how to rerun it), 2 usage error, 3 no usable device."""
+Exit codes: 0 every selected workload measured (or declared unsupported), or an EMPTY shard;
+1 one could not be measured (its record says why and how to rerun it) or none was
+(INCOMPLETE); 2 usage error; 3 no usable device, or the backend does not load."""
 #: Where documents go without ``--out``.
 DEFAULT_ROOT = Path("results", "perf")
 #: The `fusionspec conform` options that `bench` takes, each with what it means here (the
@@ -79,7 +89,7 @@ BENCH_HELP = {
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from fusionspec.conformance.options import FLAGS
+    from fusionspec.conformance.options import FLAGS, gigabytes
     from fusionspec.spec.catalog import PatternFamily
 
     families = ", ".join(f.value for f in PatternFamily)
@@ -103,11 +113,28 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "(default: 0.3 small, 2 full)")
     parser.add_argument("--out", type=Path, metavar="DIR",
                         help="folder for perf.json (default: results/perf/<backend>-<device>)")
+    parser.add_argument("--timeout", type=_seconds, default=None, metavar="S",
+                        help="seconds one workload may take in the backend's process, "
+                             "compiling and timing included (default 300)")
+    parser.add_argument("--memory-limit", type=gigabytes, metavar="GB",
+                        help="address-space cap of each process the backend is timed in, in GB "
+                             "(default: half the machine's memory; 0: no cap)")
     parser.add_argument("--jobs", type=_jobs, default=1, metavar="N",
                         help="workloads measured at a time, each in a worker process "
                              "(default 1: timing wants a quiet machine)")
     parser.add_argument("--list", action="store_true", help="list the workloads and exit")
     parser.add_argument("--json", action="store_true", help="machine-readable summary")
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not 0 < value <= 86_400:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds between 0 and "
+                                         "86400")
+    return value
 
 
 def _globs(text: str) -> list[str]:
@@ -121,8 +148,9 @@ def _globs(text: str) -> list[str]:
     return items
 
 
-def selected(args: argparse.Namespace) -> list[Any]:
-    """The workloads the options select, in table order; `UsageError` when none."""
+def selected(args: argparse.Namespace, *, sharded: bool = True) -> list[Any]:
+    """The workloads the options select, in table order (those of ``--shard`` only when
+    `sharded`); `UsageError` when none."""
     from fusionspec.conformance.perf.workloads import WORKLOADS
 
     try:
@@ -131,14 +159,39 @@ def selected(args: argparse.Namespace) -> list[Any]:
     except SelectionError as exc:
         raise UsageError(str(exc)) from None
     patterns = {e.id for e in entries}
-    shard: Shard | None = args.shard
+    shard: Shard | None = args.shard if sharded else None
     found = [w for w in WORKLOADS if w.pattern in patterns
              and (not args.dtype or w.dtype in args.dtype)
              and (not args.workload or any(fnmatchcase(w.id, g) for g in args.workload))
              and (shard is None or shard.holds(w.id))]
-    if not found and shard is None:
+    if not found and args.shard is None:
         raise UsageError("the selection holds no workload")
     return found
+
+
+def command_line(args: argparse.Namespace) -> str:
+    """The command that reruns this bench, quoted for a POSIX shell: the options as parsed
+    (so ``--patterns=a --patterns b`` reads back as one list), never the raw ``sys.argv``."""
+    words = ["fusionspec", "bench"]
+    for option, value in (("--backend", args.backend), ("--device", args.device),
+                          ("--size", args.size), ("--seed", args.seed),
+                          ("--patterns", args.patterns), ("--family", args.family),
+                          ("--dtype", args.dtype), ("--workload", args.workload),
+                          ("--shard", args.shard), ("--budget", args.budget),
+                          ("--timeout", args.timeout), ("--jobs", args.jobs),
+                          ("--memory-limit", _gigabytes(args.memory_limit)),
+                          ("--out", args.out)):
+        if value is None or value == []:
+            continue
+        text = ",".join(map(str, value)) if isinstance(value, list) else str(value)
+        words += [option, text]
+    if args.reference:
+        words.append("--reference")
+    return shlex.join(words)
+
+
+def _gigabytes(value: int | None) -> str | None:
+    return None if value is None else f"{value / 2**30:g}"
 
 
 def run(args: argparse.Namespace) -> int:
@@ -147,8 +200,10 @@ def run(args: argparse.Namespace) -> int:
     from fusionspec.backend.timing import TimingPolicy
     from fusionspec.conformance.perf.bench import FULL_POLICY, SMALL_POLICY, run_bench
     from fusionspec.conformance.perf.document import write_perf
+    from fusionspec.conformance.perf.workers import DEFAULT_TIMEOUT_S
 
     workloads = selected(args)
+    given = [w.id for w in selected(args, sharded=False)] if args.shard is not None else None
     policy = SMALL_POLICY if args.size == "small" else FULL_POLICY
     if args.budget is not None:
         if not args.budget > 0:
@@ -169,11 +224,14 @@ def run(args: argparse.Namespace) -> int:
         document = run_bench(spec, workloads, device_id=args.device, size=args.size,
                              policy=policy, seed=args.seed, reference=args.reference,
                              jobs=args.jobs, shard=str(args.shard) if args.shard else None,
-                             command=" ".join(["fusionspec", "bench", *sys.argv[2:]]),
+                             command=command_line(args), selected=given,
+                             timeout_s=args.timeout or DEFAULT_TIMEOUT_S,
+                             memory_limit=args.memory_limit,
                              progress=None if args.json else progress)
-    except BackendUnavailableError as exc:
-        emit(args, f"UNAVAILABLE: {exc}", {"ok": False, "verdict": "UNAVAILABLE",
-                                           "unavailable": exc.reason})
+    except BackendError as exc:  # no usable device, or it does not load at all
+        reason = exc.reason if isinstance(exc, BackendUnavailableError) else str(exc)
+        emit(args, clean_text(f"UNAVAILABLE: {exc}"), {"ok": False, "verdict": "UNAVAILABLE",
+                                                       "unavailable": clean_text(reason)})
         return UNAVAILABLE_EXIT
     out = args.out if args.out is not None else \
         DEFAULT_ROOT / artifact_name(f"{document['backend']}-{document['device']['id']}")
@@ -188,9 +246,17 @@ def _summary(args: argparse.Namespace, document: dict[str, Any], written: Path) 
     # The reference's column only when it was timed: without --reference it would be empty.
     reference = any("reference" in r.get("timings", {}) for r in records)
     measured = len(records) - len(failed) - len(unsupported)
-    lines = [f"{document['backend']} on {document['device']['id']}, size {document['size']}: "
+    shard = document.get("shard")
+    verdict = "FAIL" if failed else "EMPTY" if not records and shard else \
+        "INCOMPLETE" if not measured else "PASS"
+    lines = [f"{verdict}: {document['backend']} on {document['device']['id']}"
+             + (f" (shard {shard})" if shard else "") + f", size {document['size']}: "
              f"{measured} workload(s) measured, {len(failed)} not, {len(unsupported)} "
              "declared unsupported"]
+    if verdict == "EMPTY":
+        lines.append(f"  shard {shard} holds none of the selected workloads")
+    elif verdict == "INCOMPLETE":
+        lines.append("  the run is incomplete: no workload was measured")
     head = f"{'workload':<58}{'fused ms':>10}{'op-by-op':>10}" \
            + (f"{'ref ms':>10}" if reference else "") \
            + f"{'ratio':>7}  {'verdict':<20}{'GFLOP/s':>9}{'GB/s':>8}"
@@ -215,13 +281,14 @@ def _summary(args: argparse.Namespace, document: dict[str, Any], written: Path) 
     for r in records:
         if "verdict" in r:
             verdicts[r["verdict"]] = verdicts.get(r["verdict"], 0) + 1
-    emit(args, "\n".join(lines), {
-        "ok": not failed, "document": str(written), "verdicts": verdicts,
+    emit(args, "\n".join(clean_text(line) for line in lines), {
+        "ok": verdict in ("PASS", "EMPTY"), "verdict": verdict, "document": str(written),
+        "shard": shard, "verdicts": verdicts,
         "errors": {r["id"]: r["error"] for r in failed},
         "unsupported": {r["id"]: r["unsupported"] for r in unsupported},
         "reference_ms": {r["id"]: r["timings"]["reference"]["median"] for r in records
                          if "reference" in r.get("timings", {})}})
-    return 1 if failed else 0
+    return 0 if verdict in ("PASS", "EMPTY") else 1
 
 
 def _list(args: argparse.Namespace) -> int:

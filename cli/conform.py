@@ -54,7 +54,7 @@ from fusionspec.spec.files import atomic_write_text
 from fusionspec.spec.text import clean_text
 
 from .conform_log import failure_lines, time_line
-from .output import check_paths, emit, unknown_backend
+from .output import check_conform_outputs, check_paths, emit, unknown_backend
 
 HELP = "run the conformance suite against a backend and write the results"
 #: The exit code of a run whose backend has no usable device.
@@ -139,6 +139,7 @@ def run(args: argparse.Namespace) -> int:
     mistyped = unknown_backend(backend)
     if mistyped:
         return _usage(args, mistyped)
+    check_conform_outputs(options.out, args.junit, args.write_expectations, options.expectations)
     out = options.out if options.out is not None else \
         (lambda name, device: default_out(name, device.id))
     try:
@@ -157,6 +158,8 @@ def run(args: argparse.Namespace) -> int:
         and collector.incomplete is None
     if collector.incomplete is None and not empty_shard:
         collector.incomplete = shows_nothing(collector.verdicts, collector.skipped)
+    check_conform_outputs(collector.out_dir, args.junit, args.write_expectations,
+                          options.expectations)
     written = collector.write(collector.out_dir / "results.json") \
         if collector.out_dir is not None else None
     if args.write_expectations is not None:

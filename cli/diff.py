@@ -10,7 +10,9 @@ file does not expect to fail, and that did not fail in OLD (or did not exist the
 
 Exit codes: 0 when NEW has no new failure, 1 when it has (or NEW is incomplete or could not run,
 so it cannot vouch for its cases, or NEW left out cases that OLD ran: a narrower --patterns, a
-shard, another profile; ``--allow-narrower`` accepts that on purpose), 2 for a usage error.
+shard, another profile; ``--allow-narrower`` accepts that on purpose), 2 for a usage error
+(a document that cannot be read: not a results document, or one with a field the suite does not
+know, such as a case status ``"PASS"``, named by its JSON path).
 ``--markdown FILE`` appends the comparison as Markdown (GitHub Actions shows
 ``$GITHUB_STEP_SUMMARY`` on the run's page).
 
@@ -22,11 +24,13 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import Any
 
+from fusionspec.conformance.grade.document import ResultsFormatError
 from fusionspec.conformance.grade.results import load_results
 from fusionspec.spec.text import clean_text
 
-from .output import check_paths, emit
+from .output import UsageError, check_paths, emit
 
 HELP = "compare two results documents; exit 1 on new failures (a CI gate)"
 
@@ -44,10 +48,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="performance documents only: the slowdown beyond the confidence "
                              "intervals that counts as a regression (default 0.1)")
     parser.add_argument("--allow-narrower", action="store_true",
-                        help="results documents only: pass even when NEW left out cases OLD "
-                             "ran (a deliberately narrower selection; the cases left out are "
-                             "still listed)")
+                        help="pass even when NEW left out cases (or workloads) OLD ran (a "
+                             "deliberately narrower selection; the cases left out are still "
+                             "listed)")
     parser.add_argument("--json", action="store_true", help="machine-readable output")
+
+
+def _load(path: Path) -> dict[str, Any]:
+    """The results document at `path`; a `UsageError` (exit 2, never "a regression") for one
+    that cannot be read, naming the file and the field."""
+    try:
+        return load_results(path)
+    except ResultsFormatError as exc:
+        raise UsageError(str(exc)) from None
 
 
 def run(args: argparse.Namespace) -> int:
@@ -62,8 +75,8 @@ def run(args: argparse.Namespace) -> int:
         return run_perf(args)
 
     check_paths({"OLD": args.old, "NEW": args.new}, {"--markdown": args.markdown})
-    old = Doc(load_results(args.old), str(args.old))
-    new = Doc(load_results(args.new), str(args.new))
+    old = Doc(_load(args.old), str(args.old))
+    new = Doc(_load(args.new), str(args.new))
     pairs, notes = pair_baselines([new], [old])
     (run_doc, base, note), = pairs  # one run and one baseline always pair
     d = diff_runs(run_doc, base, note)

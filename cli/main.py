@@ -34,7 +34,7 @@ from . import (
     run,
     validate,
 )
-from .output import UsageError, emit
+from .output import UsageError, emit, say
 from .version import VersionAction
 
 __all__ = ["main", "COMMANDS", "build_parser"]
@@ -103,7 +103,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _fail(args: argparse.Namespace, label: str, exc: BaseException, code: int,
           message: str | None = None) -> int:
     """Report `exc` in one line (JSON with ``--json``) and return the exit `code`."""
-    text = message if message is not None else str(exc)
+    text = say(message if message is not None else str(exc))
     if getattr(args, "json", False):
         emit(args, "", {"ok": False, "error": type(exc).__name__, "message": text})
     else:

@@ -37,6 +37,7 @@ from typing import Any
 from fusionspec.conformance.grade.results import load_results
 from fusionspec.conformance.perf.document import is_perf_document, load_perf
 from fusionspec.spec.catalog import CATALOG
+from fusionspec.spec.text import clean_json
 
 from .output import UsageError, check_paths, emit
 
@@ -155,6 +156,6 @@ def _methods() -> tuple[dict[str, object], ...]:
 def _read_json(path: Path) -> Any:
     """A JSON document the user named; a clean error when it is not one."""
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        return clean_json(json.loads(path.read_text(encoding="utf-8")))
     except (OSError, ValueError, RecursionError) as exc:
         raise UsageError(f"{path}: not a JSON document: {type(exc).__name__}: {exc}") from None

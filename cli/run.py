@@ -11,6 +11,10 @@ summarised on stdout and written to ``--out out.npz``; ``--save-inputs`` writes 
 so a run can be replayed exactly.
 
 npz files are keyed by tensor id (`fusionspec.reference.arrays` holds the encoding).
+
+What is checked before anything executes (the memory budget, the partitioning, that every input
+can be filled) is `check_runnable`, which ``fusionspec validate`` runs too: a graph ``run``
+refuses before executing is refused by ``validate`` with the same message.
 """
 
 from __future__ import annotations
@@ -32,9 +36,33 @@ from fusionspec.spec.types import Array
 
 from .output import UsageError, check_paths, emit
 
-__all__ = ["HELP", "add_arguments", "run", "summarise"]
+__all__ = ["HELP", "add_arguments", "run", "summarise", "planned_partitions", "check_runnable",
+           "max_memory"]
 
 HELP = "execute a graph JSON file with the reference and summarise its outputs"
+
+def planned_partitions(graph: Graph, limit: int, *, single_op: bool = False,
+                       ) -> list[Partition]:
+    """The partitions `run` executes the finalized `graph` in, once it is known to fit in
+    `limit` bytes (`MemoryBudgetError` otherwise, before anything is allocated)."""
+    check_budget(graph, limit)
+    return single_op_partitions(graph) if single_op else default_partitioner(graph)
+
+
+def check_runnable(graph: Graph, limit: int) -> None:
+    """Every check `run` makes of the finalized `graph` before executing it (without
+    ``--inputs``): the memory budget, the partitioning and the filling of every input; the
+    error `run` would end with otherwise."""
+    planned_partitions(graph, limit)
+    fill_inputs(graph, 0)
+
+
+def max_memory(gigabytes: float | None) -> int:
+    """``--max-memory``: the budget in bytes (`UsageError` for a value that is not positive)."""
+    if gigabytes is not None and not gigabytes > 0:
+        raise UsageError(f"--max-memory must be positive, got {gigabytes}")
+    return budget(gigabytes)
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("file", help="oneDNN graph JSON file")
@@ -111,13 +139,10 @@ def _on_backend(spec: str, device_id: str | None, graph: Graph,
 def run(args: argparse.Namespace) -> int:
     check_paths({"FILE": args.file, "--inputs": args.inputs},
                 {"--out": args.out, "--save-inputs": args.save_inputs})
-    if args.max_memory is not None and not args.max_memory > 0:
-        raise UsageError(f"--max-memory must be positive, got {args.max_memory}")
-    limit = budget(args.max_memory)
+    limit = max_memory(args.max_memory)
     graph: Graph = load(args.file).finalize()
-    check_budget(graph, limit)  # before any input is filled or read
-    parts: list[Partition] = (single_op_partitions(graph) if args.single_op
-                              else default_partitioner(graph))
+    # The budget is checked before any input is filled or read.
+    parts = planned_partitions(graph, limit, single_op=args.single_op)
     if args.inputs:
         inputs = read_npz(args.inputs, graph.input_tensors, max_bytes=limit)
         origin = f"inputs from {args.inputs}"

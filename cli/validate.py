@@ -10,6 +10,11 @@ name: they are accepted, never fused.
 With ``--json`` one file gives ``{"file", "ok", "ops", "tensors", "outside_spec", "warnings",
 "error"}``, several give ``{"ok": <all ok>, "files": [those objects]}``. The exit code is 0 only
 when every file is valid.
+
+A valid graph is one ``fusionspec run`` executes: besides the schemas, validation makes every
+check ``run`` makes before executing (`fusionspec.cli.run.check_runnable`: the memory budget,
+``--max-memory`` as ``run``'s, the partitioning, that every input can be filled), so a graph
+``run`` refuses is refused here with the same message.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from fusionspec.spec import OPAQUE_KINDS, onednn_json
 from fusionspec.spec.errors import FusionspecError, GraphError, JsonFormatError
 
 from .output import emit
+from .run import check_runnable, max_memory
 
 __all__ = ["HELP", "add_arguments", "run", "validate_file"]
 
@@ -32,6 +38,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("files", nargs="+", metavar="FILE.json",
                         help="oneDNN graph JSON (the format benchdnn reads and "
                              "ONEDNN_GRAPH_DUMP writes)")
+    parser.add_argument("--max-memory", type=float, metavar="GB",
+                        help="refuse graphs needing more memory to run than this (as "
+                             "`fusionspec run --max-memory`)")
     parser.add_argument("--json", action="store_true", help="print the results as JSON")
 
 
@@ -45,8 +54,9 @@ def _error(exc: Exception) -> dict[str, Any]:
     return info
 
 
-def validate_file(path: str) -> dict[str, Any]:
-    """The result object for one file (never raises for a bad or missing file)."""
+def validate_file(path: str, limit: int | None = None) -> dict[str, Any]:
+    """The result object for one file (never raises for a bad or missing file); `limit` is
+    the memory budget in bytes (default: `run`'s)."""
     result: dict[str, Any] = {"file": path, "ok": False, "ops": None, "tensors": None,
                               "outside_spec": None, "warnings": [], "error": None}
     try:
@@ -56,7 +66,7 @@ def validate_file(path: str) -> dict[str, Any]:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             try:
-                graph.finalize()
+                check_runnable(graph.finalize(), max_memory(None) if limit is None else limit)
             finally:
                 result["warnings"] = [str(w.message) for w in caught]
     except FusionspecError as exc:
@@ -83,7 +93,8 @@ def _line(result: dict[str, Any]) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    results = [validate_file(path) for path in args.files]
+    limit = max_memory(args.max_memory)
+    results = [validate_file(path, limit) for path in args.files]
     all_ok = all(r["ok"] for r in results)
     data: dict[str, Any] = results[0] if len(results) == 1 else {"ok": all_ok, "files": results}
     emit(args, "\n".join(_line(r) for r in results), data)

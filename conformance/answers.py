@@ -5,6 +5,12 @@ it a rejection, the end of its traceback, its structured fields), built by `desc
 wherever the exception is caught: in a worker process, or in the grading process for a backend
 run in-process. What it returned that the suite does not take is a `Foreign`. Grading reads
 these records; the worker protocol (`fusionspec.conformance.transport`) carries them.
+
+Every text in them is the backend's (its exception's type name, message, traceback and fields,
+the repr of what it returned): each is cleaned where the record is built (`clean_text`: no
+escape sequence, control character, bidirectional override, lone surrogate or noncharacter)
+and bounded, so nothing downstream (a terminal, a results document, JUnit XML, an expectations
+file) meets text it cannot write.
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ from pathlib import Path
 
 from fusionspec.backend import error_fields
 from fusionspec.spec.errors import GraphError
+from fusionspec.spec.text import MESSAGE_LIMIT, clean_text
 
 __all__ = ["Failure", "Foreign", "BackendFailure", "Abandoned", "clip", "describe_exception",
            "short_traceback", "rejection_types", "TRACEBACK_LINES", "WHOLE_TRACEBACK_ENV"]
@@ -62,7 +69,7 @@ class Foreign:
     def of(obj: object) -> Foreign:
         # reprlib bounds the depth and width it shows, so a structure shared a billion times
         # over costs a few hundred characters, not a hang.
-        return Foreign(type(obj).__name__, clip(reprlib.repr(obj), 200))
+        return Foreign(clean_text(type(obj).__name__, 200), clean_text(_repr(obj), 200))
 
 
 class BackendFailure(Exception):
@@ -77,6 +84,18 @@ class BackendFailure(Exception):
 class Abandoned(Exception):
     """A diagnosis after the verdict (culprit isolation) ran out of its time or lost the
     worker: the runner stopped the worker and the verdict stands without the diagnosis."""
+
+
+#: The longest traceback a failure keeps (characters): its frames are few, but the exception's
+#: own line repeats its message.
+TRACEBACK_LIMIT = 8 * MESSAGE_LIMIT
+
+
+def _repr(obj: object) -> str:
+    try:
+        return reprlib.repr(obj)
+    except Exception as exc:  # a foreign __repr__ may raise anything
+        return f"<{type(obj).__name__}: repr raised {type(exc).__name__}>"
 
 
 def clip(text: str, limit: int) -> str:
@@ -123,9 +142,11 @@ def describe_exception(stage: str, exc: BaseException,
     `rejections`. A backend that calls ``sys.exit`` is described as having done so."""
     rule = getattr(exc, "rule", None)  # a str subclass (`GraphRule`) sent as a plain str
     text = f"the backend called sys.exit({exc.code!r})" if isinstance(exc, SystemExit) \
-        else str(exc)
-    return Failure(stage=stage, type_name=type(exc).__name__,
-                   message=text if message_limit is None else clip(text, message_limit),
-                   rule=str(rule) if isinstance(rule, str) else None,
+        else clean_text(exc, None if message_limit is None else 4 * message_limit)
+    return Failure(stage=stage, type_name=clean_text(type(exc).__name__, 200),
+                   message=clean_text(text, message_limit),
+                   rule=clean_text(rule, 200) if isinstance(rule, str) else None,
                    is_rejection=isinstance(exc, tuple(rejections)),
-                   traceback=short_traceback(exc), fields=error_fields(exc))
+                   traceback=clean_text(short_traceback(exc), TRACEBACK_LIMIT),
+                   fields={clean_text(k, 200): clean_text(v, MESSAGE_LIMIT)
+                           for k, v in error_fields(exc).items()})

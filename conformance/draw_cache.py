@@ -11,9 +11,16 @@ hypothesis, NumPy and ml_dtypes, and the suite's own source files: spec, backend
 conformance), so any change to the generator or the spec data is a new key; an entry of an
 older suite is never read again (a CI cache keyed on `code_digest` starts afresh when it
 changes, leaving those behind). Entries live in
-``$XDG_CACHE_HOME/fusionspec/draws`` (``~/.cache`` when unset), written atomically; an entry
-that cannot be read is dropped and drawn again. They are pickles the suite wrote itself into
-the user's own cache, like the OpenCL runtimes' binary caches beside them.
+``$XDG_CACHE_HOME/fusionspec/draws`` (``~/.cache`` when unset), written atomically.
+
+An entry is a pickle the suite wrote, signed (`fusionspec.conformance.cache_files`: HMAC-SHA256
+under a key made once per cache folder, over the entry and its cache key, as the oracle cache
+signs its own), with a header holding the digest of the pickle and, for a draw, the ids of its
+cases in order. An entry is read back only if it is a plain file (never a FIFO, a device or a
+link) of at most `ENTRY_LIMIT` bytes, its signature verifies for its key (an entry moved from
+another key does not), its digest matches and it holds the cases it names; anything else is
+never unpickled: it is dropped with a one-line warning on standard error and drawn again, so a
+bad entry costs time, never a case.
 ``FUSIONSPEC_DRAW_CACHE=off`` turns the cache off; an absolute path there puts the entries in
 that folder instead (a CI job that keeps its draws apart from the kernel caches, or a test
 session sharing draws between the runs it starts).
@@ -21,18 +28,35 @@ session sharing draws between the runs it starts).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib
+import json
 import os
 import pickle
 import platform
-import tempfile
+import sys
+from collections.abc import Sequence
 from functools import cache
 from importlib import metadata
 from pathlib import Path
 
-__all__ = ["ENV", "draw_key", "load_draw", "store_draw", "enabled", "cache_dir", "code_digest",
-           "switched_on", "folder_of"]
+from fusionspec.spec.text import clean_text
+
+from .cache_files import (
+    MAC_BYTES,
+    BadEntry,
+    UnusableKey,
+    folder_key,
+    read_regular,
+    seal,
+    unseal,
+    write_atomic,
+)
+from .cases import Case
+
+__all__ = ["ENV", "ENTRY_LIMIT", "draw_key", "load_draw", "store_draw", "entry_path", "enabled",
+           "cache_dir", "code_digest", "switched_on", "folder_of"]
 
 #: The subpackages whose sources decide what a draw gives.
 _SOURCES = ("fusionspec.spec", "fusionspec.backend", "fusionspec.reference",
@@ -42,6 +66,10 @@ _VERSIONS = ("hypothesis", "numpy", "ml_dtypes")
 
 #: The environment variable that turns the cache off or names its folder.
 ENV = "FUSIONSPEC_DRAW_CACHE"
+#: The largest entry read back (bytes): a draw of the ci profile is well under a megabyte.
+ENTRY_LIMIT = 64 * 2**20
+_FORMAT = 1
+_SAID: set[str] = set()
 
 
 def switched_on(variable: str) -> bool:
@@ -89,29 +117,87 @@ def draw_key(*parts: object) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
+def entry_path(key: str) -> Path:
+    """Where the entry of `key` lives."""
+    return cache_dir() / f"{key}.pickle"
+
+
 def load_draw(key: str) -> object | None:
-    """The cached value under `key`, or None (not cached, or unreadable: then dropped)."""
-    path = cache_dir() / f"{key}.pickle"
+    """The value stored under `key`, or None: not cached, or refused (then dropped with a
+    one-line warning on standard error, and drawn again; see the module docstring)."""
+    path = entry_path(key)
     try:
-        data = path.read_bytes()
-    except OSError:
+        secret = folder_key(path.parent) if path.parent.is_dir() else b""
+    except UnusableKey as exc:
+        _off(str(exc))
+        return None
+    except OSError:  # a folder it cannot write a key in: nothing was stored there by it
         return None
     try:
-        found: object = pickle.loads(data)
-    except Exception:  # a truncated or stale entry is drawn again
-        path.unlink(missing_ok=True)
+        return _read(path, key, secret)
+    except FileNotFoundError:
         return None
+    except BadEntry as exc:
+        print(f"fusionspec: the draw cache's entry {path.name} is refused: {exc}; drawing it "
+              "again", file=sys.stderr)
+        if not path.is_dir():
+            with contextlib.suppress(OSError):
+                path.unlink()
+        return None
+
+
+def _off(why: str) -> None:
+    """Say once that the cache is not used: its key is not one it made (it is left alone)."""
+    if why not in _SAID:
+        _SAID.add(why)
+        print(f"fusionspec: the draw cache is not used: {clean_text(why, 300)}", file=sys.stderr)
+
+
+def _read(path: Path, key: str, secret: bytes) -> object:
+    data = read_regular(path, ENTRY_LIMIT)
+    header_line, _, payload = unseal(secret, data, key.encode()).partition(b"\n")
+    try:
+        header = json.loads(header_line)
+    except ValueError:
+        header = None
+    if not isinstance(header, dict) or header.get("format") != _FORMAT:
+        raise BadEntry("it is not an entry of this cache")
+    if header.get("sha256") != hashlib.sha256(payload).hexdigest():
+        raise BadEntry("its content does not match its digest")
+    try:
+        # Signed for this key with this cache's own key: a pickle this suite wrote.
+        found: object = pickle.loads(payload)
+    except Exception as exc:
+        raise BadEntry(f"it cannot be read back ({type(exc).__name__})") from None
+    ids = header.get("ids")
+    if ids is not None and not _cases_of(found, ids):
+        raise BadEntry("it does not hold the cases it names")
     return found
 
 
-def store_draw(key: str, data: bytes) -> None:
-    """Keep `data` (a pickle) under `key`; a cache that cannot be written is left alone."""
+def _cases_of(found: object, ids: object) -> bool:
+    """Whether `found` is the list of cases whose ids are `ids`, in that order."""
+    return isinstance(found, list) and isinstance(ids, list) and len(found) == len(ids) and all(
+        isinstance(case, Case) and case.id == ident for case, ident in zip(found, ids))
+
+
+def store_draw(key: str, data: bytes, ids: Sequence[str] | None = None) -> None:
+    """Keep `data` (a pickle) under `key`, signed, with `ids` when it holds cases (the ids of
+    those cases, in order: what a read checks it still holds); a cache that cannot be written,
+    or an entry larger than `ENTRY_LIMIT`, is left alone."""
     folder = cache_dir()
+    header = json.dumps({"format": _FORMAT, "sha256": hashlib.sha256(data).hexdigest(),
+                         "ids": None if ids is None else list(ids)}).encode()
+    body = header + b"\n" + data
+    if len(body) + MAC_BYTES > ENTRY_LIMIT:
+        return
     try:
         folder.mkdir(parents=True, exist_ok=True)
-        handle, name = tempfile.mkstemp(dir=folder, prefix=".draw-", suffix=".tmp")
-        with os.fdopen(handle, "wb") as out:
-            out.write(data)
-        os.replace(name, folder / f"{key}.pickle")
-    except OSError:
+        secret = folder_key(folder)
+    except UnusableKey as exc:
+        _off(str(exc))
         return
+    except OSError:  # a cache that cannot be written is left alone
+        return
+    with contextlib.suppress(OSError):
+        write_atomic(folder / f"{key}.pickle", seal(secret, body, key.encode()))

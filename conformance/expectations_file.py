@@ -4,16 +4,25 @@ a file, and writing entries back as TOML text.
 What the entries mean to a run, and the file's format, are described in
 `fusionspec.conformance.expectations`; writing a file from a run is
 `fusionspec.conformance.expectations_write`.
+
+A file is someone's text, read by every run: its size is bounded (`MAX_FILE_BYTES`,
+`MAX_ENTRIES`, `MAX_VALUES` values of the matching fields, `MAX_GLOBS` of them globs, each at
+most `MAX_VALUE_CHARS` characters), its words (``reason``, ``link``, ``finding``) are cleaned
+of control characters, escape sequences and bidirectional overrides and clipped to
+`TEXT_LIMIT` characters (a reason is copied into every verdict it explains), and each entry's
+globs are compiled once into one regular expression per field, its plain values into a set, so
+matching a case costs a lookup per field rather than a glob per value.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import re
 import tomllib
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from fnmatch import fnmatchcase
+from dataclasses import dataclass, field
+from fnmatch import fnmatchcase, translate
 from importlib.resources import files
 from pathlib import Path
 from typing import Any
@@ -21,23 +30,34 @@ from typing import Any
 from fusionspec.backend import Device
 from fusionspec.spec.catalog import CATALOG
 from fusionspec.spec.errors import FusionspecError
-from fusionspec.spec.text import clean_text
+from fusionspec.spec.text import clean_json, clean_text, fit_text
 
 from .cases import Case
 from .selection import known_rule_ids
 
 __all__ = ["EXPECTATIONS_SCHEMA", "READABLE_SCHEMAS", "MAX_FILE_BYTES", "MAX_ENTRIES",
-           "MATCHERS", "ExpectationsError", "Expectation", "Expectations", "load_schema",
-           "render_toml"]
+           "MAX_VALUES", "MAX_GLOBS", "MAX_VALUE_CHARS", "TEXT_LIMIT", "MATCHERS",
+           "entry_text", "is_glob", "ExpectationsError", "Expectation", "Expectations",
+           "load_schema", "render_toml"]
 
 #: The format this module writes (the file's ``schema`` key).
 EXPECTATIONS_SCHEMA = "fusionspec-expectations/2"
 #: The formats this module reads: version 2 only adds the optional ``finding`` of an entry.
 READABLE_SCHEMAS = ("fusionspec-expectations/1", EXPECTATIONS_SCHEMA)
 #: The largest expectations file read (a real one is a few kilobytes).
-MAX_FILE_BYTES = 4 * 2**20
+MAX_FILE_BYTES = 2 * 2**20
 #: The most entries an expectations file may hold (every case is matched against each).
 MAX_ENTRIES = 2000
+#: The most values the matching fields (``pattern``, ``case``, ...) of all entries hold
+#: together: a file written from a run lists a few thousand case ids at most.
+MAX_VALUES = 20_000
+#: The most of those values that are globs (hold ``*``, ``?`` or ``[``); each costs a pattern
+#: match where a plain value costs a set lookup.
+MAX_GLOBS = 1000
+#: The longest value of a matching field (a case id is under a hundred characters).
+MAX_VALUE_CHARS = 300
+#: The longest ``reason``, ``link`` or ``finding`` kept (characters); longer ones are clipped.
+TEXT_LIMIT = 500
 
 #: The fields that say which cases an entry matches.
 MATCHERS = ("pattern", "kind", "rule", "dtype", "case", "device")
@@ -59,8 +79,40 @@ def _names(value: object) -> tuple[str, ...]:
     if value is None:
         return ()
     if isinstance(value, str):
-        return (value,)
-    return tuple(str(v) for v in value) if isinstance(value, list) else ()
+        return (fit_text(value),)
+    return tuple(fit_text(str(v)) for v in value) if isinstance(value, list) else ()
+
+
+def is_glob(value: str) -> bool:
+    """Whether `value` is a glob (anything but a plain name to compare as it is)."""
+    return any(c in value for c in "*?[")
+
+
+@dataclass(frozen=True)
+class _Names:
+    """The values of one field, compiled: plain ones in a set, globs that only end in ``*``
+    (``fp.bn_relu/valid/*``, as written files hold them) as prefixes, other globs in one
+    expression."""
+
+    plain: frozenset[str]
+    prefixes: tuple[str, ...]
+    globs: re.Pattern[str] | None
+
+    @staticmethod
+    def of(values: Sequence[str], glob: bool) -> _Names:
+        found = [v for v in values if glob and is_glob(v)]
+        prefixes = tuple(v[:-1] for v in found if not is_glob(v[:-1]) and v.endswith("*"))
+        others = [v for v in found if v[:-1] not in prefixes or not v.endswith("*")]
+        pattern = re.compile("|".join(translate(v) for v in others)) if others else None
+        return _Names(frozenset(v for v in values if v not in found), prefixes, pattern)
+
+    def __call__(self, value: str) -> bool:
+        return value in self.plain or value.startswith(self.prefixes) or (
+            self.globs is not None and self.globs.match(value) is not None)
+
+
+#: Where each matching field's value sits in the tuple `Expectation.accepts` is given.
+_AT = {name: index for index, name in enumerate(MATCHERS)}
 
 
 @dataclass(frozen=True)
@@ -81,6 +133,13 @@ class Expectation:
     device: tuple[str, ...] = ()
     verdicts: tuple[str, ...] = ()
     finding: str = ""
+    #: The matching fields it gives, compiled: (index in `MATCHERS`, `_Names`).
+    _checks: tuple[tuple[int, _Names], ...] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_checks", tuple(
+            (_AT[name], _Names.of(getattr(self, name), name not in ("kind", "dtype")))
+            for name in MATCHERS if getattr(self, name)))
 
     def matches(self, case: Case, device: Device) -> bool:
         """Whether every field this entry gives matches `case` on `device`."""
@@ -91,17 +150,19 @@ class Expectation:
                        case_id: str, device_id: str | None) -> bool:
         """`matches` on a case given by its fields (as results documents record them);
         `device_id` None: on some device (the ``device`` field is not looked at)."""
-        checks: list[tuple[tuple[str, ...], str | None, bool]] = [
-            (self.pattern, pattern, True), (self.kind, kind, False), (self.rule, rule, True),
-            (self.dtype, dtype, False), (self.case, case_id, True)]
-        if device_id is not None:
-            checks.append((self.device, device_id, True))
-        for wanted, got, glob in checks:
-            if not wanted:
+        return self.accepts((pattern, kind, rule, dtype, case_id, device_id),
+                            device_id is not None)
+
+    def accepts(self, values: tuple[str | None, ...], on_device: bool = True) -> bool:
+        """`matches_fields` given the fields as a tuple in `MATCHERS` order (the device
+        field not looked at unless `on_device`)."""
+        device = _AT["device"]
+        for index, names in self._checks:
+            got = values[index]
+            if index == device and not on_device:
                 continue
-            if got is None:
-                return False
-            if not any(fnmatchcase(got, w) if glob else got == w for w in wanted):
+            if got is None or not (got in names.plain or got.startswith(names.prefixes) or (
+                    names.globs is not None and names.globs.match(got) is not None)):
                 return False
         return True
 
@@ -142,7 +203,8 @@ class Expectations:
 
     def match(self, case: Case, device: Device) -> Expectation | None:
         """The first entry matching `case` on `device`, or None."""
-        return next((e for e in self.entries if e.matches(case, device)), None)
+        values = (case.pattern, case.kind.value, case.rule, case.dtype, case.id, device.id)
+        return next((e for e in self.entries if e.accepts(values)), None)
 
     def header(self) -> dict[str, Any]:
         return {"file": self.source, "sha256": self.sha256, "entries": len(self.entries)}
@@ -164,8 +226,9 @@ class Expectations:
     @staticmethod
     def parse(text: str, source: str = "<expectations>") -> Expectations:
         """Parse and validate expectations given as TOML text."""
+        digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
         try:
-            data = tomllib.loads(text)
+            data = tomllib.loads(fit_text(text))
         except tomllib.TOMLDecodeError as exc:
             raise ExpectationsError(f"{source}: not valid TOML: {exc}") from None
         except RecursionError:
@@ -174,23 +237,58 @@ class Expectations:
         _check_schema(data, source)
         entries = tuple(_entry(number, table) for number, table in
                         enumerate(data.get("expect", []), start=1))
-        _raise_all(source, [problem for e in entries for problem in _name_problems(e)])
-        digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
+        ids, rules = {e.id for e in CATALOG}, set(known_rule_ids())
+        _raise_all(source, [problem for e in entries
+                             for problem in _name_problems(e, ids, rules)])
         return Expectations(source, digest, entries)
 
 
 def _check_size(data: Mapping[str, Any], source: str) -> None:
-    """Refuse more entries than `MAX_ENTRIES` before each is checked and matched."""
+    """Refuse more entries than `MAX_ENTRIES`, more values than `MAX_VALUES`, more globs than
+    `MAX_GLOBS` or a value longer than `MAX_VALUE_CHARS`, before each is checked and
+    matched."""
     entries = data.get("expect")
-    if isinstance(entries, list) and len(entries) > MAX_ENTRIES:
+    if not isinstance(entries, list):
+        return
+    if len(entries) > MAX_ENTRIES:
         raise ExpectationsError(f"{source}: {len(entries)} entries, more than {MAX_ENTRIES}; "
                                 "group cases with globs and lists")
+    values = globs = 0
+    for number, table in enumerate(entries, start=1):
+        if not isinstance(table, Mapping):
+            continue
+        for name in MATCHERS:
+            given = table.get(name)
+            for value in [given] if isinstance(given, str) else \
+                    given if isinstance(given, list) else ():
+                if not isinstance(value, str):
+                    continue
+                values += 1
+                globs += is_glob(value)
+                if len(value) > MAX_VALUE_CHARS:
+                    raise ExpectationsError(f"{source}: expect[{number}].{name}: a value of "
+                                            f"{len(value)} characters, more than "
+                                            f"{MAX_VALUE_CHARS}")
+    if values > MAX_VALUES:
+        raise ExpectationsError(f"{source}: {values} values in the entries' matching fields, "
+                                f"more than {MAX_VALUES}; group cases with globs")
+    if globs > MAX_GLOBS:
+        raise ExpectationsError(f"{source}: {globs} globs in the entries' matching fields, "
+                                f"more than {MAX_GLOBS}; use fewer, broader globs")
 
 
 def _entry(number: int, table: Mapping[str, Any]) -> Expectation:
-    return Expectation(number=number, status=str(table["status"]), reason=str(table["reason"]),
-                       link=str(table.get("link", "")), finding=str(table.get("finding", "")),
+    return Expectation(number=number, status=str(table["status"]),
+                       reason=entry_text(table["reason"]),
+                       link=entry_text(table.get("link", "")),
+                       finding=entry_text(table.get("finding", "")),
                        **{name: _names(table.get(name)) for name in (*MATCHERS, "verdicts")})
+
+
+def entry_text(value: object) -> str:
+    """A ``reason``, ``link`` or ``finding`` as kept: on one line, cleaned (`clean_text`),
+    at most `TEXT_LIMIT` characters."""
+    return " ".join(clean_text(value, TEXT_LIMIT).split())
 
 
 def _where(path: Sequence[object]) -> str:
@@ -227,24 +325,48 @@ def _check_schema(data: Mapping[str, Any], source: str) -> None:
     from jsonschema import Draft202012Validator
 
     validator = Draft202012Validator(load_schema())
-    errors = sorted(validator.iter_errors(dict(data)),
+    errors = sorted(validator.iter_errors(_shortened(data)),
                     key=lambda e: [str(p).zfill(8) for p in e.absolute_path])
     _raise_all(source, [f"{_where(list(e.absolute_path))}: {_schema_message(e)}"
                         for e in errors])
 
 
-def _name_problems(entry: Expectation) -> list[str]:
+def _shortened(data: Mapping[str, Any]) -> dict[str, Any]:
+    """`data` as the schema sees it: a list of non-empty strings under a field whose values
+    may be any such strings (``pattern``, ``rule``, ``case``, ``device``) is right whatever
+    its length, and is shown to the validator as its first value only (the validator takes
+    a hundred times longer per value than this check)."""
+    entries = data.get("expect")
+    if not isinstance(entries, list):
+        return dict(data)
+    shown: list[Any] = []
+    for table in entries:
+        if isinstance(table, Mapping):
+            table = {name: value[:1] if name in _FREE and isinstance(value, list) and value
+                     and all(isinstance(v, str) and v for v in value) else value
+                     for name, value in table.items()}
+        shown.append(table)
+    return {**data, "expect": shown}
+
+
+#: The matching fields whose values are any non-empty strings.
+_FREE = frozenset({"pattern", "rule", "case", "device"})
+
+
+def _name_problems(entry: Expectation, ids: set[str], rules: set[str]) -> list[str]:
     where = f"expect[{entry.number}]"
-    ids = [e.id for e in CATALOG]
     problems = [f"{where}.pattern: {glob!r} matches no catalog pattern"
-                for glob in entry.pattern if not any(fnmatchcase(i, glob) for i in ids)]
-    rules = known_rule_ids()
+                for glob in entry.pattern if not _matches_some(glob, ids)]
     problems += [f"{where}.rule: {glob!r} matches no rule id"
-                 for glob in entry.rule if not any(fnmatchcase(r, glob) for r in rules)]
+                 for glob in entry.rule if not _matches_some(glob, rules)]
     if entry.verdicts and entry.status != "fail":
         problems.append(f"{where}.verdicts: only an entry with status \"fail\" expects "
                         "verdicts")
     return problems
+
+
+def _matches_some(glob: str, names: set[str]) -> bool:
+    return glob in names or (is_glob(glob) and any(fnmatchcase(n, glob) for n in names))
 
 
 _HEADER = ("# fusionspec expectations: what this backend is known not to do yet.\n"
@@ -263,7 +385,8 @@ def render_toml(tables: Sequence[Mapping[str, Any]], title: str = "") -> str:
     if title:
         # One comment line, whatever the title holds (a device id may carry a newline).
         header += f"# {' '.join(clean_text(title, 400).split())}\n"
-    body: str = tomli_w.dumps({"schema": EXPECTATIONS_SCHEMA,
-                               "expect": [dict(t) for t in tables]},
+    # Every string fit for UTF-8: the values come from a run's document and a backend.
+    body: str = tomli_w.dumps(clean_json({"schema": EXPECTATIONS_SCHEMA,
+                                          "expect": [dict(t) for t in tables]}),
                               multiline_strings=False)
     return header + "\n" + body

@@ -31,7 +31,7 @@ from fusionspec.spec.text import clean_text
 
 from .cases import CaseKind
 from .expectations_file import Expectation
-from .selection import Selection, is_glob, known_rule_ids, split_case_id
+from .selection import Selection, case_matches, is_glob, known_rule_ids, split_case_id
 
 __all__ = ["EntryUse", "entry_uses", "in_scope", "stale_entries", "stale_lines",
            "unexpected_pass_note", "judged_all"]
@@ -136,10 +136,10 @@ def in_scope(entry: Expectation, selection: Selection, device_id: str) -> bool:
         # Only an entry of exact case ids can be checked against case globs.
         if not entry.case or any(is_glob(c) for c in entry.case):
             return False
-        if selection.cases and not all(any(fnmatchcase(c, g) for g in selection.cases)
+        if selection.cases and not all(any(case_matches(c, g) for g in selection.cases)
                                        for c in entry.case):
             return False
-        if any(fnmatchcase(c, g) for c in entry.case for g in selection.excludes):
+        if any(case_matches(c, g) for c in entry.case for g in selection.excludes):
             return False
     return True
 

@@ -25,7 +25,6 @@ reported (`Written.uncovered`), never silently dropped.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from fnmatch import fnmatchcase
@@ -33,8 +32,15 @@ from pathlib import Path
 from typing import Any
 
 from .expectations_compact import Record, RunFacts, compact, record_fields, run_facts
-from .expectations_file import Expectation, Expectations, ExpectationsError, render_toml
+from .expectations_file import (
+    Expectation,
+    Expectations,
+    ExpectationsError,
+    entry_text,
+    render_toml,
+)
 from .expectations_stale import entry_uses, judged_all, stale_entries
+from .outputs import same_file
 from .selection import Selection
 
 __all__ = ["FailureGroup", "Grouper", "Written", "regenerate", "expectations_toml",
@@ -92,7 +98,7 @@ class Written:
 
 
 def _same_file(a: str | Path, b: str | Path) -> bool:
-    return os.path.realpath(os.fspath(a)) == os.path.realpath(os.fspath(b))
+    return same_file(a, b)
 
 
 def check_target(target: Path, inputs: Mapping[str, str | Path | None]) -> None:
@@ -144,16 +150,17 @@ def _new_table(group: FailureGroup, cases: list[str], statuses: Sequence[str],
     table: dict[str, Any] = {"status": "fail", "case": _one_or_list(cases)}
     if device:
         table["device"] = _one_or_list(device)
-    table.update(verdicts=_one_or_list(sorted(set(statuses))), reason=group.title,
-                 finding=group.title)
+    title = entry_text(group.title)  # as reading the file back keeps it
+    table.update(verdicts=_one_or_list(sorted(set(statuses))), reason=title, finding=title)
     return table
 
 
 def _extendable(entry: Expectation, title: str) -> bool:
     """An entry written for the cause `title` that only lists cases (so adding cases to it
     makes it match them)."""
-    return entry.status == "fail" and entry.finding == title and bool(entry.case) and \
-        not any((entry.pattern, entry.kind, entry.rule, entry.dtype, entry.device))
+    return entry.status == "fail" and entry.finding == entry_text(title) and \
+        bool(entry.case) and not any((entry.pattern, entry.kind, entry.rule, entry.dtype,
+                                      entry.device))
 
 
 def _matches(entry: Expectation, record: Record, device_id: str | None) -> bool:

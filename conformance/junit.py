@@ -17,21 +17,35 @@ case's pattern, its ``time`` the seconds it took. A case ends as:
 
 A backend that cannot run is one ``<error>`` test case. The counts (``tests``, ``failures``,
 ``errors``, ``skipped``, ``time``) are on both levels.
+
+The text comes from a results document, which holds a backend's and an expectations file's
+words: every character XML 1.0 does not allow (control characters but tab, newline and carriage
+return, lone surrogates, U+FFFE and U+FFFF) is replaced with U+FFFD, so the file always parses.
 """
 
 from __future__ import annotations
 
+import re
 import xml.etree.ElementTree as ET
 from collections.abc import Mapping
 from typing import Any
 
 from .replay import worst_lines
 
-__all__ = ["junit_xml", "ERROR_STATUSES"]
+__all__ = ["junit_xml", "xml_legal", "ERROR_STATUSES"]
 
 #: Verdict statuses reported as ``<error>`` (the backend crashed or hung) rather than
 #: ``<failure>`` (it answered wrong).
 ERROR_STATUSES = frozenset({"error", "timeout"})
+
+# Every character outside XML 1.0's Char production.
+_NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+
+
+def xml_legal(text: str) -> str:
+    """`text` with every character XML 1.0 does not allow replaced with U+FFFD (markup that
+    ElementTree escaped is left as it is: it is made of allowed characters)."""
+    return _NOT_XML.sub("\ufffd", text)
 
 
 def _cite(record: Mapping[str, Any]) -> str:
@@ -128,5 +142,5 @@ def junit_xml(document: Mapping[str, Any]) -> str:
     root = ET.Element("testsuites", {"name": "fusionspec conformance", **attributes})
     root.append(suite)
     ET.indent(root)
-    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") \
-        + "\n"
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + \
+        xml_legal(ET.tostring(root, encoding="unicode")) + "\n"

@@ -9,12 +9,16 @@ one-line usage error, never a traceback and never an empty run. `read_options` t
 values (from either parser) into `RunOptions`.
 
 List options take comma-separated values and may be repeated (``--dtype bf16,f16`` is
-``--dtype bf16 --dtype f16``).
+``--dtype bf16 --dtype f16``). ``--case`` and ``--exclude`` also take ``@FILE``, a list of one
+value a line: FILE must be a regular file of at most `LIST_FILE_LIMIT` bytes (a device such as
+``/dev/zero``, a FIFO or a folder is a usage error, never an endless read).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import stat
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
@@ -36,9 +40,13 @@ from .selection import (
 )
 from .suite import PROFILES, Profile
 
-__all__ = ["Flag", "FLAGS", "RunOptions", "read_options", "add_flags", "gigabytes"]
+__all__ = ["Flag", "FLAGS", "RunOptions", "read_options", "add_flags", "gigabytes",
+           "LIST_FILE_LIMIT", "RefusedValue", "refused_value"]
 
 T = TypeVar("T")
+
+#: The largest ``@FILE`` list read (bytes): ample for every case id of a thorough run.
+LIST_FILE_LIMIT = 4 * 2**20
 
 
 @dataclass(frozen=True)
@@ -65,6 +73,36 @@ def _listed(parse: Callable[[str], T]) -> Callable[[str], list[T]]:
     return parse_all
 
 
+def _read_list(path: Path) -> str:
+    """The text of the ``@FILE`` list `path` (see the module docstring); ArgumentTypeError
+    for one that cannot be read."""
+    try:
+        # Non-blocking, so that opening a FIFO with no writer does not wait; only a regular
+        # file is read.
+        handle = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except (OSError, ValueError) as exc:
+        raise argparse.ArgumentTypeError(f"cannot read the list {path}: "
+                                         f"{getattr(exc, 'strerror', None) or exc}") from None
+    try:
+        if not stat.S_ISREG(os.fstat(handle).st_mode):
+            raise argparse.ArgumentTypeError(f"the list {path} is not a regular file (one "
+                                             "case id or glob a line)")
+        with os.fdopen(os.dup(handle), "rb") as stream:
+            data = stream.read(LIST_FILE_LIMIT + 1)
+    except OSError as exc:
+        raise argparse.ArgumentTypeError(f"cannot read the list {path}: "
+                                         f"{exc.strerror or exc}") from None
+    finally:
+        os.close(handle)
+    if len(data) > LIST_FILE_LIMIT:
+        raise argparse.ArgumentTypeError(f"the list {path} is larger than "
+                                         f"{LIST_FILE_LIMIT // 2**20} MiB")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise argparse.ArgumentTypeError(f"cannot read the list {path}: {exc}") from None
+
+
 def _from_file(parse: Callable[[str], T]) -> Callable[[str], list[T]]:
     """A list type like `_listed`'s that also takes ``@FILE``: one value a line, blank lines
     and ``#`` comments skipped; a bad line is named by file and line number."""
@@ -74,11 +112,7 @@ def _from_file(parse: Callable[[str], T]) -> Callable[[str], list[T]]:
         if not text.startswith("@"):
             return listed(text)
         path = Path(text[1:])
-        try:
-            lines = path.read_text(encoding="utf-8").splitlines()
-        except (OSError, UnicodeDecodeError) as exc:
-            raise argparse.ArgumentTypeError(f"cannot read the list {path}: "
-                                             f"{getattr(exc, 'strerror', None) or exc}") from None
+        lines = _read_list(path).splitlines()
         values: list[T] = []
         for number, line in enumerate(lines, 1):
             item = line.split("#", 1)[0].strip()
@@ -226,8 +260,9 @@ FLAGS: tuple[Flag, ...] = (
     Flag("case", "case ids (or globs), comma-separated or repeated, or @FILE (one a line, "
          "# comments): only these cases",
          {"type": _from_file(_case), "action": "extend", "metavar": "IDS"}),
-    Flag("exclude", "case ids or globs to leave out (fp.conv_*, */near-miss/*), "
-         "comma-separated or repeated, or @FILE (one a line, # comments)",
+    Flag("exclude", "case ids or globs to leave out (fp.conv_*, */near-miss/*; a bare "
+         "pattern id leaves out its cases), comma-separated or repeated, or @FILE (one a "
+         "line, # comments)",
          {"type": _from_file(_exclude), "action": "extend", "metavar": "GLOBS"}),
     Flag("rule", "rule ids (or globs) the near-miss and ill-formed cases break",
          {"type": _listed(_rule), "action": "extend", "metavar": "RULES"}),
@@ -254,12 +289,57 @@ FLAGS: tuple[Flag, ...] = (
 )
 
 
-def add_flags(add: Callable[..., Any], prefix: str = "") -> None:
+class RefusedValue:
+    """A value its option refused, kept in place of the parsed value (`add_flags` with
+    ``deferred``) so that the caller says so in its own way, with its own exit code."""
+
+    def __init__(self, message: str) -> None:
+        self.message = message
+
+
+def _deferred(option: str, settings: Mapping[str, Any]) -> dict[str, Any]:
+    """`settings` with the value's check (type and choices) deferred: a refused value parses
+    as a `RefusedValue`."""
+    found = dict(settings)
+    parse: Callable[[str], Any] | None = found.pop("type", None)
+    choices: Sequence[str] | None = found.pop("choices", None)
+    if parse is None and choices is None:
+        return found
+    if choices is not None:
+        found.setdefault("metavar", "{" + ",".join(choices) + "}")
+    listed = found.get("action") == "extend"
+
+    def parse_later(text: str) -> Any:
+        try:
+            if choices is not None and text not in choices:
+                raise argparse.ArgumentTypeError(f"{text!r} is not one of {', '.join(choices)}")
+            return parse(text) if parse is not None else text
+        except (argparse.ArgumentTypeError, ValueError) as exc:
+            refused = RefusedValue(f"{option} {text}: {exc}")
+            return [refused] if listed else refused
+    parse_later.__name__ = getattr(parse, "__name__", "value")
+    return {**found, "type": parse_later}
+
+
+def add_flags(add: Callable[..., Any], prefix: str = "", *, deferred: bool = False) -> None:
     """Declare `FLAGS` through `add` (argparse's ``add_argument`` or pytest's ``addoption``),
-    each as ``--<prefix><name>``."""
+    each as ``--<prefix><name>``; with `deferred`, a bad value is not an error of the parser
+    but parses as a `RefusedValue` (`refused_value` finds it)."""
     for flag in FLAGS:
-        add(f"--{prefix}{flag.name}", dest=f"{prefix.replace('-', '_')}{flag.dest}",
-            help=flag.help, **flag.settings)
+        option = f"--{prefix}{flag.name}"
+        add(option, dest=f"{prefix.replace('-', '_')}{flag.dest}", help=flag.help,
+            **(_deferred(option, flag.settings) if deferred else flag.settings))
+
+
+def refused_value(get: Callable[[str], Any]) -> str | None:
+    """What is wrong with the first refused value of the flags (`get(dest)` as for
+    `read_options`), or None when every value parsed."""
+    for flag in FLAGS:
+        value = get(flag.dest)
+        for item in value if isinstance(value, list) else [value]:
+            if isinstance(item, RefusedValue):
+                return item.message
+    return None
 
 
 @dataclass(frozen=True)

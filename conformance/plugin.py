@@ -30,11 +30,19 @@ passes is XPASS, a failure in strict mode; a failure with a status the entry doe
 fails), and cases it skips are skipped with its reason.
 
 One results document is written whatever the parallelism: ``--fs-out`` (default
-``results/conformance/<backend>-<device>``) gets ``results.json`` and the failure folders.
+``results/conformance/<backend>-<device>``) gets ``results.json`` (atomically: a link there is
+replaced, never followed) and the failure folders.
 Under pytest-xdist each worker judges its share and hands its part to the controller, which
 joins them (`fusionspec.conformance.grade.merge`) into the document a single process writes.
 Without ``--fs-backend`` the conformance test is skipped. The thorough profile's search for
 minimal failing cases is the command line's (``fusionspec conform --profile thorough``).
+
+The session ends with ``fusionspec conform``'s exit codes where pytest's would hide them: 2 for a
+bad ``--fs-*`` value (an unknown pattern, an unreadable ``--fs-case=@FILE``, an output that is
+also an input, such as ``--fs-write-expectations`` naming the ``--fs-expectations`` file or the
+results document), 3 for a backend that cannot run, and 1 for an incomplete run (one that judged
+too few of its cases, `fusionspec.conformance.grade.emptiness`), which pytest alone would end
+with 0 since every unsupported case is a skip.
 """
 
 from __future__ import annotations
@@ -43,7 +51,7 @@ import json
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import pytest
 
@@ -62,7 +70,8 @@ from .expectations import (
 )
 from .grade.merge import merge_documents
 from .grade.results import ResultsCollector, artifact_name, replay_commands
-from .options import RunOptions, add_flags, read_options
+from .options import RunOptions, add_flags, read_options, refused_value
+from .outputs import OutputClashError, conform_outputs
 from .replay import worst_lines
 from .suite import PlannedCase, plan_cases, run_collector
 from .workers import Runner
@@ -74,6 +83,10 @@ _TEST_ARG = "fs_case"
 #: The exit status of a run whose backend cannot be loaded or has no usable device (as
 #: ``fusionspec conform``'s; pytest itself never ends with it but for an internal error).
 UNAVAILABLE_EXIT = 3
+#: The exit status of a bad ``--fs-*`` value (``fusionspec conform``'s usage error).
+USAGE_EXIT = 2
+#: The exit status of an incomplete run (``fusionspec conform``'s).
+INCOMPLETE_EXIT = 1
 #: What a worker hands the controller (pytest-xdist's workeroutput key).
 _OUTPUT_KEY = "fusionspec_results"
 #: Where an xdist worker tells the controller that the backend cannot run.
@@ -98,6 +111,10 @@ class _State:
     parts: list[dict[str, Any]] = field(default_factory=list)
     lost: list[str] = field(default_factory=list)
     summary: list[str] = field(default_factory=list)
+    #: Why the written document is incomplete, when it is.
+    incomplete: str = ""
+    #: A usage error found once the results' folder was known (nothing was written).
+    usage: str = ""
 
 
 _STATE = pytest.StashKey[_State]()
@@ -116,16 +133,41 @@ def _get(config: pytest.Config, name: str) -> Any:
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("fusionspec", "fusionspec conformance suite (pytest --pyargs "
                                           "fusionspec.conformance --fs-backend NAME)")
-    add_flags(group.addoption, prefix=_PREFIX)
+    # A bad value is kept for pytest_configure, which ends with exit 2 (pytest's parser would
+    # end the session with its own usage error, 4).
+    add_flags(group.addoption, prefix=_PREFIX, deferred=True)
+
+
+def _usage_error(message: str) -> NoReturn:
+    pytest.exit(f"fusionspec: usage error: {message}", returncode=USAGE_EXIT)
+
+
+def _junit_path(config: pytest.Config) -> str | None:
+    path = getattr(config.option, "xmlpath", None)
+    return path if isinstance(path, str) and path else None
+
+
+def _source(options: RunOptions | None) -> str | Path | None:
+    """The ``--fs-expectations`` file the run reads, if any."""
+    source = getattr(options.expectations, "source", None) if options is not None else None
+    return source if isinstance(source, str | Path) else None
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    bad = refused_value(lambda name: _get(config, name))
+    if bad is not None:
+        _usage_error(bad)
     if _get(config, "backend") is None:
         return
     try:
-        _state(config).options = read_options(lambda name: _get(config, name))
+        options = read_options(lambda name: _get(config, name))
+        conform_outputs(out_dir=options.out, junit=_junit_path(config),
+                        write_expectations=options.write_expectations,
+                        expectations=_source(options))
     except FusionspecError as exc:
-        raise pytest.UsageError(f"--fs-* options: {exc}") from None
+        _usage_error(f"--fs-* options: {exc}")
+    else:
+        _state(config).options = options
 
 
 def _is_worker(config: pytest.Config) -> bool:
@@ -297,9 +339,17 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         if state.runner is not None:
             state.runner.close()
             state.runner = None
-    if state.problem and exitstatus != pytest.ExitCode.INTERRUPTED:
+    if exitstatus == pytest.ExitCode.INTERRUPTED:
+        return
+    if state.usage:
+        session.exitstatus = USAGE_EXIT
+    elif state.problem:
         # As ``fusionspec conform``: a backend that cannot run is not a failing backend.
         session.exitstatus = UNAVAILABLE_EXIT
+    elif state.incomplete and session.exitstatus == pytest.ExitCode.OK:
+        # Every unsupported case is a pytest skip: without this, a run that judged too
+        # little would end as a success.
+        session.exitstatus = INCOMPLETE_EXIT
 
 
 def _finish_part(config: pytest.Config, state: _State, *, interrupted: bool) -> None:
@@ -351,15 +401,26 @@ def _write_merged(config: pytest.Config, state: _State) -> None:
     chosen = state.options.out if state.options is not None else None
     out = state.out or chosen or (config.invocation_params.dir / "results" / "conformance" /
                                   artifact_name(f"{merged.get('backend')}-{device.get('id')}"))
-    out.mkdir(parents=True, exist_ok=True)
     path = out / "results.json"
-    path.write_text(json.dumps(merged, indent=1, allow_nan=False) + "\n", encoding="utf-8")
+    options = state.options
+    try:
+        # The folder is known only now when --fs-out was left to its default.
+        conform_outputs(out_dir=out, junit=_junit_path(config),
+                        write_expectations=options.write_expectations if options else None,
+                        expectations=_source(options))
+    except OutputClashError as exc:
+        state.usage = str(exc)
+        state.summary = [f"usage error: {exc}; nothing was written"]
+        return
+    state.incomplete = str(merged.get("incomplete") or merged.get("unavailable") or "")
+    atomic_write_text(path, json.dumps(merged, indent=1, allow_nan=False) + "\n")
     section = merged.get("expectations") or {}
     state.summary = [_verdict_line(merged),
                      *stale_lines(section.get("unexpected_passes") or [],
                                   bool(section.get("strict"))),
+                     *([f"the run is incomplete: {state.incomplete}"] if state.incomplete
+                       else []),
                      f"results: {path}"]
-    options = state.options
     if options is not None and options.write_expectations is not None:
         state.summary.append(_write_expectations(options, merged, path))
 

@@ -9,8 +9,11 @@ draws exactly the cases the full run draws for it: the ids a full run reports ca
 one by one.
 
 Patterns, case ids and rules take shell-style globs (``int8.*``, ``softmax.post_ops/*``,
-``structure.*``). A value that names nothing is a `SelectionError` raised while the command line
-is read, never an empty run.
+``structure.*``). A ``--case`` or ``--exclude`` value without a ``/`` stands for a pattern:
+it selects (or leaves out) every case of the patterns it matches (`case_matches`), so
+``--exclude fp.unary_binary`` leaves out that pattern's cases as ``--exclude
+'fp.unary_binary/*'`` does. A value that names nothing is a `SelectionError` raised while the
+command line is read, never an empty run.
 
 A `Shard` is one of N slices of a run. The suite splits its work before drawing anything:
 `Shard.split` deals out the selection's draws (pattern x kind x rule) by the number of cases
@@ -44,7 +47,7 @@ from fusionspec.spec.rules import RULES
 from .cases import STRUCTURAL_RULES, Case, CaseKind
 
 __all__ = ["HEADLINE_DTYPES", "SelectionError", "Shard", "Selection", "excludes_something",
-           "known_rule_ids", "split_case_id", "is_glob"]
+           "known_rule_ids", "split_case_id", "is_glob", "case_matches"]
 
 #: The headline dtypes a case can carry (`Case.dtype`, the report matrix's columns; the
 #: generators' ``headline_dtype`` picks one of these, and the suite's tests check that every
@@ -135,6 +138,13 @@ class Shard:
         return found
 
 
+def case_matches(case_id: str, glob: str) -> bool:
+    """Whether the ``--case`` or ``--exclude`` value `glob` names the case `case_id`: it matches
+    the id, or, having no ``/``, the id's pattern (a bare pattern id names all its cases)."""
+    return fnmatchcase(case_id, glob) or \
+        ("/" not in glob and fnmatchcase(case_id.partition("/")[0], glob))
+
+
 def excludes_something(glob: str) -> bool:
     """Whether `glob` (an ``--exclude`` value) can match a case id: it matches a catalog
     pattern id, or its ``<pattern>/<kind>`` head names a pattern and kind of the catalog."""
@@ -158,7 +168,7 @@ class Selection:
     cases: tuple[str, ...] = ()
     rules: tuple[str, ...] = ()
     dtypes: tuple[str, ...] = ()
-    #: Case ids (or globs: a pattern glob such as ``fp.conv_*`` matches its cases) left out.
+    #: Case ids or globs left out (`case_matches`: a pattern id or glob leaves out its cases).
     excludes: tuple[str, ...] = ()
     _case_parts: tuple[tuple[str, str, str | None], ...] = field(
         default=(), init=False, repr=False, compare=False)
@@ -235,9 +245,9 @@ class Selection:
         """Whether `case` is selected."""
         if case.kind not in self.kinds:
             return False
-        if self.cases and not any(fnmatchcase(case.id, c) for c in self.cases):
+        if self.cases and not any(case_matches(case.id, c) for c in self.cases):
             return False
-        if any(fnmatchcase(case.id, g) for g in self.excludes):
+        if any(case_matches(case.id, g) for g in self.excludes):
             return False
         if self.rules and (case.rule is None or
                            not any(fnmatchcase(case.rule, g) for g in self.rules)):
@@ -245,8 +255,9 @@ class Selection:
         return not self.dtypes or case.dtype in self.dtypes
 
     def exact_cases(self) -> tuple[str, ...]:
-        """The case ids given without wildcards (each must be found once drawn)."""
-        return tuple(c for c in self.cases if not is_glob(c))
+        """The case ids given without wildcards (each must be found once drawn; a bare
+        pattern id stands for its cases)."""
+        return tuple(c for c in self.cases if not is_glob(c) and "/" in c)
 
     def to_dict(self) -> dict[str, Any]:
         """The selection as the results document records it (what was asked, as given)."""

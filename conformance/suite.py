@@ -39,7 +39,6 @@ A failure never stops the run: every pattern is graded, and the caller decides w
 from __future__ import annotations
 
 import hashlib
-import multiprocessing
 import pickle
 import shutil
 import signal
@@ -49,7 +48,6 @@ from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, replace
-from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Protocol
 
@@ -71,10 +69,11 @@ from .generate.methods import ill_formed_floor
 from .generate.model import tensor_items
 from .generate.near_miss import near_miss_rules, near_misses
 from .generate.rule_settings import rule_setting_items
+from .generate.stable import source_independent
 from .generate.strategies import design_cases, ill_formed_cases, near_miss_cases, valid_cases
 from .grade.results import ResultsCollector
-from .selection import Selection, SelectionError, Shard, split_case_id
-from .workers import Runner, RunnerPool, use_cache_home
+from .selection import Selection, SelectionError, Shard, case_matches, split_case_id
+from .workers import Runner, RunnerPool, lifeline, use_cache_home
 from .workers.transport import dumps
 
 __all__ = ["Profile", "PROFILES", "Progress", "PlannedCase", "Plan", "draw_seed", "draw_cases",
@@ -257,7 +256,7 @@ def _run_draw(draw: _Draw, profile: Profile, run_seed: int, database_dir: Path |
         return found
     cases = _draw_fresh(draw, profile, run_seed, database_dir)
     if key is not None:
-        draw_cache.store_draw(key, dumps(cases))
+        draw_cache.store_draw(key, dumps(cases), ids=[case.id for case in cases])
     return cases
 
 
@@ -286,7 +285,8 @@ def _draw_fresh(draw: _Draw, profile: Profile, run_seed: int, database_dir: Path
     def collect(case: Case) -> None:
         cases.append(case)
 
-    collect()
+    with source_independent():
+        collect()
     return unique_cases(cases + extra)
 
 
@@ -324,10 +324,10 @@ def _drawn(draws: Sequence[_Draw], profile: Profile, run_seed: int, database_dir
         for draw in draws:
             yield _run_draw(draw, profile, run_seed, database_dir)
         return
-    methods = multiprocessing.get_all_start_methods()
-    context = multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
-    with ProcessPoolExecutor(max_workers=jobs, mp_context=context,
-                             initializer=_ignore_sigint) as pool:
+    # The fork server (spawn where there is none); the processes die with this one.
+    context = lifeline.context()
+    with ProcessPoolExecutor(max_workers=jobs, mp_context=context, initializer=lifeline.hold,
+                             initargs=(lifeline.ticket(context), _ignore_sigint)) as pool:
         futures = [pool.submit(_draw_in_child, d, profile, run_seed, database_dir)
                    for d in draws]
         try:
@@ -363,7 +363,7 @@ def plan_cases(selection: Selection, profile: Profile, *, run_seed: int = 0,
     found = {c.id for _, c in selected}
     missing = [c for c in selection.exact_cases() if c not in found
                and any(_may_hold(d, c) for _, d in own)]
-    excluded = [(c, g) for c in missing for g in selection.excludes if fnmatchcase(c, g)]
+    excluded = [(c, g) for c in missing for g in selection.excludes if case_matches(c, g)]
     if excluded:
         given, glob = excluded[0]
         raise SelectionError(f"case {given!r} is given with --case and left out by --exclude "

@@ -2,8 +2,10 @@
 
 Keys are tensor ids as decimal strings. Types NumPy cannot store natively travel as their bit
 patterns: bf16 as uint16, f8_e4m3/f8_e5m2 as uint8, s4/u4 as int8/uint8; every other dtype as
-its own NumPy dtype. `read_npz` checks ids, dtypes and shapes against the tensors it expects;
-`write_npz` writes the same encoding (``fusionspec run`` and the suite's failure folders use it).
+its own NumPy dtype. `read_npz` checks ids, dtypes and shapes against the tensors it expects,
+and refuses an archive holding two members of one name (a zip reader would silently take the
+last); `write_npz` writes the same encoding (``fusionspec run`` and the suite's failure folders
+use it).
 """
 
 from __future__ import annotations
@@ -105,7 +107,14 @@ def _members(archive: zipfile.ZipFile, by_id: Mapping[int, LogicalTensor], path:
              ) -> dict[int, tuple[str, tuple[int, ...], np.dtype[Any]]]:
     """Tensor id -> (member name, shape, dtype), from the headers, each checked."""
     found: dict[int, tuple[str, tuple[int, ...], np.dtype[Any]]] = {}
-    for name in archive.namelist():
+    names = archive.namelist()
+    seen: set[str] = set()
+    for name in names:
+        if name in seen:
+            raise InputMismatchError(f"{path}: member {name!r} appears more than once (an "
+                                     ".npz archive holds one array per tensor id)")
+        seen.add(name)
+    for name in names:
         key = name.removesuffix(".npy")
         if not name.endswith(".npy") or not _KEY.fullmatch(key):
             raise InputMismatchError(f"{path}: member {name!r} is not an array keyed by a tensor "

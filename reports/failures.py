@@ -25,6 +25,7 @@ from pathlib import Path, PurePath
 from markupsafe import Markup
 
 from fusionspec.spec.files import inside, safe_component
+from fusionspec.spec.text import clean_json
 
 from .document import Doc
 from .legend import StatusInfo, status_info
@@ -312,7 +313,7 @@ def _graph(folder: Path | None, marks: Mapping[str, tuple[str, bool]], title: st
         case = folder / "case.json"
         try:
             if inside(case, folder) is not None and case.stat().st_size <= MAX_GRAPH_BYTES:
-                record = json.loads(case.read_text(encoding="utf-8"))
+                record = clean_json(json.loads(case.read_text(encoding="utf-8")))
                 if isinstance(record, Mapping) and isinstance(record.get("notes"), list):
                     notes = "; ".join(str(n) for n in record["notes"])
         except (OSError, ValueError, RecursionError):
@@ -329,7 +330,7 @@ def _graph(folder: Path | None, marks: Mapping[str, tuple[str, bool]], title: st
         text[:MAX_JSON_CHARS] + f"\n… cut at {MAX_JSON_CHARS} characters; the whole graph is "
         f"in {path}")
     try:
-        ops = _diagram_ops(json.loads(text), marks)
+        ops = _diagram_ops(clean_json(json.loads(text)), marks)
     except RecursionError:
         return None, f"not drawn: {path.name} is nested too deeply", shown, ""
     except ValueError as exc:

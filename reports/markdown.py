@@ -14,6 +14,10 @@ early. Three contexts, three functions:
 - `shell`: a command line, each argument quoted for a POSIX shell (`shlex.quote`), as a code
   span: copied from the document, it runs exactly the arguments shown.
 
+In every context, escape sequences, control characters and bidirectional overrides are dropped
+and text no UTF-8 writer takes (a lone surrogate) is replaced (`clean_text`), so the file is
+always written and reads in the order it was written.
+
 >>> text("<script>alert(1)</script> | x*y")
 '\\\\<script>alert(1)\\\\</script> \\\\| x\\\\*y'
 >>> code("a`b")
@@ -28,6 +32,8 @@ import re
 import shlex
 from collections.abc import Sequence
 
+from fusionspec.spec.text import clean_text
+
 __all__ = ["text", "code", "cell_code", "shell"]
 
 _SPECIAL = re.compile(r"([\\`*_\[\]<&|])")
@@ -36,7 +42,8 @@ _TICKS = re.compile(r"`+")
 
 
 def _one_line(value: object) -> str:
-    return _BREAKS.sub(" ", str(value))
+    # Escape sequences go whole first; then the line breaks clean_text keeps become spaces.
+    return _BREAKS.sub(" ", clean_text(value, None))
 
 
 def text(value: object) -> str:

@@ -9,8 +9,11 @@ interval the two sides' intervals give it, the verdict) and a roofline chart
 
 Like every document the report reads, a performance document is untrusted input: each field is
 read through `fusionspec.reports.document.Doc`, and a number of the wrong type ends in a
-`ReportError` naming the file and the field. The report never imports the bench's running code;
-it reads the documents only.
+`ReportError` naming the file and the field. Every text is cleaned of control and bidirectional
+characters and clipped (`fusionspec.spec.text.clean_text`), and the commands a document
+carries (the run's ``command``, each workload's ``rerun``) are shown only when they have the
+shape ``fusionspec bench`` writes, re-quoted (`fusionspec.reports.perf_replay`). The report never
+imports the bench's running code; it reads the documents only.
 """
 
 from __future__ import annotations
@@ -21,15 +24,27 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from fusionspec.spec.text import clean_text
+
 from .document import Doc, ReportError
+from .perf_replay import rebuilt_bench
 from .roofline_svg import RooflinePoint, roofline_chart
 
 __all__ = ["PerfRow", "PerfRunView", "PerfSection", "perf_section", "side_figure", "number",
-           "ratio_interval", "VERDICT_CLASSES"]
+           "text", "ratio_interval", "VERDICT_CLASSES", "TEXT_LIMIT"]
 
 #: The verdicts a bench gives, in the order the report counts them, with their CSS class.
 VERDICT_CLASSES = {"fusion pays": "pays", "fusion does not pay": "nopay",
                    "not fused": "notfused"}
+
+
+#: The longest text the section keeps from a document (characters; ids, names, errors).
+TEXT_LIMIT = 2000
+
+
+def text(doc: Doc, key: str) -> str:
+    """The string under `key` ("" when absent), cleaned and clipped."""
+    return clean_text(doc.text(key), TEXT_LIMIT)
 
 
 def number(doc: Doc, key: str) -> float | None:
@@ -66,7 +81,7 @@ def side_figure(timings: Doc, side: str) -> SideFigure | None:
     if median is None or low is None or high is None:
         raise t.fail("median", "is missing, or its interval is")
     repeats = number(t, "repeats")
-    return SideFigure(median, low, high, t.text("method"), int(repeats or 0))
+    return SideFigure(median, low, high, text(t, "method"), int(repeats or 0))
 
 
 def ratio_interval(fused: SideFigure, opbyop: SideFigure) -> tuple[float, float]:
@@ -145,7 +160,7 @@ def _partitions(record: Doc) -> str:
     if not isinstance(value, list) or not all(
             isinstance(p, list) and all(isinstance(k, str) for k in p) for p in value):
         raise record.fail("partitions", "is not a list of lists of op kinds")
-    return " | ".join("+".join(p) for p in value)
+    return clean_text(" | ".join("+".join(p) for p in value), TEXT_LIMIT)
 
 
 def _row(record: Doc) -> PerfRow:
@@ -159,21 +174,22 @@ def _row(record: Doc) -> PerfRow:
     opbyop_moved = number(record, "bytes_opbyop")
     verdict = record.text("verdict")
     if verdict and verdict not in VERDICT_CLASSES:
-        raise record.fail("verdict", f"is {verdict!r}, not one of {sorted(VERDICT_CLASSES)}")
-    error = record.text("error")
+        raise record.fail("verdict", f"is {clean_text(verdict, 80)!r}, not one of "
+                                     f"{sorted(VERDICT_CLASSES)}")
+    error = text(record, "error")
     return PerfRow(
-        id=record.text("id"), pattern=record.text("pattern"), name=record.text("name"),
-        source=record.text("source"), partitions=_partitions(record), fused=fused,
+        id=text(record, "id"), pattern=text(record, "pattern"), name=text(record, "name"),
+        source=text(record, "source"), partitions=_partitions(record), fused=fused,
         opbyop=opbyop, reference=side_figure(timings, "reference"),
         ratio=number(record, "ratio"), ratio_low=low, ratio_high=high,
         verdict=verdict or ("not measured" if error else
-                            "unsupported" if record.text("unsupported") else ""),
+                            "unsupported" if text(record, "unsupported") else ""),
         verdict_class=VERDICT_CLASSES.get(verdict, "error"),
         gflop_s=number(roof, "gflop_s"), gb_s=number(roof, "gb_s"),
         intensity=flops / moved if flops is not None and moved else None,
         bytes_saved=opbyop_moved - moved if opbyop_moved is not None and moved is not None
         else None,
-        error=error, rerun=record.text("rerun"))
+        error=error, rerun=rebuilt_bench(record.text("rerun")))
 
 
 def _points(rows: Sequence[PerfRow], record_docs: Sequence[Doc]) -> list[RooflinePoint]:
@@ -193,7 +209,7 @@ def _points(rows: Sequence[PerfRow], record_docs: Sequence[Doc]) -> list[Rooflin
 
 def _labels(docs: Sequence[Doc]) -> list[str]:
     """Backend on device, with the driver (or a number) where two documents share both."""
-    keys = [(d.text("backend"), d.obj("device").text("id")) for d in docs]
+    keys = [(text(d, "backend"), text(d.obj("device"), "id")) for d in docs]
     total = Counter(keys)
     seen: Counter[tuple[str, str]] = Counter()
     labels = []
@@ -201,7 +217,7 @@ def _labels(docs: Sequence[Doc]) -> list[str]:
         seen[key] += 1
         label = f"{key[0]} on {key[1]}"
         if total[key] > 1:
-            driver = doc.obj("device").text("driver")
+            driver = text(doc.obj("device"), "driver")
             label += f" ({driver})" if driver else f" ({seen[key]})"
         labels.append(label)
     return labels
@@ -224,10 +240,12 @@ def perf_section(documents: Sequence[Mapping[str, Any]], sources: Sequence[str]
         if counted["not measured"]:
             counts += (("not measured", "error", counted["not measured"]),)
         runs.append(PerfRunView(
-            key=f"perf-{index + 1}", label=label, backend=doc.text("backend"),
-            device_id=device.text("id"), device_name=device.text("name"),
-            driver=device.text("driver"), size=doc.text("size"), source=doc.source,
-            command=doc.text("command"), copy_gb_s=copy_bw, gemm_gflop_s=gemm, rows=rows,
+            key=f"perf-{index + 1}", label=label, backend=text(doc, "backend"),
+            device_id=text(device, "id"), device_name=text(device, "name"),
+            driver=text(device, "driver"), size=text(doc, "size"),
+            source=clean_text(doc.source, TEXT_LIMIT),
+            command=rebuilt_bench(doc.text("command")), copy_gb_s=copy_bw, gemm_gflop_s=gemm,
+            rows=rows,
             counts=counts,
             chart=roofline_chart(_points(rows, records), copy_gb_s=copy_bw,
                                  gemm_gflop_s=gemm, title=f"roofline of {label}")))

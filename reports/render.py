@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from fusionspec.spec.files import atomic_write_text
+from fusionspec.spec.text import fit_text
 
 from .document import ReportError
 from .model import Report
@@ -49,7 +50,9 @@ def render(report: Report) -> str:
     from .diff import MAX_LISTED
 
     html: str = template.render(report=report, max_listed=MAX_LISTED)
-    return html
+    # The data comes cleaned from the documents; this keeps the write safe whatever a caller
+    # put in the report (a lone surrogate would stop it).
+    return fit_text(html)
 
 
 def write(report: Report, path: str | Path) -> Path:

@@ -44,6 +44,7 @@ from .files import atomic_write_text
 from .graph import UNKNOWN_DIM, AttrValue, Graph, LayoutType, LogicalTensor, Op, PropertyType
 from .opschemas import SCHEMAS
 from .schema import AttrKind
+from .text import clean_json
 
 __all__ = ["load", "loads", "from_dict", "to_dict", "dumps", "dump", "typed_attr", "INT64_MIN"]
 
@@ -294,7 +295,7 @@ def _from_dict(obj: object) -> Graph:
 def loads(text: str | bytes, *, source: str | None = None) -> Graph:
     """Parse a oneDNN graph JSON document; `source` (a file name) prefixes error messages."""
     try:
-        obj = json.loads(text, object_pairs_hook=_pairs_hook)
+        obj = clean_json(json.loads(text, object_pairs_hook=_pairs_hook))
     except json.JSONDecodeError as exc:
         raise JsonFormatError(f"invalid JSON at line {exc.lineno}, column {exc.colno}: "
                               f"{exc.msg}", path="$", source=source) from None

@@ -64,6 +64,7 @@ from .ids import case_id, report_events
 from .pairs import steered, value_text
 from .plan import draw_skeleton, feature_keys
 from .probes import rebuilt, set_input, with_op
+from .stable import source_independent
 
 __all__ = ["Defect", "Edit", "ILL_FORMED_RULES", "ill_formed", "edits", "LAYOUT_ATTRS",
            "SETTING_RULES", "INFER_EDIT_KINDS", "setting_items", "setting_cases"]
@@ -360,7 +361,8 @@ def _drawn(strategy: st.SearchStrategy[Defect], run_seed: int, count: int) -> li
     def collect(defect: Defect) -> None:
         drawn.append(defect)
 
-    collect()
+    with source_independent():
+        collect()
     return drawn
 
 

@@ -51,6 +51,7 @@ from .ill_formed import ill_formed
 from .near_miss import near_misses
 from .pairs import case_pairs, pair_design, steered, value_text
 from .plan import draw_skeleton
+from .stable import source_independent
 from .values import ValuePlan, draw_values, with_values
 
 _T = TypeVar("_T")
@@ -191,7 +192,8 @@ def _examples(strategy: st.SearchStrategy[_T], run_seed: int, count: int) -> lis
     def collect(value: _T) -> None:
         drawn.append(value)
 
-    collect()
+    with source_independent():
+        collect()
     return drawn[1:] or drawn
 
 

@@ -11,6 +11,11 @@ fusionspec does not know is refused with a message naming it.
 Every list of cases holds records with the same key for the case: ``case_id`` (version 1 wrote
 ``id`` in the verdict lines and the skipped cases). A record keeps the keys it does not model
 (an expectations entry's citation, say) in ``extra``, written back beside its own.
+
+A judged case's status (verdict lines, failures, extensions) is one of the suite's
+(`fusionspec.conformance.cases.Status`), and so is every key of ``totals``: a status the suite
+does not know (``"PASS"``) would read as neither passing nor failing, so it is refused, with the
+JSON path of the field.
 """
 
 from __future__ import annotations
@@ -21,10 +26,12 @@ from typing import Any, ClassVar, TypeVar
 
 from fusionspec.spec.errors import FusionspecError
 
+from ..cases import Status
+
 __all__ = ["SCHEMA_VERSION", "READABLE_VERSIONS", "ResultsFormatError", "DeviceRecord",
            "SpecPage", "PatternCounts", "RuleCounts", "DepartureRecord", "VerdictLine",
            "FailureRecord", "LimitationRecord", "CaseRecord", "ExpectationsSummary",
-           "ResultsDocument", "RECORDS"]
+           "ResultsDocument", "RECORDS", "STATUSES"]
 
 #: The results document's format, as this fusionspec writes it.
 SCHEMA_VERSION = "fusionspec-results/3"
@@ -36,6 +43,9 @@ class ResultsFormatError(FusionspecError):
 
 Json = dict[str, Any]
 R = TypeVar("R")
+
+#: The statuses a case can have.
+STATUSES: tuple[str, ...] = tuple(s.value for s in Status)
 
 
 # -- reading one field --------------------------------------------------------------------------
@@ -69,6 +79,23 @@ class _Reader:
 
     def opt_text(self, key: str) -> str | None:
         return None if self.data.get(key) is None else self.text(key)
+
+    def status(self, key: str = "status") -> str:
+        """A case's status: one of `STATUSES`."""
+        value = self.text(key)
+        if value not in STATUSES:
+            raise ResultsFormatError(f"{self.where}.{key} is {value[:80]!r}, not a status of "
+                                     f"the suite ({', '.join(STATUSES)})")
+        return value
+
+    def status_counts(self, key: str) -> dict[str, int]:
+        """`counts` keyed by status."""
+        found = self.counts(key)
+        unknown = next((k for k in found if k not in STATUSES), None)
+        if unknown is not None:
+            raise ResultsFormatError(f"{self.where}.{key}.{unknown[:80]} is not a status of "
+                                     f"the suite ({', '.join(STATUSES)})")
+        return found
 
     def number(self, key: str, default: int = 0) -> int:
         value = self.data.get(key)
@@ -282,7 +309,7 @@ class VerdictLine(_JudgedCase):
 
     @staticmethod
     def read(r: _Reader) -> VerdictLine:
-        return VerdictLine(r.text("case_id"), r.text("pattern"), r.text("status"),
+        return VerdictLine(r.text("case_id"), r.text("pattern"), r.status(),
                            r.opt_number("index"), r.text("kind"), r.opt_text("rule"),
                            r.opt_text("dtype"), r.text("reason"), r.real("seconds"),
                            r.opt_obj("expected"), r.rest(VerdictLine))
@@ -311,7 +338,7 @@ class FailureRecord(_JudgedCase):
     @staticmethod
     def read(r: _Reader) -> FailureRecord:
         return FailureRecord(
-            r.text("case_id"), r.text("pattern"), r.text("status"), r.opt_number("index"),
+            r.text("case_id"), r.text("pattern"), r.status(), r.opt_number("index"),
             r.text("kind"), r.opt_text("rule"), r.opt_text("dtype"), r.text("description"),
             r.obj("features"), r.strings("values"), r.text("reason"), r.obj("details"),
             r.obj("replay"), r.opt_obj("expected"), r.opt_obj("unexpected_status"),
@@ -452,7 +479,7 @@ class ResultsDocument(_Record):
             seed=r.number("seed"), profile=r.opt_text("profile"),
             selection=r.opt_obj("selection"), shard=r.opt_text("shard"),
             planned=r.opt_number("planned"), started=r.opt_text("started"),
-            finished=r.opt_text("finished"), totals=r.counts("totals"),
+            finished=r.opt_text("finished"), totals=r.status_counts("totals"),
             patterns={k: PatternCounts.read(_Reader(v, f"{source}.patterns.{k}"))
                       for k, v in r.obj("patterns").items()},
             rules={k: RuleCounts.read(_Reader(v, f"{source}.rules.{k}"))

@@ -88,6 +88,7 @@ from fusionspec.spec.graph import Graph
 from fusionspec.spec.onednn_json import dump, from_dict, load
 from fusionspec.spec.pages import PAGES, SPEC_VERSION
 from fusionspec.spec.release import VERSION, source_commit
+from fusionspec.spec.text import clean_json
 
 from ..cases import FAILING, Case, CaseKind, Status, Verdict
 from .culprit import CULPRIT_FILE, CULPRIT_INPUTS, culprit_inputs
@@ -423,7 +424,7 @@ def load_document(path: str | Path) -> ResultsDocument:
     the schema version, for one this fusionspec cannot read) otherwise. Documents of an older
     readable version are brought up to `SCHEMA_VERSION`."""
     try:
-        raw = json.loads(Path(path).read_text(encoding="utf-8"))
+        raw = clean_json(json.loads(Path(path).read_text(encoding="utf-8")))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
         raise ResultsFormatError(f"{path}: cannot read a results document: "
                                  f"{type(exc).__name__}: {exc}") from None
@@ -538,7 +539,7 @@ def load_failure(folder: str | Path) -> tuple[Case, int]:
     """The case saved in a failure folder, and the seed its inputs were filled from."""
     target = Path(folder)
     try:
-        record = json.loads((target / "case.json").read_text(encoding="utf-8"))
+        record = clean_json(json.loads((target / "case.json").read_text(encoding="utf-8")))
         graph: Graph = load(target / "graph.json")
         case = Case(id=str(record["case_id"]), kind=CaseKind(record["kind"]),
                     pattern=str(record["pattern"]), graph=graph, rule=record.get("rule"),
@@ -573,7 +574,8 @@ def failure_origin(folder: str | Path) -> tuple[str | None, str | None]:
     """The backend (as its run was given it) and the device a failure folder was saved from
     (None for what ``case.json`` does not record)."""
     try:
-        record = json.loads((Path(folder) / "case.json").read_text(encoding="utf-8"))
+        record = clean_json(json.loads((Path(folder) / "case.json").read_text(
+            encoding="utf-8")))
     except (OSError, ValueError, RecursionError) as exc:
         raise ResultsFormatError(f"{folder}: not a failure folder: {type(exc).__name__}: "
                                  f"{exc}") from None

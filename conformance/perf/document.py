@@ -4,7 +4,9 @@ Its top-level keys (`perf.schema.json` holds their types):
 
 - ``format`` (``fusionspec-perf``) and ``version`` (`PERF_VERSION`);
 - ``backend``, ``backend_spec`` (as the command was given it), ``device``, ``size`` (``small``
-  or ``full``), ``seed``, ``shard`` and ``command`` (the command that reruns the run);
+  or ``full``), ``seed``, ``shard`` (``K/N``, or null) and ``command`` (the command that reruns
+  the run); ``selection``: how many workloads the run was given before ``--shard`` and a
+  digest of their ids; ``incomplete``: why a merged document lacks part of its run;
 - ``policy``: the timing policy (`fusionspec.backend.timing.TimingPolicy`) and the idle pause
   between sides (``settle_s``); ``environment``: Python, NumPy, the machine, its load average;
 - ``yardsticks``: on CPU devices, NumPy's copy bandwidth and sgemm rate on this machine;
@@ -13,19 +15,26 @@ Its top-level keys (`perf.schema.json` holds their types):
   op-by-op over fused ratio, the verdict, the roofline figures), or, for a workload the
   backend could not run, its ``error``.
 
-`load_perf` reads and checks one; `merge_perf` joins the documents of shards of one run.
+`load_perf` reads and checks one: beyond the schema (`check_perf`), every number is finite,
+each workload id appears once, and each side's interval holds its median (``ci_low <= median
+<= ci_high``, ``min <= median``), so what the gate and the report read is a measurement or is
+refused. `write_perf` writes one atomically (a link at the destination is replaced, never
+followed). `merge_perf` joins the documents of shards of one run, and says what is missing.
 """
 
 from __future__ import annotations
 
 import functools
 import json
+import math
 from collections.abc import Mapping, Sequence
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from fusionspec.spec.errors import FusionspecError
+from fusionspec.spec.files import atomic_write_text
+from fusionspec.spec.text import clean_text
 
 __all__ = ["PERF_FORMAT", "PERF_VERSION", "PerfFormatError", "load_perf", "check_perf",
            "merge_perf", "is_perf_document", "write_perf"]
@@ -66,8 +75,45 @@ def check_perf(document: object, where: str = "document") -> dict[str, Any]:
     if error is not None:
         path = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error.absolute_path)
         message = error.message if len(error.message) <= 200 else error.message[:200] + "..."
-        raise PerfFormatError(f"{where}: ${path}: {message}")
+        raise PerfFormatError(clean_text(f"{where}: ${path}: {message}"))
+    _check_figures(document, where)
     return document
+
+
+def _path(keys: Sequence[object]) -> str:
+    return "".join(f"[{k}]" if isinstance(k, int) else f".{k}" for k in keys)
+
+
+def _check_figures(document: Mapping[str, Any], where: str) -> None:
+    """What the schema cannot say: finite numbers, unique ids, intervals that hold their
+    medians, a shard K/N with K <= N."""
+    pending: list[tuple[object, tuple[object, ...]]] = [(document, ())]
+    while pending:
+        value, at = pending.pop()
+        if isinstance(value, float) and not math.isfinite(value):
+            raise PerfFormatError(f"{where}: ${_path(at)}: {value} is not a finite number")
+        if isinstance(value, dict):
+            pending.extend((v, (*at, k)) for k, v in value.items())
+        elif isinstance(value, list):
+            pending.extend((v, (*at, i)) for i, v in enumerate(value))
+    shard = document.get("shard")
+    if isinstance(shard, str):
+        index, _, count = shard.partition("/")
+        if int(index) > int(count):
+            raise PerfFormatError(f"{where}: $.shard: {shard!r} is not K/N with K <= N")
+    seen: set[str] = set()
+    for n, record in enumerate(document["workloads"]):
+        if record["id"] in seen:
+            raise PerfFormatError(clean_text(f"{where}: $.workloads[{n}]: workload "
+                                             f"{record['id']!r} appears twice", 300))
+        seen.add(record["id"])
+        for side, t in (record.get("timings") or {}).items():
+            low, median, high = t["ci_low"], t["median"], t["ci_high"]
+            if not low <= median <= high or t["min"] > median:
+                raise PerfFormatError(clean_text(
+                    f"{where}: $.workloads[{n}].timings.{side}: the interval [{low}, {high}] "
+                    f"does not hold the median {median} (or the minimum {t['min']} exceeds "
+                    "it): not a measurement", 300))
 
 
 def is_perf_document(path: str | Path) -> bool:
@@ -91,21 +137,45 @@ def load_perf(path: str | Path) -> dict[str, Any]:
 
 
 def write_perf(document: Mapping[str, Any], path: str | Path) -> Path:
-    """Check `document` and write it to `path` (folders created)."""
+    """Check `document` and write it to `path` atomically (folders created; a link at `path`
+    is replaced, never followed)."""
     target = Path(path)
     check_perf(dict(document), str(target))
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(json.dumps(document, indent=1) + "\n", encoding="utf-8")
+    atomic_write_text(target, json.dumps(document, indent=1, allow_nan=False) + "\n")
     return target
 
 
-_ALIKE = ("backend", "backend_spec", "size", "seed")
+_ALIKE = ("backend", "backend_spec", "size", "seed", "selection")
+
+
+def _shards(documents: Sequence[Mapping[str, Any]], names: Sequence[str]) -> list[str]:
+    """Check that the parts are all shards of one split or none is; the missing shards."""
+    labels = [doc.get("shard") for doc in documents]
+    if not any(labels):
+        return []
+    if not all(labels):
+        raise PerfFormatError("cannot merge sharded and unsharded documents: " + ", ".join(
+            f"{name} ({label or 'no shard'})" for name, label in zip(names, labels)))
+    counts = {str(label).partition("/")[2] for label in labels}
+    if len(counts) != 1:
+        raise PerfFormatError("cannot merge shards of different splits: "
+                              + ", ".join(sorted(map(str, labels))))
+    total = int(counts.pop())
+    seen: dict[str, str] = {}
+    for label, name in zip(labels, names):
+        if str(label) in seen:
+            raise PerfFormatError(f"shard {label} is given twice: {seen[str(label)]} and {name}")
+        seen[str(label)] = name
+    return [f"shard {k}/{total} is missing" for k in range(1, total + 1)
+            if f"{k}/{total}" not in seen]
 
 
 def merge_perf(documents: Sequence[Mapping[str, Any]], sources: Sequence[str] = ()
                ) -> dict[str, Any]:
-    """The shards of one run as one document: the same backend, device, size and seed, no
-    workload twice; workloads in table order of the first document, then the others'."""
+    """The parts of one run as one document: the same backend, device, size, seed and
+    selection, every shard of one split at most once, no workload twice; workloads in the order of
+    the parts. A missing shard, a part that was itself incomplete, or fewer workloads than the
+    run was given make the merged document ``incomplete`` with the reason."""
     if not documents:
         raise PerfFormatError("no performance document to merge")
     names = list(sources) or [f"document {i + 1}" for i in range(len(documents))]
@@ -113,20 +183,32 @@ def merge_perf(documents: Sequence[Mapping[str, Any]], sources: Sequence[str] = 
     for doc, name in zip(documents[1:], names[1:]):
         for key in _ALIKE:
             if doc.get(key) != first.get(key):
-                raise PerfFormatError(f"{name}: {key} {doc.get(key)!r} differs from "
-                                      f"{names[0]}'s {first.get(key)!r}; only shards of one "
-                                      "run merge")
+                raise PerfFormatError(clean_text(
+                    f"{name}: {key} {doc.get(key)!r} differs from {names[0]}'s "
+                    f"{first.get(key)!r}; only parts of one run merge", 500))
         if doc["device"].get("id") != first["device"].get("id"):
-            raise PerfFormatError(f"{name}: device {doc['device'].get('id')!r} differs from "
-                                  f"{names[0]}'s {first['device'].get('id')!r}")
+            raise PerfFormatError(clean_text(
+                f"{name}: device {doc['device'].get('id')!r} differs from {names[0]}'s "
+                f"{first['device'].get('id')!r}", 500))
     seen: dict[str, str] = {}
     workloads: list[Any] = []
     for doc, name in zip(documents, names):
         for record in doc["workloads"]:
-            if record["id"] in seen:
-                raise PerfFormatError(f"workload {record['id']} is in both {seen[record['id']]} "
-                                      f"and {name}")
-            seen[record["id"]] = name
+            ident = record["id"]
+            if ident in seen:
+                raise PerfFormatError(clean_text(f"workload {ident} is in both {seen[ident]} "
+                                                 f"and {name}", 500))
+            seen[ident] = name
             workloads.append(record)
+    notes = _shards(documents, names)
+    notes += [f"{name} is incomplete: {doc['incomplete']}"
+              for doc, name in zip(documents, names) if doc.get("incomplete")]
+    selection = first.get("selection")
+    if isinstance(selection, dict) and not notes and len(workloads) < selection["workloads"]:
+        notes.append(f"the run was given {selection['workloads']} workload(s) and the parts "
+                     f"hold {len(workloads)}")
     merged = {**first, "workloads": workloads, "shard": None}
+    merged.pop("incomplete", None)
+    if notes:
+        merged["incomplete"] = clean_text("; ".join(notes))
     return check_perf(merged, "merged document")

@@ -59,6 +59,18 @@ A workload that was measured in the baseline and fails to run in the new documen
 regression too. Speedups (the mirror images) and the other changed verdicts are listed, not
 gated; a workload the backend now declares unsupported is listed, and one of either run that
 was declared unsupported is not compared.
+
+What a comparison cannot vouch for fails it too:
+
+- **an invalid measurement**: a fused or op-by-op side whose median interval starts at 0 s
+  (a backend's timer may read 0) in either run. Such an interval would lie below any other,
+  so it is refused and listed, never compared (the loader already refuses NaN, infinite,
+  negative and inverted intervals);
+- **a narrower run**: workloads of the baseline that the new run does not hold at all (a
+  narrower selection, a shard, renamed workloads). ``allow_narrower`` accepts that on
+  purpose; the workloads are listed either way;
+- **an incomplete run**: a new document that says it is ``incomplete`` (a merge that lacks a
+  shard), or a comparison that compared no workload at all.
 """
 
 from __future__ import annotations
@@ -161,10 +173,22 @@ class PerfDiff:
     compared: int = 0
     drift: float = 1.0  # the run-wide median new/old ratio
     note: str = ""
+    invalid: list[str] = field(default_factory=list)  # intervals that start at 0 s
+    allow_narrower: bool = False
+    incomplete: str = ""  # why the comparison cannot vouch for the new run
+
+    @property
+    def narrowed(self) -> str:
+        """What the new run left out of the baseline ("" when nothing)."""
+        if not self.only_old:
+            return ""
+        return (f"{len(self.only_old)} workload(s) of the baseline are not in the new run "
+                f"(first: {self.only_old[0]})")
 
     @property
     def failed(self) -> bool:
-        return bool(self.regressions or self.broken)
+        return bool(self.regressions or self.broken or self.invalid or self.incomplete
+                    or (self.narrowed and not self.allow_narrower))
 
     @property
     def patterns(self) -> list[str]:
@@ -289,19 +313,30 @@ def _fused_change(diff: PerfDiff, base: Mapping[str, Any], record: Mapping[str, 
                                        "no longer forms it"))
 
 
+def _invalid(record: Mapping[str, Any], run: str) -> str:
+    """Why `record`'s fused or op-by-op interval is no measurement ("" when it is one)."""
+    for side in SIDES:
+        timing = record["timings"].get(side)
+        if timing is not None and (float(timing["ci_low"]) <= 0 or float(timing["median"]) <= 0):
+            return (f"{record['id']}: the {side} side of the {run} measured 0 s (interval "
+                    f"[{timing['ci_low']}, {timing['ci_high']}] ms): an invalid measurement")
+    return ""
+
+
 def compare(old: Mapping[str, Any], new: Mapping[str, Any], threshold: float = DEFAULT_THRESHOLD,
             sides: Sequence[str] = SIDES,
             absolute_threshold: float = DEFAULT_ABSOLUTE_THRESHOLD,
-            widen: float = DEFAULT_WIDEN) -> PerfDiff:
+            widen: float = DEFAULT_WIDEN, *, allow_narrower: bool = False) -> PerfDiff:
     """Compare two checked performance documents; `PerfFormatError` when they measured
-    different sizes (their figures do not compare)."""
+    different sizes (their figures do not compare). `allow_narrower` accepts a new run that
+    leaves out workloads of the baseline."""
     if not threshold >= 0 or not absolute_threshold >= 0 or not widen >= 0:
         raise PerfFormatError(f"the thresholds and the widening must be 0 or more, got "
                               f"{threshold}, {absolute_threshold} and {widen}")
     if old["size"] != new["size"]:
         raise PerfFormatError(f"the baseline measured size {old['size']!r} and the new run "
                               f"{new['size']!r}: only runs of the same size compare")
-    diff = PerfDiff(threshold)
+    diff = PerfDiff(threshold, allow_narrower=allow_narrower)
     where = [f"{d['backend']} on {d['device']['id']}" for d in (old, new)]
     if where[0] != where[1]:
         diff.note = f"comparing {where[1]} against {where[0]}"
@@ -325,10 +360,20 @@ def compare(old: Mapping[str, Any], new: Mapping[str, Any], threshold: float = D
         if "error" in record:
             diff.broken.append(f"{ident}: {record['error']}")
             continue
+        why = _invalid(base, "baseline") or _invalid(record, "new run")
+        if why:
+            diff.invalid.append(why)
+            continue
         pairs.append((base, record))
         if base.get("verdict") != record.get("verdict"):
             diff.verdicts.append((ident, str(base.get("verdict")), str(record.get("verdict"))))
+    diff.invalid += [why for r in new["workloads"] if r["id"] not in before and "timings" in r
+                     for why in [_invalid(r, "new run")] if why]
     diff.compared = len(pairs)
+    if new.get("incomplete"):
+        diff.incomplete = f"the new run is incomplete: {new['incomplete']}"
+    elif not pairs and not diff.broken and not diff.invalid:
+        diff.incomplete = "no workload was measured in both runs: nothing was compared"
     diff.drift = _drift(pairs, sides)
     for base, record in pairs:
         _fused_change(diff, base, record, widen)

@@ -33,7 +33,8 @@ from fusionspec.spec.types import Array
 from ..grade.bounds import in_order
 from .workloads import Workload
 
-__all__ = ["PerfError", "Chain", "Prepared", "prepare", "outputs_agree", "TOLERANCES"]
+__all__ = ["PerfError", "Chain", "Prepared", "prepare", "outputs_agree", "TOLERANCES",
+           "REFERENCE_SLACK"]
 
 
 class PerfError(FusionspecError):
@@ -173,11 +174,21 @@ def prepare(workload: Workload, size: str, backend: Backend, device: Device, see
 TOLERANCES = {"f32": 1e-4, "f16": 4e-3, "bf16": 3e-2}
 
 
+#: How much further a side may lie from fusionspec's reference than from the other side: the
+#: reference rounds its intermediates its own way, and the check against it only has to catch
+#: a side that computes something else (the conformance suite grades accuracy).
+REFERENCE_SLACK = 10.0
+
+
 def outputs_agree(fused: Mapping[int, Array], opbyop: Mapping[int, Array],
-                  tensors: Sequence[LogicalTensor]) -> tuple[bool, float]:
-    """Whether the two sides' outputs agree (see `TOLERANCES`), and the largest difference
-    relative to the output's largest magnitude (absolute steps for integer outputs)."""
+                  tensors: Sequence[LogicalTensor], *, slack: float = 1.0
+                  ) -> tuple[bool, float]:
+    """Whether the two sides' outputs agree (see `TOLERANCES`, each widened `slack` times;
+    integer outputs one step apart, two with a `slack` above 1), and the largest
+    difference relative to the output's largest magnitude (absolute steps for integer
+    outputs)."""
     worst, ok = 0.0, True
+    steps = 1.0 if slack <= 1 else 2.0
     for t in tensors:
         a = np.asarray(fused[t.id], dtype=np.float64)
         b = np.asarray(opbyop[t.id], dtype=np.float64)
@@ -190,10 +201,10 @@ def outputs_agree(fused: Mapping[int, Array], opbyop: Mapping[int, Array],
         if t.dtype.value in TOLERANCES:
             scale = max(float(np.nanmax(np.abs(b))), 1e-30) if np.isfinite(b).any() else 1.0
             found = float(np.nanmax(diff)) / scale if np.isfinite(diff).all() else float("inf")
-            ok = ok and found <= 8 * TOLERANCES[t.dtype.value]
+            ok = ok and found <= 8 * slack * TOLERANCES[t.dtype.value]
         else:
-            found = float(np.max(diff))
-            ok = ok and found <= 1
+            found = float(np.max(diff)) if np.isfinite(diff).all() else float("inf")
+            ok = ok and found <= steps
         worst = max(worst, found)
     return ok, worst
 

@@ -7,7 +7,8 @@
 - the worker's side (`worker.serve`) and what travels between the two (`transport`: requests,
   replies unpickled against an allowlist and bounded in size);
 - `terminate_cleanly` and the process tracking behind it (`signals`): Ctrl-C or SIGTERM stops
-  every worker and its children; `use_cache_home` (`scratch`): a private cache folder for the
+  every worker and its children; `lifeline`: every process the runner starts dies with it,
+  however it ends (SIGKILL included); `use_cache_home` (`scratch`): a private cache folder for the
   workers of one run.
 
 The rest of the suite uses the names below; the modules' other names are theirs alone.

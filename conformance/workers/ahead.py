@@ -7,9 +7,10 @@ computes it for the next cases in `processes` processes of fusionspec's own (no 
 loaded there), a bounded window ahead of the case being judged, so every core grades.
 
 The processes start from the runner's fork server (never a fork of this process, which may
-have loaded an OpenCL driver), ignore Ctrl-C (the runner handles it) and are stopped with the
-run. Whatever goes wrong here (a process that died, a case that could not be prepared) leaves
-that case to be judged as before, never a verdict of its own.
+have loaded an OpenCL driver), ignore Ctrl-C (the runner handles it), are stopped with the
+run and die with the runner however it ends (`fusionspec.conformance.workers.lifeline`).
+Whatever goes wrong here (a process that died, a case that could not be prepared) leaves that
+case to be judged as before, never a verdict of its own.
 
 What was prepared is kept in the oracle cache (`fusionspec.conformance.workers.oracle_cache`):
 a case found there is read back, not prepared again, and no process starts while every case is
@@ -28,6 +29,7 @@ from types import TracebackType
 
 from ..cases import Case, CaseKind
 from ..grade.prepared import Prepared, prepare
+from .lifeline import hold, ticket
 from .oracle_cache import OracleCache
 from .runner import worker_context
 from .transport import dumps
@@ -61,8 +63,9 @@ class Ahead:
         self.cases = cases
         self.seed = seed
         self.window = max(1, processes) * WINDOW_PER_PROCESS
-        self._pool = ProcessPoolExecutor(max(1, processes), mp_context=worker_context(),
-                                         initializer=_quiet)
+        context = worker_context()
+        self._pool = ProcessPoolExecutor(max(1, processes), mp_context=context,
+                                         initializer=hold, initargs=(ticket(context), _quiet))
         self._futures: dict[int, Future[bytes]] = {}
         self._cached: dict[int, bytes] = {}
         self._submitted = 0

@@ -10,8 +10,11 @@ An entry is keyed on the case (its id, which hashes its graph, and its value dom
 and `code_digest` (the suite's sources and the versions of what they compute with), so a change
 to the reference or the spec data is a new key. Entries are the transport's pickles, which only
 fusionspec's own processes write; each is signed with HMAC-SHA256 under a key made once per
-cache folder (readable by its owner only), and an entry whose signature does not verify is
-never unpickled: it is dropped and computed again. Entries live in
+cache folder (readable by its owner only) for its own file name
+(`fusionspec.conformance.cache_files`, shared with the draw cache), and read only from a plain
+file of at most `ENTRY_LIMIT` bytes: an entry whose signature does not verify (or moved from
+another name), a FIFO, a link or a device is never unpickled: it is dropped and computed
+again. Entries live in
 ``$XDG_CACHE_HOME/fusionspec/oracle/<digest>`` (``~/.cache`` when unset), written atomically;
 folders of other digests untouched for `STALE_DAYS` days are removed.
 ``FUSIONSPEC_ORACLE_CACHE=off`` turns the cache off; an absolute path there puts it in that
@@ -22,23 +25,23 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import hmac
 import os
 import shutil
-import tempfile
 import time
 from pathlib import Path
 
+from ..cache_files import MAC_BYTES, BadEntry, folder_key, read_regular, seal, unseal, write_atomic
 from ..cases import Case
 from ..draw_cache import code_digest, folder_of, switched_on
 
-__all__ = ["ENV", "OracleCache", "STALE_DAYS", "enabled"]
+__all__ = ["ENV", "ENTRY_LIMIT", "OracleCache", "STALE_DAYS", "enabled"]
 
 #: The environment variable that turns the cache off or names its folder.
 ENV = "FUSIONSPEC_ORACLE_CACHE"
 #: A digest's folder not touched for this many days belongs to a suite no longer run.
 STALE_DAYS = 14
-_MAC_BYTES = 32
+#: The largest entry read back or written (bytes): a case's entry is a few kilobytes.
+ENTRY_LIMIT = 256 * 2**20
 
 
 def enabled() -> bool:
@@ -47,23 +50,6 @@ def enabled() -> bool:
 
 def _root() -> Path:
     return folder_of(ENV, "oracle")
-
-
-def _secret(root: Path) -> bytes:
-    """The signing key of `root`, made on first use (owner-only, created exclusively so two
-    runs starting together agree on one)."""
-    path = root / "key"
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    except FileExistsError:
-        secret = path.read_bytes()
-        if len(secret) != _MAC_BYTES:
-            raise OSError(f"{path} is not a key of this cache") from None
-        return secret
-    secret = os.urandom(_MAC_BYTES)
-    with os.fdopen(fd, "wb") as handle:
-        handle.write(secret)
-    return secret
 
 
 class OracleCache:
@@ -79,7 +65,7 @@ class OracleCache:
         root = _root()
         try:
             root.mkdir(parents=True, exist_ok=True)
-            self._secret = _secret(root)
+            self._secret = folder_key(root)
             self.folder = root / self.digest[:32]
             self.folder.mkdir(exist_ok=True)
             os.utime(self.folder)
@@ -93,37 +79,28 @@ class OracleCache:
         text = "\x00".join([self.digest, case.id, repr(sorted(case.values.items())), str(seed)])
         return self.folder / hashlib.sha256(text.encode()).hexdigest()
 
-    def _mac(self, payload: bytes) -> bytes:
-        return hmac.new(self._secret, payload, hashlib.sha256).digest()
-
     def load(self, case: Case, seed: int) -> bytes | None:
-        """The payload stored for `case` and `seed`, if its signature verifies."""
+        """The payload stored for `case` and `seed`, if it is a plain file of at most
+        `ENTRY_LIMIT` bytes signed here for that entry (anything else is dropped)."""
         path = self._path(case, seed)
         if path is None:
             return None
         try:
-            data = path.read_bytes()
-        except OSError:
+            return unseal(self._secret, read_regular(path, ENTRY_LIMIT), path.name.encode())
+        except FileNotFoundError:
             return None
-        mac, payload = data[:_MAC_BYTES], data[_MAC_BYTES:]
-        if len(mac) == _MAC_BYTES and hmac.compare_digest(mac, self._mac(payload)):
-            return payload
-        with contextlib.suppress(OSError):
-            path.unlink()
-        return None
+        except BadEntry:
+            if not path.is_dir():
+                with contextlib.suppress(OSError):
+                    path.unlink()
+            return None
 
     def store(self, case: Case, seed: int, payload: bytes) -> None:
         path = self._path(case, seed)
-        if path is None:
+        if path is None or len(payload) + MAC_BYTES > ENTRY_LIMIT:
             return
-        try:
-            fd, temp = tempfile.mkstemp(dir=path.parent, prefix=".entry-")
-            with os.fdopen(fd, "wb") as handle:
-                handle.write(self._mac(payload) + payload)
-            os.replace(temp, path)
-        except OSError:
-            with contextlib.suppress(OSError, UnboundLocalError):
-                os.unlink(temp)
+        with contextlib.suppress(OSError):
+            write_atomic(path, seal(self._secret, payload, path.name.encode()))
 
 
 def _remove_stale(root: Path, keep: Path) -> None:

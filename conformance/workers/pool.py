@@ -29,7 +29,7 @@ from fusionspec.backend import BackendError
 from ..cases import Case, Verdict
 from ..grade.prepared import Prepared
 from .ahead import MIN_CASES, Ahead
-from .runner import Runner
+from .runner import Runner, worker_context
 
 __all__ = ["RunnerPool"]
 
@@ -61,6 +61,10 @@ class RunnerPool:
                           sys_path=sys_path, log_path=log, memory_limit=memory_limit)
 
         self._make = make
+        if isolate:
+            # The fork server and its helpers start here, in the calling thread, before the
+            # starting threads: no other thread of ours writes while they start.
+            worker_context()
         self.ensure(jobs if start is None else max(1, start))
         first = self.runners[0]
         self.backend_name, self.device = first.backend_name, first.device

@@ -71,7 +71,7 @@ from fusionspec.spec.graph import Graph, Partition
 from fusionspec.spec.text import clean_text
 from fusionspec.spec.types import Array
 
-from ..answers import Abandoned, BackendFailure, Failure, clip
+from ..answers import Abandoned, BackendFailure, Failure
 from ..cases import Case, Status, Verdict
 from ..grade.departures import matching_departures
 from ..grade.facts import Facts, reason
@@ -79,6 +79,7 @@ from ..grade.prepared import Prepared
 from ..grade.verdicts import apply_limitation, judge, matching_limitation
 from ..limitations import check_limitations
 from ..replay import ReplayError, backend_outputs
+from . import lifeline
 from .signals import track, untrack
 from .transport import Ready, Reply, UnsafeReplyError, dumps, receive_reply
 from .worker import serve
@@ -122,11 +123,9 @@ class _Died(BaseException):
 def worker_context() -> multiprocessing.context.DefaultContext:
     # Not "fork": a backend's runtime (an OpenCL driver, say) that the parent process already
     # loaded does not survive a fork. The fork server is a fresh process that never loads one,
-    # and forks clean workers quickly; spawn where there is no fork server.
-    methods = multiprocessing.get_all_start_methods()
-    context: multiprocessing.context.DefaultContext = multiprocessing.get_context(
-        "forkserver" if "forkserver" in methods else "spawn")  # type: ignore[assignment]
-    return context
+    # and forks clean workers quickly; spawn where there is no fork server. Its helper
+    # processes never hold this process's output, and its children die with it (`lifeline`).
+    return lifeline.context()
 
 
 class _Remote:
@@ -209,7 +208,8 @@ class Runner:
             said = checked_identity(backend, ready.backend_name, ready.device,
                                     ready.limitations, ready.problems)
             try:
-                limitations = check_limitations(said.limitations)
+                limitations = check_limitations(said.limitations,
+                                                device_kind=said.device.kind)
             except BackendError as exc:
                 raise BackendError(f"backend {backend!r}: {exc}") from None
             departures = checked_departures(backend, ready.departures)
@@ -362,7 +362,8 @@ class Runner:
         parent, child = context.Pipe()
         process = context.Process(target=serve, name=f"fusionspec-{self.spec}",
                                   args=(child, self.spec, self.device_id, self.sys_path,
-                                        self._log_path, self.memory_limit or None),
+                                        self._log_path, self.memory_limit or None,
+                                        lifeline.ticket(context)),
                                   daemon=True)
         process.start()
         child.close()
@@ -437,15 +438,7 @@ class Runner:
         return verdict if limitation is None else apply_limitation(verdict, limitation)
 
     def _last_words(self) -> str:
-        """``": <last lines>"`` of a dead worker's log, or "" if it said nothing."""
-        try:
-            with open(self._log_path, "rb") as log:
-                log.seek(max(0, os.path.getsize(self._log_path) - 16_384))
-                tail = log.read().decode(errors="replace")
-        except OSError:
-            return ""
-        words = [line.strip() for line in tail.splitlines() if line.strip()]
-        return f": {clip(' '.join(words[-LAST_WORDS:]), 500)}" if words else ""
+        return last_words(self._log_path)
 
     def _trim_log(self) -> None:
         """Keep the log under `LOG_LIMIT`: past it, only its last `_LOG_TAIL` bytes stay (the
@@ -478,3 +471,16 @@ def _bounded(verdict: Verdict) -> Verdict:
     some) and cut to `REASON_LIMIT` characters."""
     reason = clean_text(verdict.reason, REASON_LIMIT)
     return verdict if reason == verdict.reason else replace(verdict, reason=reason)
+
+
+def last_words(log_path: str | os.PathLike[str]) -> str:
+    """``": <last lines>"`` of a dead worker's log (cleaned for a terminal), or "" if it said
+    nothing. The conformance and bench workers' crash messages both end with it."""
+    try:
+        with open(log_path, "rb") as log:
+            log.seek(max(0, os.path.getsize(log_path) - 16_384))
+            tail = log.read().decode(errors="replace")
+    except OSError:
+        return ""
+    words = [line.strip() for line in tail.splitlines() if line.strip()]
+    return f": {clean_text(' '.join(words[-LAST_WORDS:]), 500)}" if words else ""

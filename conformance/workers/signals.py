@@ -6,7 +6,8 @@ which also means a signal sent to the runner's group does not reach it. `termina
 turns SIGTERM (and SIGHUP) into `KeyboardInterrupt` while a command runs, so the same path as
 Ctrl-C stops the workers and writes what was judged; `track` and `untrack` keep the live
 groups, and an `atexit` hook kills any left over (an exception escaping a caller that never
-closed its runner).
+closed its runner). A runner that gets no chance to run any of this (SIGKILL) is covered by
+`fusionspec.conformance.workers.lifeline`: its children watch it and die with it.
 """
 
 from __future__ import annotations

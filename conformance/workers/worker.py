@@ -9,6 +9,8 @@ change the grades. At start the worker
 - sends its standard output and standard error, at the file-descriptor level so native
   libraries' messages go there too, to its log file: nothing a backend prints reaches the
   runner's terminal or corrupts ``--json`` output;
+- dies with the runner, its process group with it, however the runner ends
+  (`fusionspec.conformance.workers.lifeline`);
 - caps its address space (`RLIMIT_AS`, when the runner gives a limit), so a backend that
   allocates without bound fails in its own process instead of exhausting the machine.
 
@@ -42,6 +44,7 @@ from fusionspec.backend.checks import declared_departures
 from fusionspec.spec.graph import Partition
 
 from ..answers import Failure, Foreign, clip, describe_exception, rejection_types
+from .lifeline import Ticket, hold
 from .transport import Ready, Reply, dumps
 
 __all__ = ["serve", "MESSAGE_LIMIT", "SOURCE_LIMIT"]
@@ -52,9 +55,15 @@ MESSAGE_LIMIT = 4000
 SOURCE_LIMIT = 64_000
 
 
-def _isolate(log_path: str | None, memory_limit: int | None) -> None:
+def isolate(log_path: str | None, memory_limit: int | None, ticket: Ticket | None) -> None:
+    """Make this process a backend worker: its own process group (dying with the command
+    when `ticket` is given), standard output and error into `log_path`, Ctrl-C left to the
+    command, the address space capped at `memory_limit` bytes. The conformance and bench
+    workers both start with it."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the runner handles Ctrl-C and stops us
     os.setsid()
+    if ticket is not None:  # after setsid: dying with the runner takes the group along
+        hold(ticket)
     if log_path is not None:
         log_fd = os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         for fd in (1, 2):
@@ -131,10 +140,11 @@ def _source(compiled: object) -> str:
 
 
 def serve(conn: Connection, spec: str, device_id: str | None, sys_path: Sequence[str],
-          log_path: str | None = None, memory_limit: int | None = None) -> None:
-    """The worker's life: isolate, load the backend, report `Ready`, answer until told to
-    stop (see the module docstring)."""
-    _isolate(log_path, memory_limit)
+          log_path: str | None = None, memory_limit: int | None = None,
+          ticket: Ticket | None = None) -> None:
+    """The worker's life: isolate, die with the runner (`ticket`), load the backend, report
+    `Ready`, answer until told to stop (see the module docstring)."""
+    isolate(log_path, memory_limit, ticket)
     sys.path[:0] = [p for p in sys_path if p not in sys.path]
     try:
         backend = load_backend(spec)

@@ -15,9 +15,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from testkit import toy_backends as toy
-from testkit.fuzz import FUZZ
+from testkit.fuzz import FUZZ, hostile_text
 from testkit.hostile_backends import FORGED, bomb
 
+from fusionspec.conformance.answers import Foreign, describe_exception
 from fusionspec.conformance.cases import Status
 from fusionspec.conformance.workers import Runner
 from fusionspec.conformance.workers.transport import (
@@ -31,6 +32,8 @@ from fusionspec.reference.dtypes import numpy_dtype
 from fusionspec.spec.dtypes import DataType
 
 TESTS = str(Path(__file__).resolve().parents[1])  # holds the testkit package
+#: What a terminal acts on rather than shows.
+TERMINAL_CONTROLS = "\x1b\x9b\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
 VALID = toy.valid_case("fp.matmul_post_ops", 3)
 
 
@@ -128,3 +131,30 @@ def test_pickled_requests_do_not_travel_back() -> None:
     class is refused by the reply reader."""
     with pytest.raises(UnsafeReplyError):
         loads_reply(pickle.dumps(Runner))
+
+
+class _Unprintable(Exception):
+    """An exception whose every text is the backend's: its message and its fields."""
+
+
+@FUZZ
+@given(message=hostile_text(120), field=hostile_text(30), stage=st.sampled_from(
+    ("partition", "compile", "execute")), limit=st.one_of(st.none(), st.integers(10, 400)))
+def test_what_a_backend_raises_is_described_in_writable_text(
+        message: str, field: str, stage: str, limit: int | None) -> None:
+    exc = _Unprintable(message)
+    exc.api_call = field  # type: ignore[attr-defined]
+    exc.rule = field  # type: ignore[attr-defined]
+    try:
+        raise exc
+    except _Unprintable as caught:
+        failure = describe_exception(stage, caught, (), limit)
+    texts = [failure.type_name, failure.message, failure.traceback, failure.rule or "",
+             *failure.fields, *failure.fields.values()]
+    for text in texts:
+        text.encode("utf-8")  # a lone surrogate would raise
+        assert not any(c in text for c in TERMINAL_CONTROLS), \
+            f"no terminal control in what is kept: {text!r}"
+    foreign = Foreign.of({message: [field, message]})
+    (foreign.text + foreign.type_name).encode("utf-8")
+    assert not any(c in foreign.text for c in TERMINAL_CONTROLS), f"clean repr: {foreign.text!r}"

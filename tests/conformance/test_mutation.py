@@ -18,18 +18,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from testkit.mutation_runs import run_backend
 
 from fusionspec.conformance.cases import STRUCTURAL_RULES, CaseKind, Status
 from fusionspec.conformance.generate.ill_formed import ILL_FORMED_RULES
 from fusionspec.conformance.generate.items import required_items
 from fusionspec.conformance.grade.results import ResultsCollector
-from fusionspec.conformance.suite import run_suite
 from fusionspec.reference.filling import DOMAINS
 from fusionspec.reports.findings import group_findings
 from fusionspec.spec.catalog import pattern_ids
 from fusionspec.spec.rules import RULES
 
-TESTS = str(Path(__file__).resolve().parents[1])  # holds the testkit package
 V, N, ILL = [CaseKind.valid], [CaseKind.near_miss], [CaseKind.ill_formed]
 #: The modules of the mutants that only the corners of the spec space and the coverage model's
 #: value classes catch.
@@ -238,7 +237,7 @@ def _score_document() -> Iterator[None]:
 
 
 def _run(backend: str, patterns: list[str] | None, kinds: list[CaseKind]) -> ResultsCollector:
-    return run_suite(backend, patterns=patterns, kinds=kinds, isolate=False, sys_path=[TESTS])
+    return run_backend(backend, patterns, kinds)
 
 
 @pytest.mark.slow

@@ -63,7 +63,7 @@ def test_one_test_per_case_named_by_its_id(tmp_path: Path) -> None:
                                   "--fs-dtype=f64", "--fs-shard=5/4"])
 def test_a_bad_option_is_a_usage_error(tmp_path: Path, flag: str) -> None:
     done = pytest_run(["-q", *SUITE, "--fs-backend", "reference", flag], tmp_path)
-    assert done.returncode == 4, f"{flag}: pytest's usage error, got {done.returncode}: " \
+    assert done.returncode == 2, f"{flag}: conform's usage error, got {done.returncode}: " \
                                  f"{done.stderr[-600:]}"
     assert "Traceback" not in done.stderr, done.stderr[-1200:]
 

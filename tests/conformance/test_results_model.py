@@ -18,6 +18,7 @@ from testkit import toy_backends as toy
 from fusionspec.conformance.grade.document import (
     RECORDS,
     SCHEMA_VERSION,
+    STATUSES,
     CaseRecord,
     DepartureRecord,
     DeviceRecord,
@@ -72,6 +73,9 @@ OPT_TEXT = st.none() | TEXT
 COUNT = st.integers(0, 10**6)
 INDEX = st.none() | st.integers(0, 10**5)
 COUNTS = st.dictionaries(NAME, COUNT, max_size=3)
+#: A case's status is one of the suite's (a document with another one does not load).
+STATUS = st.sampled_from(STATUSES)
+STATUS_COUNTS = st.dictionaries(STATUS, COUNT, max_size=3)
 TABLE = st.dictionaries(NAME, COUNTS, max_size=2)
 JSON_LEAF = st.none() | st.booleans() | st.integers(-10**6, 10**6) | TEXT | \
     st.floats(allow_nan=False, allow_infinity=False)
@@ -87,9 +91,10 @@ def _extra(record: type) -> st.SearchStrategy[dict[str, Any]]:
 
 
 CASES = st.builds(CaseRecord, case_id=NAME, pattern=NAME, index=INDEX, kind=OPT_TEXT,
-                  rule=OPT_TEXT, dtype=OPT_TEXT, status=OPT_TEXT, expected_status=OPT_TEXT,
-                  occurrence=st.none() | st.integers(1, 5), extra=_extra(CaseRecord))
-FAILURES = st.builds(FailureRecord, case_id=NAME, pattern=NAME, status=NAME, index=INDEX,
+                  rule=OPT_TEXT, dtype=OPT_TEXT, status=OPT_TEXT,
+                  expected_status=OPT_TEXT, occurrence=st.none() | st.integers(1, 5),
+                  extra=_extra(CaseRecord))
+FAILURES = st.builds(FailureRecord, case_id=NAME, pattern=NAME, status=STATUS, index=INDEX,
                      kind=TEXT, rule=OPT_TEXT, dtype=OPT_TEXT, description=TEXT,
                      features=OBJECT, values=st.dictionaries(NAME, TEXT, max_size=2),
                      reason=TEXT, details=OBJECT, replay=OBJECT,
@@ -104,14 +109,14 @@ DOCUMENTS = st.builds(
     backend_spec=OPT_TEXT, environment=st.dictionaries(NAME, TEXT, max_size=2),
     seed=st.integers(0, 2**32), profile=OPT_TEXT, selection=st.none() | OBJECT,
     shard=st.sampled_from([None, "1/2", "3/4"]), planned=INDEX, started=OPT_TEXT,
-    finished=OPT_TEXT, totals=COUNTS,
+    finished=OPT_TEXT, totals=STATUS_COUNTS,
     patterns=st.dictionaries(NAME, st.builds(PatternCounts, counts=COUNTS, by_kind=TABLE,
                                              by_dtype=TABLE, rules=TABLE, coverage=TABLE),
                              max_size=2),
     rules=st.dictionaries(NAME, st.builds(RuleCounts, statement=TEXT, counts=COUNTS,
                                           patterns=COUNTS), max_size=2),
     verdicts=st.lists(st.builds(
-        VerdictLine, case_id=NAME, pattern=NAME, status=NAME, index=INDEX, kind=TEXT,
+        VerdictLine, case_id=NAME, pattern=NAME, status=STATUS, index=INDEX, kind=TEXT,
         rule=OPT_TEXT, dtype=OPT_TEXT, reason=TEXT,
         seconds=st.none() | st.floats(0, 1e6), expected=st.none() | OBJECT,
         extra=_extra(VerdictLine)), max_size=3),

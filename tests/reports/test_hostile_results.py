@@ -126,7 +126,7 @@ def test_findings_markdown_escapes_and_quotes_everything(
     doc["device"]["id"] = "$(touch pwned)"
     doc["device"].update(name=HOSTILE, driver=ATTACKS[1], runtime=ATTACKS[2])
     doc["started"] = "`whoami`"
-    doc["totals"][HOSTILE] = 1
+    # (A status key in totals is one of the suite's, or the document is refused.)
     for number, failure in enumerate(doc["failures"]):
         attack = ATTACKS[number % len(ATTACKS)]
         failure.update(reason=f"reason {attack}", description=f"description {attack}",

@@ -6,7 +6,6 @@ that judged nothing is never "no regression"."""
 from __future__ import annotations
 
 import json
-import re
 import tomllib
 from pathlib import Path
 
@@ -34,22 +33,38 @@ def _cli(capsys: pytest.CaptureFixture[str], *argv: str | Path) -> tuple[int, st
     return code, out, err
 
 
-def test_an_unknown_status_is_text_in_the_markdown_summary(
+def test_an_unknown_status_is_refused_before_the_markdown_summary(
         gelu_results: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # A status the suite does not know is not a result at all: the document is refused (a
+    # usage error naming the field), so the text never reaches the summary.
     new = copy_results(gelu_results, tmp_path / "new")
     doc = load(new)
     doc["verdicts"][0]["status"] = STATUS + "\x1b[2K"
     save(new, doc)
     summary = tmp_path / "summary.md"
+    code, out, err = _cli(capsys, "diff", gelu_results, new, "--markdown", summary)
+    assert "\x1b" not in out + err, "no escape sequence reaches the terminal"
+    assert code == 2 and "verdicts[0].status" in err, f"refused, naming the field: {code} {err}"
+    assert not summary.exists(), "nothing is written to the summary"
+
+
+def test_a_hostile_case_id_is_text_in_the_markdown_summary(
+        gelu_results: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    new = copy_results(gelu_results, tmp_path / "new")
+    doc = load(new)
+    doc["verdicts"][0].update(case_id=STATUS + "\x1b[2K", status="numeric-mismatch")
+    save(new, doc)
+    summary = tmp_path / "summary.md"
     code, out, _ = _cli(capsys, "diff", gelu_results, new, "--markdown", summary)
     assert "\x1b" not in out, "no escape sequence reaches the terminal"
     text = summary.read_text()
-    assert "\n## " not in text and not re.search(r"(?<!\\)<a ", text), \
-        f"no heading, no raw link:\n{text}"
+    assert "evil.example" in text, f"the case is listed as a new failure:\n{text}"
+    # The id is shown as code: its markup is text (assert_inert checks the rendered page).
+    assert "\n## " not in text, f"no heading:\n{text}"
     assert "\x1b" not in text, "no escape sequence in the summary"
     root = markdown_html(text)
     assert_inert(root, "diff --markdown")
-    assert code in (0, 1), f"an exit code: {code}"
+    assert code == 1, f"a new failure: {code}"
 
 
 def test_a_run_that_judged_nothing_is_no_ok_for_diff(
@@ -112,8 +127,10 @@ def test_write_expectations_never_replaces_the_results(
     code, _, err = _cli(capsys, "conform", "--patterns", "fp.bn_relu", "--kinds", "valid",
                         "--no-isolate", "--out", out,
                         "--write-expectations", out / "results.json")
-    assert code == 2 and "is also an input" in err, f"usage error: {code} {err}"
-    assert json.loads((out / "results.json").read_text())["schema"], \
+    assert code == 2 and "is also" in err, f"usage error: {code} {err}"
+    # Refused before the run: nothing written, or the results document as it was.
+    assert not (out / "results.json").exists() or \
+        json.loads((out / "results.json").read_text())["schema"], \
         "the results document is still the results document"
 
 

@@ -227,9 +227,11 @@ def test_document_from_a_newer_suite(tmp_path: Path, reference_results: Path) ->
     doc = load(reference_results)
     doc["patterns"]["x.future_pattern"] = {"counts": {"flaky": 2, "pass": 1},
                                            "coverage": {"novel": {"a": 1}}}
-    doc["totals"]["flaky"] = 2
+    # A case's own status must be one of this suite's (a document with another is refused);
+    # the per-pattern counts may hold one, and the report shows it as failing.
     doc["verdicts"].append({"case_id": "x/1", "pattern": "x.future_pattern", "kind": "valid",
-                            "rule": None, "dtype": "f32", "status": "flaky", "reason": "?"})
+                            "rule": None, "dtype": "f32", "status": "numeric-mismatch",
+                            "reason": "?"})
     path = save(tmp_path / "newer" / "results.json", doc)
     html, root = render(tmp_path / "index.html", [path])
     rows = _matrix_rows(root)
@@ -237,7 +239,6 @@ def test_document_from_a_newer_suite(tmp_path: Path, reference_results: Path) ->
     assert "state-fail" in rows["x.future_pattern"][0].attrs["class"], \
         "an unknown status counts as failing"
     assert "Other patterns" in html, "such a pattern is grouped apart"
-    assert "flaky" in root.by_id()["legend"].text(), "the unknown status is in the legend"
     assert entry("softmax.post_ops").notation in root.by_id()["p-softmax-post_ops"].text(), \
         "known patterns keep their notation"
 

@@ -4,7 +4,13 @@ that tells what a command wrote and where.
 Every entry point's fuzz test runs the command in-process (`fusionspec.cli.main.main`) inside a
 fresh sandbox folder, its inputs under ``in/`` and its outputs named under ``out/``, and checks
 the same three things: the command ended with an exit code (no exception escaped, no traceback
-printed), it wrote nothing outside ``out/``, and what it wrote is inert in its medium.
+printed), it wrote nothing outside ``out/``, and what it wrote is inert in its medium. Its
+standard output and error are strict UTF-8 streams, as a terminal's are, so text that cannot be
+written (a lone surrogate) fails the test as it would fail the command.
+
+The hostile values include text no UTF-8 writer takes, noncharacters, control characters,
+escape sequences and bidirectional overrides (`UNFIT_TEXTS`); `hostile_text` draws strings
+mixing them with ordinary characters, for any text field a test fills.
 """
 
 from __future__ import annotations
@@ -38,8 +44,27 @@ FUZZ = settings(deadline=None, max_examples=int(_EXAMPLES or 40), derandomize=no
 DEEP = "\u0000deep\u0000"
 DEEP_TEXT = "[" * 100_000 + "]" * 100_000
 
+#: Text that cannot be written as UTF-8 (lone surrogates), noncharacters, C0 and C1 controls,
+#: escape sequences and bidirectional overrides and isolates.
+UNFIT_TEXTS: tuple[str, ...] = (
+    "\ud800", "a\udfffb", "\udbff\udc00x\udc00", "\ufffe", "\uffff", "\U0010ffff\ufdd0",
+    "\x00", "nul\x00in\x07the\x08middle", "\x1b[2K\x1b[1APASS", "\x1b]0;title\x07",
+    "\x9b31m\x85\x9f", "\u202eevil\u202c", "\u202a\u202b\u202d", "\u2066\u2067\u2068x\u2069",
+    "\r\nline\x0bfeed\x0c", "fail\ud800\x1b[31m\u202e",
+)
+#: Characters `hostile_text` draws from besides ordinary ones.
+_UNFIT_CHARS = "".join(sorted(set("".join(UNFIT_TEXTS))))
+
+
+def hostile_text(max_size: int = 40) -> st.SearchStrategy[str]:
+    """Strings mixing ordinary characters with `UNFIT_TEXTS`' characters and sequences."""
+    pieces = st.one_of(st.sampled_from(UNFIT_TEXTS), st.sampled_from(_UNFIT_CHARS),
+                       st.text(max_size=8))
+    return st.lists(pieces, max_size=max_size // 4 or 1).map("".join)
+
+
 #: JSON values a careless or hostile producer writes where something else is expected.
-HOSTILE_VALUES: tuple[Any, ...] = (
+HOSTILE_VALUES: tuple[Any, ...] = (*UNFIT_TEXTS,
     None, True, 0, -1, 1.5, 2**62, -(2**63), 10**30, 3e38, -3e38, 1e308, "", ".", "..", "/",
     "../../outside", "x" * 5000, "\u00b2", "<script>alert(1)</script>",
     '<img src=x onerror="alert(1)">', "x; rm -rf ~ #", "$(touch pwned)", "line\nbreak",
@@ -139,7 +164,7 @@ def run_cli(box: Path, argv: Sequence[str | Path]) -> Outcome:
     ``box/out``."""
     outer = box.parent
     before = snapshot(outer)
-    out, err = io.StringIO(), io.StringIO()
+    out, err = _strict_stream(), _strict_stream()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         code = main([str(a) for a in argv])
     after = snapshot(outer)
@@ -151,7 +176,23 @@ def run_cli(box: Path, argv: Sequence[str | Path]) -> Outcome:
     trespass = sorted(name for name in before.keys() | after.keys()
                       if before.get(name) != after.get(name)
                       and not (name == allowed or name.startswith(allowed + os.sep)))
-    return Outcome(code, out.getvalue(), err.getvalue(), trespass)
+    return Outcome(code, _read_back(out), _read_back(err), trespass)
+
+
+def _strict_stream() -> io.TextIOWrapper:
+    """A text stream that encodes as a terminal's does: UTF-8, strictly."""
+    return io.TextIOWrapper(io.BytesIO(), encoding="utf-8", errors="strict", newline="\n")
+
+
+def _read_back(stream: io.TextIOWrapper) -> str:
+    stream.flush()
+    buffer = stream.buffer
+    assert isinstance(buffer, io.BytesIO), "a stream of _strict_stream"
+    return buffer.getvalue().decode("utf-8")
+
+
+#: Characters a terminal acts on rather than shows (escape, CSI, bidirectional overrides).
+_TERMINAL_CONTROLS = frozenset("\x1b\x9b\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
 
 
 def assert_clean(outcome: Outcome, what: str, *, json_out: bool = False) -> None:
@@ -159,6 +200,8 @@ def assert_clean(outcome: Outcome, what: str, *, json_out: bool = False) -> None
     printed = outcome.out + outcome.err
     assert isinstance(outcome.code, int), f"{what}: exit code {outcome.code!r} is not an int"
     assert "Traceback" not in printed, f"{what}: printed a traceback:\n{printed[-3000:]}"
+    shown = sorted({c for c in printed if c in _TERMINAL_CONTROLS})
+    assert not shown, f"{what}: printed terminal controls {shown!r}:\n{printed[-2000:]!r}"
     assert not outcome.trespass, f"{what}: wrote outside its output folder: {outcome.trespass}"
     if outcome.code != 0:
         assert outcome.err.strip() or outcome.out.strip(), f"{what}: exit {outcome.code} " \

@@ -1,0 +1,66 @@
+"""The cases a profile and seed draw do not depend on which modules are loaded.
+
+Hypothesis folds the literals of every loaded non-installed module into its draws; the suite
+turns that off (`fusionspec.conformance.generate.stable`), so a checkout, a wheel, the command
+line and the pytest plugin draw the same cases.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from pathlib import Path
+
+import pytest
+
+from fusionspec.conformance.cases import CaseKind
+from fusionspec.conformance.generate import stable
+from fusionspec.conformance.suite import PROFILES, draw_cases
+from fusionspec.spec.catalog import entry
+
+#: A module full of literals of the kinds the generators draw (small integers, shapes, floats).
+_LITERALS = "\n".join(f"C{n} = ({n}, {n * 3 + 1}, {n / 7!r}, {-n})" for n in range(1, 400))
+
+
+def _ids(pattern: str) -> list[str]:
+    return [c.id for c in draw_cases(entry(pattern), CaseKind.valid, PROFILES["ci"])]
+
+
+@pytest.fixture
+def literal_module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    folder = tmp_path / "elsewhere"
+    folder.mkdir()
+    (folder / "fs_literals_probe.py").write_text(_LITERALS + "\n")
+    monkeypatch.syspath_prepend(str(folder))
+    monkeypatch.setenv("FUSIONSPEC_DRAW_CACHE", "off")
+    importlib.import_module("fs_literals_probe")
+    yield
+    sys.modules.pop("fs_literals_probe", None)
+
+
+@pytest.mark.parametrize("pattern", ["int8.pool_add", "fp.conv_post_ops"])
+def test_draws_ignore_the_literals_of_loaded_modules(
+        pattern: str, literal_module: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("FUSIONSPEC_DRAW_CACHE", "off")
+    with_module = _ids(pattern)
+    sys.modules.pop("fs_literals_probe", None)
+    without_module = _ids(pattern)
+    assert with_module == without_module, (
+        f"[{pattern}] loading a module with extra literals changed the drawn cases "
+        f"({len(set(with_module) ^ set(without_module))} ids differ): draws depend on the "
+        "modules loaded, so a checkout and an installed copy draw different cases")
+
+
+def test_the_guard_is_what_keeps_them_apart(literal_module: None,
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without the guard the same module does change the draw: the test above would notice a
+    Hypothesis release whose hook the guard no longer reaches."""
+    ids = _ids("int8.pool_add")
+    monkeypatch.setattr(stable, "_no_local_constants",
+                        stable.providers._get_local_constants)  # type: ignore[attr-defined]
+    sys.modules.pop("fs_literals_probe", None)
+    importlib.import_module("fs_literals_probe")
+    unguarded = _ids("int8.pool_add")
+    assert ids != unguarded, (
+        "with Hypothesis' local constants switched back on, a module of extra literals left "
+        "int8.pool_add's draw unchanged: the probe no longer exercises the guard")
