@@ -23,8 +23,12 @@ import tempfile
 from collections import defaultdict
 from pathlib import Path
 
-from coverage_map import EVERY_CASE, load
-from shadow import PACKAGE
+try:
+    from coverage_map import EVERY_CASE, load
+    from shadow import PACKAGE
+except ImportError as exc:  # not the environment fusionspec is installed in: judge nothing
+    print(f"error: {exc} (run the workers with the Python fusionspec is installed in)")
+    sys.exit(2)
 
 #: The most cases one mutant runs: a spread over patterns and case kinds (lines that every case
 #: runs would otherwise cost a whole ci run per mutant).
@@ -162,4 +166,8 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except Exception as exc:  # a broken kill command must read as an error, never as a kill
+        print(f"error: {type(exc).__name__}: {exc}")
+        sys.exit(2)

@@ -48,8 +48,18 @@ def _digest(folder: Path) -> str:
     return sha.hexdigest()
 
 
+def _kill_command(work: Path) -> str:
+    """The test command: relative to a worker's copy when the work folder is inside the
+    checkout (so workers on other machines, with their own checkout and environment, find
+    their own kill.py and Python), absolute otherwise (one machine only)."""
+    script = HERE / "kill.py"
+    if work.is_relative_to(REPO):
+        return f"python {os.path.relpath(script, work / 'w1')}"
+    return f"{sys.executable} {script}"
+
+
 def _config(work: Path, workers: list[str], timeout: float) -> Path:
-    kill = f"{sys.executable} {HERE / 'kill.py'}"
+    kill = _kill_command(work)
     lines = ["[cosmic-ray]", 'module-path = "fusionspec_shadow"', f"timeout = {timeout}",
              f"excluded-modules = {json.dumps(list(sample.EXCLUDED))}",
              f"test-command = {json.dumps(kill)}", "", "[cosmic-ray.distributor]"]
@@ -95,6 +105,9 @@ def main() -> int:
     work: Path = args.work.resolve()
     work.mkdir(parents=True, exist_ok=True)
     os.environ["FUSIONSPEC_MUTATION_WORK"] = str(work)
+    # The test command says `python`: this interpreter, for the local workers.
+    os.environ["PATH"] = os.pathsep.join([str(Path(sys.executable).parent),
+                                          os.environ.get("PATH", "")])
     clock = time.monotonic()
 
     pristine = work / "pristine"

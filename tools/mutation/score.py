@@ -135,6 +135,11 @@ def render(result: dict[str, object]) -> str:
     lines.append(f"all: {result['killed']} of {result['non_equivalent']} non-equivalent mutants "
                  f"killed ({shown}, 95% interval [{low:.1%}, {high:.1%}]) out of "
                  f"{result['tested']} tested")
+    errors = sum(int(a["errors"]) + int(a["incompetent"])  # type: ignore[call-overload]
+                 for a in areas.values())
+    if errors:
+        lines.append(f"{errors} mutant(s) not judged (the kill command failed, or cosmic-ray "
+                     "could not apply them): counted in no score; see the session's dump")
     by_verdict: dict[str, list[dict[str, str]]] = defaultdict(list)
     for s_ in result["survivors"]:  # type: ignore[attr-defined]
         by_verdict[s_["verdict"]].append(s_)
