@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import signal
 import tempfile
 import time
 from collections.abc import Callable, Generator, Sequence
@@ -56,7 +55,7 @@ from ..answers import Failure
 from ..limitations import check_limitations
 from ..workers import lifeline
 from ..workers.runner import STARTUP_TIMEOUT_S, default_memory_limit, last_words
-from ..workers.signals import track, untrack
+from ..workers.signals import kill_worker, track
 from ..workers.transport import Ready, Reply, UnsafeReplyError, dumps, receive_reply
 from .server import BenchServer, greeting, serve
 
@@ -208,14 +207,7 @@ class BenchWorkers:
 
     def _kill(self, worker: _Worker) -> None:
         """Kill `worker` and every process it started (its process group)."""
-        pid = worker.process.pid
-        if pid is not None:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(pid, signal.SIGKILL)
-            untrack(pid)
-        if worker.process.is_alive():
-            worker.process.kill()
-        worker.process.join(5)
+        kill_worker(worker.process)
         worker.conn.close()
         with contextlib.suppress(OSError):
             os.unlink(worker.log)

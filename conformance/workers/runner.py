@@ -35,7 +35,6 @@ from __future__ import annotations
 import contextlib
 import multiprocessing
 import os
-import signal
 import sys
 import tempfile
 import time
@@ -80,7 +79,7 @@ from ..grade.verdicts import apply_limitation, judge, matching_limitation
 from ..limitations import check_limitations
 from ..replay import ReplayError, backend_outputs
 from . import lifeline
-from .signals import track, untrack
+from .signals import kill_worker, track
 from .transport import Ready, Reply, UnsafeReplyError, dumps, receive_reply
 from .worker import serve
 
@@ -412,14 +411,7 @@ class Runner:
     def _stop(self) -> None:
         """Kill the worker and every process it started (its process group)."""
         if self._process is not None:
-            pid = self._process.pid
-            if pid is not None:
-                with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.killpg(pid, signal.SIGKILL)
-                untrack(pid)
-            if self._process.is_alive():
-                self._process.kill()
-            self._process.join(5)
+            kill_worker(self._process)
             self._process.close()
         if self._conn is not None:
             self._conn.close()

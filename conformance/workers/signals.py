@@ -18,6 +18,7 @@ import os
 import signal
 import threading
 from collections.abc import Iterator
+from multiprocessing.process import BaseProcess
 from types import FrameType
 
 __all__ = ["terminate_cleanly", "track", "untrack", "kill_tracked"]
@@ -35,6 +36,19 @@ def track(pgid: int) -> None:
 def untrack(pgid: int) -> None:
     with _LOCK:
         _LIVE.discard(pgid)
+
+
+def kill_worker(process: BaseProcess) -> None:
+    """Kill a worker `process` and every process it started (its process group, which it
+    leads), stop tracking the group and wait for the worker to end (up to 5 s)."""
+    pid = process.pid
+    if pid is not None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pid, signal.SIGKILL)
+        untrack(pid)
+    if process.is_alive():
+        process.kill()
+    process.join(5)
 
 
 def kill_tracked() -> None:

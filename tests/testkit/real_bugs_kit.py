@@ -25,7 +25,19 @@ from fusionspec.spec.graph import Graph, Op, Partition
 from fusionspec.spec.types import Array
 from fusionspec.spec.validate import validate_op
 
-__all__ = ["OpKernels", "accept_where", "attr", "attrs", "f32", "with_attrs"]
+__all__ = ["OpKernels", "accept_where", "attr", "attrs", "f32", "reference_groups",
+           "with_attrs"]
+
+
+def reference_groups(graph: Graph) -> tuple[Graph, list[Partition], dict[int, Partition],
+                                           dict[int, list[Op]]]:
+    """The finalized `graph`, the reference's partitions of it, the partition owning each op
+    id, and each partition's ops as a list keyed by partition id (the groups a wrong fusion
+    decision merges)."""
+    graph = graph.finalize()
+    parts = partition(graph)
+    owner = {op.id: p for p in parts for op in p.ops}
+    return graph, parts, owner, {p.id: list(p.ops) for p in parts}
 
 
 def f32(values: Any) -> Array:

@@ -17,7 +17,7 @@ import numpy as np
 from fusionspec.reference.execute import run_op
 from fusionspec.reference.ops import pool as pool_ops
 from fusionspec.reference.ops._layout import at_spatial, tap_slices, taps
-from fusionspec.reference.partitioner import external_tensors, partition
+from fusionspec.reference.partitioner import external_tensors
 from fusionspec.spec.categories import REDUCTION
 from fusionspec.spec.dtypes import DataType
 from fusionspec.spec.errors import GraphRule
@@ -25,7 +25,15 @@ from fusionspec.spec.graph import Graph, Op, Partition
 from fusionspec.spec.shapes import spatial_dims
 from fusionspec.spec.types import Array
 
-from .real_bugs_kit import OpKernels, accept_where, attr, attrs, f32, with_attrs
+from .real_bugs_kit import (
+    OpKernels,
+    accept_where,
+    attr,
+    attrs,
+    f32,
+    reference_groups,
+    with_attrs,
+)
 
 ONEDNN = "https://github.com/uxlfoundation/oneDNN/commit/"
 
@@ -50,10 +58,7 @@ class SubDivFusedOnSecondOperand(OpKernels):
     name = "real-sub-div-on-second-operand"
 
     def partition(self, graph: Graph) -> list[Partition]:
-        graph = graph.finalize()
-        parts = partition(graph)
-        owner = {op.id: p for p in parts for op in p.ops}
-        merged = {p.id: list(p.ops) for p in parts}
+        graph, parts, owner, merged = reference_groups(graph)
         absorbed: set[int] = set()
         for p in parts:
             if p.pattern is None or p.id in absorbed:

@@ -18,7 +18,15 @@ from fusionspec.spec.dtypes import DataType
 from fusionspec.spec.graph import Graph, Op, Partition
 from fusionspec.spec.types import Array
 
-from .real_bugs_kit import OpKernels, accept_where, attr, attrs, f32, with_attrs
+from .real_bugs_kit import (
+    OpKernels,
+    accept_where,
+    attr,
+    attrs,
+    f32,
+    reference_groups,
+    with_attrs,
+)
 
 POST_OPS = frozenset({*UNARY, *BINARY})
 
@@ -229,10 +237,7 @@ class RepetitionThroughFanOut(OpKernels):
     name = "real-repetition-through-fan-out"
 
     def partition(self, graph: Graph) -> list[Partition]:
-        graph = graph.finalize()
-        parts = partition(graph)
-        owner = {op.id: p for p in parts for op in p.ops}
-        groups = {p.id: list(p.ops) for p in parts}
+        graph, parts, owner, groups = reference_groups(graph)
         absorbed: set[int] = set()
         dropped: set[int] = set()
         for p in parts:
@@ -260,10 +265,7 @@ class SoftMaxPostOpsOnNarrowOutput(OpKernels):
     name = "real-softmax-post-ops-on-narrow-output"
 
     def partition(self, graph: Graph) -> list[Partition]:
-        graph = graph.finalize()
-        parts = partition(graph)
-        owner = {op.id: p for p in parts for op in p.ops}
-        groups = {p.id: list(p.ops) for p in parts}
+        graph, parts, owner, groups = reference_groups(graph)
         absorbed: set[int] = set()
         for p in parts:
             head = groups[p.id][0]
