@@ -43,6 +43,7 @@ import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import nox
 
@@ -234,7 +235,9 @@ def _conform(session: nox.Session, backends: list[str] | None,
 
 
 def _report(session: nox.Session, *args: str, required: bool = True) -> None:
-    """Render reports/out/index.html from every results/conformance/*/results.json."""
+    """Render reports/out/index.html from every results/conformance/*/results.json (the
+    report finds the catch rates, results/mutation_sample.json and results/real_bugs.json,
+    beside them by itself, and says "not measured" without them)."""
     files = sorted(str(p) for p in (ROOT / "results" / "conformance").glob("*/results.json"))
     if not files:
         if required:
@@ -317,7 +320,15 @@ def mutation_sample(session: nox.Session) -> None:
     results/mutation_sample.json. Arguments after ``--`` go to tools/mutation/run.py
     (``--size``, ``--seed``, ``--workers``, ``--urls``; see docs/mutation.md)."""
     _install(session, "conformance", "mutation")
+    out, start = ROOT / "results" / "mutation_sample.json", time.time()
     session.run("python", str(ROOT / "tools" / "mutation" / "run.py"), *session.posargs)
+    score = _written(out, start)
+    if score is not None:
+        low, high = score["interval"]
+        shown = f"{score['score']:.1%}" if score["score"] is not None else "n/a"
+        session.log(f"sampled mutation score: {shown} ({score['killed']} of "
+                    f"{score['non_equivalent']} non-equivalent mutants killed, 95% interval "
+                    f"[{low:.1%}, {high:.1%}]); {out} (the report shows it)")
 
 
 @nox.session(name="real-bugs", python=PYTHON)
@@ -326,13 +337,23 @@ def real_bugs(session: nox.Session) -> None:
     implementations released and fixed) through the ci profile; writes results/real_bugs.json
     and prints the score."""
     _install(session, "conformance", "dev")
-    out = ROOT / "results" / "real_bugs.json"
+    out, start = ROOT / "results" / "real_bugs.json", time.time()
     session.run("pytest", "-q", "-m", "slow", "tests/conformance/test_real_bugs.py",
                 *session.posargs, env={"FUSIONSPEC_REAL_BUGS_OUT": str(out)})
-    if out.is_file():
-        score = json.loads(out.read_text(encoding="utf-8"))
+    score = _written(out, start)
+    if score is not None:
         session.log(f"real-bug score: {score['caught']} of {score['bugs']} caught "
-                    f"({score['score']:.0%}); {score['not_applicable']} found not applicable")
+                    f"({score['score']:.0%}); {score['not_applicable']} found not applicable; "
+                    f"{out} (the report shows it)")
+
+
+def _written(path: Path, since: float) -> dict[str, Any] | None:
+    """The score document at `path` when this session wrote it (not one left by an earlier
+    run, or by none), else None."""
+    if not path.is_file() or path.stat().st_mtime < since - 1:
+        return None
+    data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    return data
 
 
 @nox.session(name="bench-values", python=PYTHON)

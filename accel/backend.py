@@ -17,14 +17,15 @@
 Kernel forms (``AccelBackend(form=...)``, else ``FUSIONSPEC_ACCEL_FORM``, else ``auto``): a
 partition is either generated into its own specialised program, or runs in the table form's
 programs, whose text every partition shares: element-wise ops as instructions of one
-interpreter (`fusionspec.accel.families.table`), and the main ops (GEMM, pool, reduction,
-interpolation, SoftMax, the training ops) as index maps and dtype codes for one gathering
-program (`fusionspec.accel.families.table_gather`). ``auto`` takes the table form for
-problems of at most `TABLE_LIMIT` elements (multiply-adds for a GEMM), where building a program
-costs far more than running it (a conformance run), and the specialised form above it; a
-partition compiled in the table form is timed (``execute_timed``, ``time_launches``: the
-benchmarks) in the specialised form, so kernel figures do not depend on the size. ``table``
-and ``specialised`` force one form wherever it fits.
+interpreter (`fusionspec.accel.families.elementwise_table`), and the main ops (GEMM, pool,
+reduction, interpolation, SoftMax, the training ops) as index maps and dtype codes for one
+gathering program (`fusionspec.accel.families.table_gather`). ``auto`` takes the table form
+for problems of at most `TABLE_LIMIT` elements (multiply-adds for a GEMM;
+`fusionspec.accel.families.forms`), where building a program costs far more than running it
+(a conformance run), and the specialised form above it; a partition compiled in the table
+form is timed (``execute_timed``, ``time_launches``: the benchmarks) in the specialised form,
+so kernel figures do not depend on the size. ``table`` and ``specialised`` force one form
+wherever it fits.
 
 ``AccelBackend(fused=False)`` (or `AccelOpByOpBackend`) is the unfused baseline: each op of a
 partition runs as its own kernel, intermediates in global device buffers in their declared
@@ -46,7 +47,7 @@ from .compiled import AccelCompiledPartition
 from .devices import discover, discovery_problem, order_with_selected, select_device
 from .errors import AccelError
 from .families import BuildContext, family_for
-from .families.table import FORMS
+from .families.forms import FORMS
 from .plan import KernelPlan
 from .probe import health
 from .runtime import all_stats, runtime_for

@@ -19,7 +19,7 @@ kernel parameter is a `Param`: its C declaration plus a binding that tells the e
 - `TableArg(values)`: a read-only buffer of f32 values (per-channel scales and zero points,
   interpolation taps) that the executor uploads once, when the partition is compiled; with
   ``ctype="int"`` a buffer of int32 values (the instructions of the table form,
-  `fusionspec.accel.codegen.table`);
+  `fusionspec.accel.codegen.table_translate`);
 - `LongsArg(entries)`: a read-only buffer of int64 values, each a `StrideArg` or `ScalarArg`
   (the table form's slot strides, some of them an input's runtime strides): uploaded once when
   every entry is a constant, else filled at each execution.

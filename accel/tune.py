@@ -3,7 +3,7 @@
 The families choose good defaults from the device's properties; drivers still differ in what
 they make of the same code (PoCL and Intel's CPU runtime compile the same register block to
 different instruction streams), so `tune(info)` measures a few alternatives on representative
-partitions and keeps the fastest in the tuning cache (`fusionspec.accel.tuning`), which
+partitions and keeps the fastest in the tuning cache (`fusionspec.accel.tuning_cache`), which
 `BuildContext` hands to the builders from then on:
 
 - gemm: the register block (RM x NV vectors) of the register-blocked form, timed on
@@ -48,7 +48,7 @@ from .errors import AccelError
 from .families import BuildContext, family_for
 from .families.gemm import A_MODES, PLAIN_BLOCK, WINDOW_BLOCK, register_blocked
 from .runtime import runtime_for
-from .tuning import load_tuning, save_tuning, tuning_path
+from .tuning_cache import load_tuning, save_tuning, tuning_path
 
 __all__ = ["TUNE_ENV", "GEMM_BLOCKS", "MARGIN", "tune", "tune_if_asked", "main"]
 

@@ -9,6 +9,7 @@ backend, the oneDNN adapter, a user's own) implement it without importing the su
 - `BackendError`, `BackendUnavailableError` (`fusionspec.backend.errors`);
 - `Departure`, `OpMatch` and `error_fields`: known departures a backend declares, and the
   structured fields its errors carry (`fusionspec.backend.departures`);
+- `Status`: the outcomes a case can have, which departures match (`fusionspec.backend.status`);
 - `load_backend`, `available_backends`, `select_device` and the entry-point group
   (`fusionspec.backend.registry`).
 """
@@ -27,6 +28,7 @@ from .protocol import (
     unavailable_reason,
 )
 from .registry import ENTRY_POINT_GROUP, available_backends, load_backend, select_device
+from .status import Status
 
 __all__ = [
     "Array",
@@ -36,6 +38,7 @@ __all__ = [
     "Limitation",
     "Departure",
     "OpMatch",
+    "Status",
     "error_fields",
     "BackendError",
     "BackendUnavailableError",

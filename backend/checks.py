@@ -22,6 +22,7 @@ from fusionspec.spec.text import clean_text
 from .departures import LABELS, Departure, OpMatch, departure_data
 from .errors import BackendError
 from .protocol import Device, Limitation
+from .status import Status
 
 __all__ = ["Identity", "checked_identity", "checked_departures", "declared_departures",
            "MAX_LIMITATIONS", "NAME_LIMIT"]
@@ -134,6 +135,15 @@ def _strings(spec: str, where: str, value: object, limit: int = 64) -> tuple[str
     return tuple(_text(spec, where, v) for v in value)
 
 
+def _statuses(spec: str, where: str, value: object) -> tuple[Status, ...]:
+    names = _strings(spec, where, value)
+    unknown = [n for n in names if n not in {s.value for s in Status}]
+    if unknown:
+        raise BackendError(f"backend {spec!r}: {where} names no status {unknown[0]!r} (the "
+                           f"statuses are {', '.join(s.value for s in Status)})")
+    return tuple(Status(n) for n in names)
+
+
 def _pairs(spec: str, where: str, value: object) -> tuple[tuple[str, str], ...]:
     if not isinstance(value, (list, tuple)) or len(value) > 64:
         raise BackendError(f"backend {spec!r}: {where} must be a short list of pairs")
@@ -166,7 +176,7 @@ def _departure(spec: str, n: int, item: object) -> Departure:
                         empty=False),
         source=_text(spec, f"{where}.source", item.get("source", ""), _REASON_LIMIT),
         label=label,
-        statuses=_strings(spec, f"{where}.statuses", item.get("statuses", [])),
+        statuses=_statuses(spec, f"{where}.statuses", item.get("statuses", [])),
         patterns=_strings(spec, f"{where}.patterns", item.get("patterns", [])),
         rules=_strings(spec, f"{where}.rules", item.get("rules", [])),
         ops=tuple(OpMatch(_text(spec, f"{where}.ops.kind", o.get("kind"), empty=False),

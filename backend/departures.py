@@ -68,6 +68,7 @@ class Departure:
     statement: str
     source: str = ""
     label: str = "Known departure"
+    #: Verdict statuses (`fusionspec.backend.status.Status`, or their names as strings).
     statuses: tuple[str, ...] = ()
     patterns: tuple[str, ...] = ()
     #: Globs over the rule id the case names (near misses and ill-formed cases name one).
@@ -92,7 +93,7 @@ class Departure:
 def departure_data(departure: Departure) -> dict[str, Any]:
     """`departure` as plain data (what a worker sends and a results document records)."""
     return {"id": departure.id, "statement": departure.statement, "source": departure.source,
-            "label": departure.label, "statuses": list(departure.statuses),
+            "label": departure.label, "statuses": [str(s) for s in departure.statuses],
             "patterns": list(departure.patterns), "rules": list(departure.rules),
             "ops": [{"kind": o.kind, "attrs": [list(a) for a in o.attrs], "inputs": o.inputs}
                     for o in departure.ops],

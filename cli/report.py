@@ -17,6 +17,12 @@ when a run failed); with ``--fail-on-failures``, 1 when a run does not PASS (FAI
 UNAVAILABLE or EMPTY); with ``--fail-on-regressions``, 1 when a run has new failures against
 its baseline. ``--json`` says ``"ok": true`` only when every run passes and no run regressed.
 
+The independent catch rates (docs/mutation.md) come from ``--mutation-score`` and
+``--real-bugs``, or from results/mutation_sample.json and results/real_bugs.json found beside
+the results documents (their folder and the two above it); without them the report says they
+were not measured. A named file that cannot be read is an error; a found one is named in the
+report with the reason, so a bad score file never stops the main job's report.
+
 Documents are read with `load_results`, so a missing file or one of another schema is a typed
 error naming it. The grammar items each pattern must cover come from the suite's strategies
 (`coverage_items`) and the coverage model (`all_items`: the value classes, optional ports and
@@ -32,7 +38,7 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fusionspec.conformance.grade.results import load_results
 from fusionspec.conformance.perf.document import is_perf_document, load_perf
@@ -40,6 +46,9 @@ from fusionspec.spec.catalog import CATALOG
 from fusionspec.spec.text import clean_json
 
 from .output import UsageError, check_paths, emit
+
+if TYPE_CHECKING:
+    from fusionspec.reports.catch_rates import CatchRates
 
 HELP = "render the HTML compliance report from results documents"
 
@@ -64,10 +73,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--mutation", type=Path, metavar="FILE",
                         help="a mutation-score document (results/mutation.json, written by "
                              "nox -s mutation) to show in the report")
+    parser.add_argument("--mutation-score", type=Path, metavar="FILE",
+                        help="the sampled mutation score (written by nox -s mutation-sample; "
+                             "default: results/mutation_sample.json beside the results)")
+    parser.add_argument("--real-bugs", type=Path, metavar="FILE",
+                        help="the real-bug score (written by nox -s real-bugs; default: "
+                             "results/real_bugs.json beside the results)")
     parser.add_argument("--json", action="store_true", help="machine-readable summary")
 
 
 def run(args: argparse.Namespace) -> int:
+    from fusionspec.reports.catch_rates import catch_rates
     from fusionspec.reports.model import DEFAULT_DRILLDOWNS, build_report
     from fusionspec.reports.mutation import mutation_view
     from fusionspec.reports.perf import perf_section
@@ -76,7 +92,8 @@ def run(args: argparse.Namespace) -> int:
 
     check_paths({**{f"RESULTS[{i}]": p for i, p in enumerate(args.results)},
                  **{f"--baseline[{i}]": p for i, p in enumerate(args.baseline)},
-                 "--mutation": args.mutation},
+                 "--mutation": args.mutation, "--mutation-score": args.mutation_score,
+                 "--real-bugs": args.real_bugs},
                 {"--out": args.out})
     perf_paths = [p for p in args.results if is_perf_document(p)]
     runs = [RunInput(load_results(path), path) for path in args.results
@@ -89,10 +106,16 @@ def run(args: argparse.Namespace) -> int:
     mutation = None
     if args.mutation is not None:
         mutation = mutation_view(_read_json(args.mutation), str(args.mutation))
+    rates = catch_rates(*_catch_rate_paths(args))
     report = build_report(runs, baselines=baselines, required=required, mutation=mutation,
                           max_drilldowns=DEFAULT_DRILLDOWNS if args.drilldowns is None
-                          else args.drilldowns, perf=perf, methods=_methods())
+                          else args.drilldowns, perf=perf, methods=_methods(),
+                          catch_rates=rates)
     written = write(report, args.out)
+    for problem in (rates.sampled_problem, rates.real_bugs_problem):
+        if problem:
+            print(f"fusionspec report: cannot read {problem}; the report says so",
+                  file=sys.stderr)
     if required is None:
         print("fusionspec report: hypothesis is not installed, so the coverage charts show what "
               "was exercised but not what is required", file=sys.stderr)
@@ -107,6 +130,7 @@ def run(args: argparse.Namespace) -> int:
     if perf is not None:
         lines += [f"performance: {r.label}: " + (", ".join(f"{n} {v}" for v, _, n in r.counts)
                                                   or "no workload") for r in perf.runs]
+    lines += _catch_rate_lines(rates)
     lines.append(f"report: {written} ({len(report.runs)} run(s), {report.failing} failing "
                  f"case(s), {shown} drilled down)")
     # A report of performance documents alone has no run to fail.
@@ -119,12 +143,61 @@ def run(args: argparse.Namespace) -> int:
         "failing": report.failing, "drilled_down": shown,
         "performance": [{"run": r.label, "source": r.source,
                          "verdicts": {v: n for v, _, n in r.counts}}
-                        for r in (perf.runs if perf is not None else ())]})
+                        for r in (perf.runs if perf is not None else ())],
+        "catch_rates": _catch_rate_summary(rates)})
     if args.fail_on_failures and not passed:
         return 1
     if args.fail_on_regressions and regressions:
         return 1
     return 0
+
+
+def _catch_rate_paths(args: argparse.Namespace) -> tuple[Path | None, Path | None]:
+    """The two score documents: those named, checked now (a named file that cannot be read is
+    an error), else those found beside the results (``results/`` of a
+    ``results/conformance/NAME/results.json``), which the report reads or says it cannot."""
+    from fusionspec.reports import catch_rates as rates
+
+    if args.mutation_score is not None:
+        rates.load_sampled(args.mutation_score)
+    if args.real_bugs is not None:
+        rates.load_real_bugs(args.real_bugs)
+    folders = list(dict.fromkeys(folder for path in args.results
+                                 for folder in list(path.parents)[:3]))
+
+    def beside(name: str) -> Path | None:
+        return next((f / name for f in folders if (f / name).is_file()), None)
+
+    return (args.mutation_score or beside(rates.SAMPLED_FILE),
+            args.real_bugs or beside(rates.REAL_BUGS_FILE))
+
+
+def _catch_rate_lines(rates: CatchRates) -> list[str]:
+    """The summary lines of the scores the report shows."""
+    lines = []
+    if rates.sampled is not None:
+        t = rates.sampled.total
+        lines.append(f"sampled mutation score: {t.score} ({t.killed} of {t.of} killed, 95% "
+                     f"interval {t.interval}) from {rates.sampled.source}")
+    if rates.real_bugs is not None:
+        r = rates.real_bugs
+        lines.append(f"real-bug score: {r.score} ({r.caught} of {r.bugs} applicable bugs "
+                     f"caught) from {r.source}")
+    return lines
+
+
+def _catch_rate_summary(rates: CatchRates) -> dict[str, object]:
+    """The scores for ``--json``: each as counts, or null with why."""
+    s, r = rates.sampled, rates.real_bugs
+    return {
+        "mutation_sample": None if s is None else {
+            "source": s.source, "killed": s.total.killed, "of": s.total.of,
+            "tested": s.total.tested, "interval": [s.total.low, s.total.high],
+            "survivors": dict(s.survivors)},
+        "real_bugs": None if r is None else {
+            "source": r.source, "caught": r.caught, "bugs": r.bugs,
+            "not_applicable": r.not_applicable, "missed": [m.bug for m in r.misses]},
+        "notes": list(rates.notes())}
 
 
 def _required() -> dict[str, tuple[tuple[str, str], ...]] | None:

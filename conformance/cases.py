@@ -10,7 +10,8 @@ A `Case` is one graph with what the spec says about it:
 - ``ill-formed``: a graph that breaks an op-schema or graph rule (`rule` is the schema rule id,
   e.g. ``schema.attr.required``); the spec requires a typed rejection.
 
-A `Verdict` is the suite's conclusion on one case for one backend and device, with a `Status`.
+A `Verdict` is the suite's conclusion on one case for one backend and device, with a `Status`
+(`fusionspec.backend.status`, re-exported here).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+from fusionspec.backend.status import FAILING, Status
 from fusionspec.spec.graph import Graph
 
 __all__ = ["CaseKind", "Case", "Status", "FAILING", "Verdict", "StructuralRule",
@@ -76,27 +78,6 @@ class Case:
     features: Mapping[str, str | int] = field(default_factory=dict)
     description: str = ""
     values: Mapping[int, str] = field(default_factory=dict)
-
-
-class Status(StrEnum):
-    """The outcome of one case (each defined in a sentence in the report's legend)."""
-
-    passed = "pass"
-    fusion_mismatch = "fusion-mismatch"
-    numeric_mismatch = "numeric-mismatch"
-    rejected_valid = "rejected-valid"
-    accepted_invalid = "accepted-invalid"
-    extension = "extension"
-    unsupported = "unsupported"
-    error = "error"
-    timeout = "timeout"
-
-
-#: Statuses that make a conformance run fail (extension and unsupported are reported only).
-FAILING: frozenset[Status] = frozenset({
-    Status.fusion_mismatch, Status.numeric_mismatch, Status.rejected_valid,
-    Status.accepted_invalid, Status.error, Status.timeout,
-})
 
 
 @dataclass(frozen=True)

@@ -30,13 +30,14 @@ import xml.etree.ElementTree as ET
 from collections.abc import Mapping
 from typing import Any
 
+from .cases import Status
 from .replay import worst_lines
 
 __all__ = ["junit_xml", "xml_legal", "ERROR_STATUSES"]
 
 #: Verdict statuses reported as ``<error>`` (the backend crashed or hung) rather than
 #: ``<failure>`` (it answered wrong).
-ERROR_STATUSES = frozenset({"error", "timeout"})
+ERROR_STATUSES: frozenset[str] = frozenset({Status.error, Status.timeout})
 
 # Every character outside XML 1.0's Char production.
 _NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")

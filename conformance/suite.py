@@ -62,6 +62,7 @@ from fusionspec.spec.catalog import PatternEntry, entry
 from . import draw_cache
 from .cases import Case, CaseKind, Status, Verdict
 from .expectations import Expectation, Expectations
+from .generate.boundaries import boundary_near_misses
 from .generate.ids import unique_cases
 from .generate.instance_plans import instance_plans
 from .generate.instances import instance_cases
@@ -264,6 +265,8 @@ def _draw_fresh(draw: _Draw, profile: Profile, run_seed: int, database_dir: Path
                 ) -> list[Case]:
     valid = draw.kind is CaseKind.valid
     cases = list(instance_cases(entry(draw.pattern))) if draw.floor and valid else []
+    if draw.rule is not None:  # the near misses of the value boundaries, on top of the draws
+        cases += boundary_near_misses(entry(draw.pattern), draw.rule)
     # The floors of the dtype row x attribute pairs and of the ill-formed settings take the
     # place of as many drawn cases.
     # The rule x setting and graph-format ill-formed cases come after the draws, on top of them.

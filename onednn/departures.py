@@ -12,6 +12,7 @@ the suite evaluates (`fusionspec.conformance.grade.triage.SUBSTITUTES`).
 from __future__ import annotations
 
 from fusionspec.backend import Departure, OpMatch
+from fusionspec.backend.status import Status
 
 __all__ = ["DEPARTURES"]
 
@@ -22,61 +23,63 @@ DEPARTURES: tuple[Departure, ...] = (
     Departure("nan-select-max", "Maximum and Minimum compare and select, so a NaN on src_0 is "
               "dropped (max(NaN, 1) = 1, max(1, NaN) = NaN)",
               "oneDNN's binary max/min kernels (verified on v3.2); benchdnn tolerates it",
-              statuses=("numeric-mismatch",), substitute="select-max"),
+              statuses=(Status.numeric_mismatch,), substitute="select-max"),
     Departure("gelu-erf-only", "GELU has no mode attribute before oneDNN 3.9: the tanh form "
               "asked for is computed as the erf form",
               "oneDNN's GELU op docs: the mode attribute arrives in v3.9",
-              statuses=("numeric-mismatch",), substitute="gelu-erf-only"),
+              statuses=(Status.numeric_mismatch,), substitute="gelu-erf-only"),
     Departure("maxpool-nan", "MaxPool propagates a NaN of its window (the spec skips it, as "
               "the kernel's greater-than test does)", "oneDNN's pooling kernels",
-              statuses=("numeric-mismatch",), substitute="maxpool-nan"),
+              statuses=(Status.numeric_mismatch,), substitute="maxpool-nan"),
     Departure("flush-subnormals", "subnormal inputs and results are flushed to zero (the CPU "
               "runs with FTZ/DAZ)", "x86 MXCSR FTZ/DAZ modes, set by oneDNN's JIT kernels",
-              statuses=("numeric-mismatch",), substitute="flush-subnormals"),
+              statuses=(Status.numeric_mismatch,), substitute="flush-subnormals"),
     Departure("pow-not-fused", "Pow is in the pages' Unary category but oneDNN neither fuses "
               "nor implements it", "oneDNN's Pow op docs and its eltwise fusion patterns",
-              statuses=("fusion-mismatch", "rejected-valid", "error"), ops=(OpMatch("Pow"),)),
+              statuses=(Status.fusion_mismatch, Status.rejected_valid, Status.error),
+              ops=(OpMatch("Pow"),)),
     Departure("bias-add-backward", "ConvolutionBackwardWeights + BiasAddBackward is not fused, "
               "and BiasAddBackward alone is not implemented", _FUSION_SOURCE,
-              statuses=("fusion-mismatch", "rejected-valid", "error"),
+              statuses=(Status.fusion_mismatch, Status.rejected_valid, Status.error),
               ops=(OpMatch("BiasAddBackward"),)),
     Departure("unary-one-binary", "a Unary-headed chain takes one Binary at most; two or more "
               "binaries go to the Binary-headed pattern, leaving the Unary alone",
-              _FUSION_SOURCE, statuses=("fusion-mismatch",), cut=("Unary", "Binary")),
+              _FUSION_SOURCE, statuses=(Status.fusion_mismatch,), cut=("Unary", "Binary")),
     Departure("post-op-count", "oneDNN allows more post-ops than the pages' bound",
-              _FUSION_SOURCE, statuses=("extension",), rules=("*post_op_count",)),
+              _FUSION_SOURCE, statuses=(Status.extension,), rules=("*post_op_count",)),
     Departure("fuses-more", "oneDNN fuses a chain the pages do not promise", _FUSION_SOURCE,
-              label="Note", statuses=("extension",)),
+              label="Note", statuses=(Status.extension,)),
     Departure("bias-add-after-bias", "BiasAdd fuses only when the base op has no bias input of "
-              "its own", _FUSION_SOURCE, statuses=("fusion-mismatch",), cut=("*", "BiasAdd"),
+              "its own", _FUSION_SOURCE, statuses=(Status.fusion_mismatch,), cut=("*", "BiasAdd"),
               ops=(OpMatch("Convolution", inputs=3), OpMatch("MatMul", inputs=3),
                    OpMatch("ConvTranspose", inputs=3))),
     Departure("subtract-first-input", "Subtract fuses only when the chain enters on its first "
-              "input", _FUSION_SOURCE, statuses=("fusion-mismatch",), cut=("*", "Subtract")),
+              "input", _FUSION_SOURCE, statuses=(Status.fusion_mismatch,), cut=("*", "Subtract")),
     Departure("divide-first-input", "Divide fuses only when the chain enters on its first "
-              "input", _FUSION_SOURCE, statuses=("fusion-mismatch",), cut=("*", "Divide")),
+              "input", _FUSION_SOURCE, statuses=(Status.fusion_mismatch,), cut=("*", "Divide")),
     Departure("reorder-add-broadcast", "Reorder + Add fuses only with auto_broadcast=none on "
-              "the Add", _FUSION_SOURCE, statuses=("fusion-mismatch",), cut=("Reorder", "Add")),
+              "the Add", _FUSION_SOURCE, statuses=(Status.fusion_mismatch,),
+              cut=("Reorder", "Add")),
     Departure("reciprocal-with-multiply", "Reciprocal is implemented only fused with a "
               "Multiply (Reciprocal + Multiply)", "oneDNN's Reciprocal op docs",
-              statuses=("rejected-valid",), unsupported=("Reciprocal",)),
+              statuses=(Status.rejected_valid,), unsupported=("Reciprocal",)),
     Departure("interpolate-half-pixel", "Interpolate supports only half_pixel coordinates; "
               "align_corners is unsupported", "oneDNN's Interpolate op docs",
-              statuses=("rejected-valid",), unsupported=("Interpolate",),
+              statuses=(Status.rejected_valid,), unsupported=("Interpolate",),
               ops=(OpMatch("Interpolate", (("coordinate_transformation_mode",
                                             "align_corners"),)),)),
     Departure("avgpool-ceil", "AvgPool with ceil rounding is unsupported where padding counts "
               "(exclude_pad=false)", "oneDNN's AvgPool op docs",
-              statuses=("rejected-valid",), unsupported=("AvgPool",),
+              statuses=(Status.rejected_valid,), unsupported=("AvgPool",),
               ops=(OpMatch("AvgPool", (("rounding_type", "ceil"),)),)),
     Departure("batchnorm-no-bf16", "batch normalization has no bf16 implementation",
-              "oneDNN's BatchNormInference op docs", statuses=("rejected-valid",),
+              "oneDNN's BatchNormInference op docs", statuses=(Status.rejected_valid,),
               unsupported=("BatchNormInference",), dtypes=("bf16",)),
     Departure("not-in-version", "this library version's C API has no way to say what the case "
               "asks (an op kind, attribute or data type the pages give, such as MatMul's "
               "accumulation_mode before v3.10), so the graph cannot be handed to it",
               "the installed headers' enumerations (dnnl_graph_types.h), read by the adapter",
-              label="Limitation", statuses=("rejected-valid",),
+              label="Limitation", statuses=(Status.rejected_valid,),
               error_fields=(("status", "not expressible"),)),
     Departure("op-schema-refusal", "the library's op schema check refuses the op as the case "
               "writes it (a dtype or attribute combination the pages allow)",

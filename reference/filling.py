@@ -54,7 +54,10 @@ which replaces the grid above for that tensor. Three kinds:
   it: where a narrowing rounds down to that value or overflows to +inf) and ``long-sum``
   (every element full precision in
   [0.5, 1], none thinned: a MatMul or convolution summing thousands of them grows to where a
-  narrow partial sum or a narrow accumulator loses more than the output's rounding allows).
+  narrow partial sum or a narrow accumulator loses more than the output's rounding allows),
+  ``edge-ulps`` (every element one of the last representable inputs of the tensor's type on
+  either side of where its reader's exponential overflows or its guard switches:
+  `fusionspec.reference.thresholds`).
 """
 
 from __future__ import annotations
@@ -72,6 +75,7 @@ from fusionspec.spec.types import Array
 
 from .dtypes import cast_to, is_float_dtype, numpy_dtype
 from .errors import ExecutionError
+from .thresholds import edge_fill
 
 __all__ = ["fill_inputs", "fill_tensor", "DOMAINS", "CLEAN_DOMAINS", "CORNER_DOMAINS",
            "BOUNDARY_DOMAINS", "overflow_edge"]
@@ -81,7 +85,8 @@ CLEAN_DOMAINS = ("grid", "positive", "small", "dense")
 #: Corner domains (see the module docstring).
 CORNER_DOMAINS = ("special", "huge", "large", "subnormal", "ties", "neg-inf-rows", "saturate")
 #: Value-boundary domains (see the module docstring).
-BOUNDARY_DOMAINS = ("overflow-edge", "integer-edge", "narrow-ties", "narrow-max", "long-sum")
+BOUNDARY_DOMAINS = ("overflow-edge", "integer-edge", "narrow-ties", "narrow-max", "long-sum",
+                    "edge-ulps")
 #: Every value domain a tensor may be filled from.
 DOMAINS = CLEAN_DOMAINS + CORNER_DOMAINS + BOUNDARY_DOMAINS
 
@@ -194,6 +199,8 @@ def fill_tensor(tensor: LogicalTensor, uses: Iterable[tuple[Op, int]], seed: int
         values = values * (rng.random(shape) < _density(uses))
     if domain in CORNER_DOMAINS or domain in ("overflow-edge", "integer-edge"):
         values = _corner(rng, np.asarray(values, dtype=np.float64), domain, tensor, uses)
+    elif domain == "edge-ulps":
+        values = edge_fill(np.asarray(values, dtype=np.float64), tensor, uses)
     with np.errstate(over="ignore", invalid="ignore"):
         return cast_to(np.asarray(values, dtype=np.float32), tensor.dtype)
 

@@ -1,9 +1,9 @@
 """The report's vocabulary: statuses, metrics and pattern families, each defined in a sentence.
 
-The statuses are those of the results document (`fusionspec.conformance.cases.Status`; a test
-keeps the two lists equal). The report reads them as strings, so a document from a newer suite
-with a status this report does not know still renders: the status is shown as failing, with a
-legend entry saying it is unknown here.
+The statuses, their definitions and their order of severity are `fusionspec.backend.status`'s;
+this module adds how the report shows them (label, CSS class, order). The report reads them as
+strings, so a document from a newer suite with a status this report does not know still
+renders: the status is shown as failing, with a legend entry saying it is unknown here.
 
 >>> status_info("numeric-mismatch").failing
 True
@@ -16,6 +16,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from fusionspec.backend.status import SEVERITY as STATUS_SEVERITY
+from fusionspec.backend.status import Status
 from fusionspec.spec.catalog import PatternFamily
 
 __all__ = ["StatusInfo", "STATUSES", "SEVERITY", "status_info", "status_order", "severity",
@@ -34,36 +36,24 @@ class StatusInfo:
     definition: str
 
 
-#: In the order the report lists them: the good outcomes first, then the failures.
-STATUSES: tuple[StatusInfo, ...] = (
-    StatusInfo("pass", "pass", False, "st-pass",
-               "The backend did what the spec requires for the case: the right partitions, "
-               "outputs within their error bounds, or a typed rejection of an ill-formed graph."),
-    StatusInfo("extension", "extension", False, "st-extension",
-               "On a near-miss graph the backend fused more than the spec allows and computed "
-               "the result right: reported, not a failure."),
-    StatusInfo("unsupported", "unsupported", False, "st-unsupported",
-               "The backend declares the case a limitation, with a reason; it is still run, and "
-               "the report says whether it would have passed."),
-    StatusInfo("fusion-mismatch", "fusion", True, "st-fusion",
-               "The backend's partitions differ from the spec's: a pattern instance not fused "
-               "into one partition of exactly its ops, or wrong partition inputs/outputs."),
-    StatusInfo("numeric-mismatch", "numeric", True, "st-numeric",
-               "The partitions are right but an output differs from the reference beyond the "
-               "error bound, or has the wrong data type or shape."),
-    StatusInfo("rejected-valid", "rejected", True, "st-rejected",
-               "The backend refused a graph the spec declares valid (raised on partition or "
-               "compile, or marked a partition unsupported)."),
-    StatusInfo("accepted-invalid", "accepted", True, "st-accepted",
-               "The backend accepted an ill-formed graph that the spec requires to be rejected "
-               "with a typed error."),
-    StatusInfo("error", "error", True, "st-error",
-               "The backend raised an unexpected exception or its process crashed (or, when the "
-               "details say so, the suite itself failed on the case)."),
-    StatusInfo("timeout", "timeout", True, "st-timeout",
-               "No verdict came within the profile's time limit; the backend's process was "
-               "killed and restarted."),
+#: Each status's short label and CSS class, in the order the report lists them: the good
+#: outcomes first, then the failures. What a status means and whether it fails come from
+#: `fusionspec.backend.status`.
+_SHOWN: tuple[tuple[Status, str, str], ...] = (
+    (Status.passed, "pass", "st-pass"),
+    (Status.extension, "extension", "st-extension"),
+    (Status.unsupported, "unsupported", "st-unsupported"),
+    (Status.fusion_mismatch, "fusion", "st-fusion"),
+    (Status.numeric_mismatch, "numeric", "st-numeric"),
+    (Status.rejected_valid, "rejected", "st-rejected"),
+    (Status.accepted_invalid, "accepted", "st-accepted"),
+    (Status.error, "error", "st-error"),
+    (Status.timeout, "timeout", "st-timeout"),
 )
+
+STATUSES: tuple[StatusInfo, ...] = tuple(
+    StatusInfo(status.value, label, status.failing, css, status.definition)
+    for status, label, css in _SHOWN)
 
 _BY_NAME: Mapping[str, StatusInfo] = {s.name: s for s in STATUSES}
 
@@ -78,12 +68,8 @@ def status_info(name: str) -> StatusInfo:
                       "a newer suite); counted as failing.")
 
 
-#: The failing statuses, most serious first: wrong values (and crashes, which give none) before
-#: graphs handled the wrong way, before fusions missed. Findings and the conform log list
-#: failures in this order, so the bug that computes wrong numbers is never buried under
-#: fusion gaps.
-SEVERITY: tuple[str, ...] = ("numeric-mismatch", "error", "timeout", "accepted-invalid",
-                             "rejected-valid", "fusion-mismatch")
+#: The failing statuses, most serious first (`fusionspec.backend.status.SEVERITY`).
+SEVERITY: tuple[str, ...] = tuple(s.value for s in STATUS_SEVERITY)
 
 
 def severity(name: str) -> int:

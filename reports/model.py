@@ -22,6 +22,7 @@ from datetime import UTC, datetime
 from fusionspec.spec.catalog import CATALOG, PatternFamily
 from fusionspec.spec.pages import PAGES
 
+from .catch_rates import CatchRates
 from .coverage import Required
 from .diff import RunDiff, diff_runs, pair_baselines
 from .document import Doc, ReportError
@@ -85,6 +86,8 @@ class Report:
     op_coverage: tuple[OpCoverage, ...] = ()
     #: Per method of the coverage model, its items, how many were drawn and what is left.
     method_coverage: tuple[MethodCoverage, ...] = ()
+    #: The sampled mutation score and the real-bug score, each read or saying why not.
+    catch_rates: CatchRates | None = None
 
     @property
     def patterns(self) -> tuple[PatternView, ...]:
@@ -158,7 +161,8 @@ def build_report(runs: Sequence[RunInput], *, baselines: Sequence[RunInput] = ()
                  generated: datetime | None = None,
                  mutation: MutationView | None = None,
                  perf: PerfSection | None = None,
-                 methods: Sequence[Mapping[str, object]] = ()) -> Report:
+                 methods: Sequence[Mapping[str, object]] = (),
+                 catch_rates: CatchRates | None = None) -> Report:
     """The view model of the report on `runs` (see the module docstring); `perf`, the
     performance section, may stand without any run."""
     if not runs and (perf is None or not perf.runs):
@@ -201,7 +205,8 @@ def build_report(runs: Sequence[RunInput], *, baselines: Sequence[RunInput] = ()
         diff_notes=tuple(notes), has_baseline=bool(base_docs), statuses=statuses,
         metrics=METRICS, mutation=mutation, perf=perf,
         op_coverage=op_coverage(observed_coverage(docs), required) if required is not None else (),
-        method_coverage=method_coverage(observed_coverage(docs), methods))
+        method_coverage=method_coverage(observed_coverage(docs), methods),
+        catch_rates=catch_rates)
 
 
 def observed_coverage(docs: Sequence[Doc]) -> list[dict[str, dict[str, int]]]:

@@ -34,7 +34,8 @@ ops) are far above these bounds.
 
 The op table lives in `fusionspec.accel.codegen.ops` (`OP_TABLE`): adding an op is one entry.
 This is the specialised form; an element-wise partition with a small domain instead becomes
-data for one shared interpreter program (the table form, `fusionspec.accel.codegen.table`).
+data for one shared interpreter program (the table form,
+`fusionspec.accel.codegen.table_translate`).
 """
 
 from __future__ import annotations

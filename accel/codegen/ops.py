@@ -6,8 +6,8 @@ are those of the reference (`fusionspec.reference.ops.unary`, ``binary``, ``norm
 ``quantization``), written for f32 registers; the reference's module docstrings give the
 reasons (oneDNN's Sigmoid/SoftPlus guards, Clamp's NaN -> min, half-even Round, the -0 limits
 of GELU and HardSwish at -inf). Adding an op is one entry in `OP_TABLE`, and one in the
-table form's instruction set (`fusionspec.accel.codegen.table_ops`, same formula), which a test
-holds to the same bits.
+table form's instruction set (`fusionspec.accel.codegen.table_instructions`, same formula),
+which a test holds to the same bits.
 
 Attribute values are kernel arguments (`OpCtx.farg`; per-channel lists `OpCtx.table`), never
 literals, so an entry's text depends only on the attributes that change its form (GELU's mode,

@@ -4,8 +4,8 @@
 calls into a program's preamble; the text is the same for every partition, so a program that
 runs its post-ops through it depends on its main op's structure alone, not on the chain after
 it. `table_epilogue` is what a family calls instead of `emit_epilogue` for that: it translates
-the post-ops (`fusionspec.accel.codegen.table.translate_ops`), declares the slots, strides and
-tables as parameters of fixed names (``fs_ts<k>``, ``fs_tst`` (a buffer of every slot's
+the post-ops (`fusionspec.accel.codegen.table_translate.translate_ops`), declares the slots,
+strides and tables as parameters of fixed names (``fs_ts<k>``, ``fs_tst`` (a buffer of every slot's
 strides), ``fs_tcode``, ``fs_tn``, ``fs_tfa``), and returns the statement that runs them at
 the caller's index. A slot nothing uses is bound to the instruction table's buffer (any buffer
 does: it is never read).
@@ -20,8 +20,8 @@ from fusionspec.spec.graph import LogicalTensor, Op
 from ..plan import Binding, BufferArg, ScalarArg, TableArg
 from .args import KernelArgs
 from .source import Preamble, render
-from .table import RANK, REGS, SLOTS, slot_strides, translate_ops
-from .table_ops import DTYPE_CODES, HELPERS_USED, STATEMENTS
+from .table_instructions import DTYPE_CODES, HELPERS_USED, STATEMENTS
+from .table_translate import RANK, REGS, SLOTS, slot_strides, translate_ops
 
 __all__ = ["interpreter", "table_epilogue"]
 

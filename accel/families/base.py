@@ -12,7 +12,7 @@ A family turns the partitions it recognises into a `KernelPlan`:
 `BuildContext` gives a builder the device's capabilities (`device`: work-group limit, local
 memory, vector width, extensions), the dtype policy for that device (`policy`), a fresh
 `Preamble` factory, the work-size helpers and the device's tuned choices (`tuned(family)`,
-from `fusionspec.accel.tuning`; empty when the device was never tuned). `work_group_limit`,
+from `fusionspec.accel.tuning_cache`; empty when the device was never tuned). `work_group_limit`,
 when set, caps every work group a builder chooses below the device's limit: the backend
 rebuilds a partition with it when a generated kernel's own limit (CL_KERNEL_WORK_GROUP_SIZE,
 known only once it is built) is lower.
@@ -31,7 +31,7 @@ from ..codegen.types import TypePolicy
 from ..devices import DeviceInfo
 from ..plan import KernelPlan
 from ..runtime import launch_1d, pick_work_group
-from ..tuning import Choices, load_tuning
+from ..tuning_cache import Choices, load_tuning
 
 __all__ = ["KernelFamily", "BuildContext"]
 
@@ -45,7 +45,8 @@ class BuildContext:
     work_group_limit: int | None = None
     tuning: Choices = field(default_factory=dict, compare=False)
     #: "specialised" (every partition its own program), "table" or "auto" (the table form of
-    #: `fusionspec.accel.families.table` where it fits, for small domains only with "auto").
+    #: table form where it fits, for small domains only with "auto":
+    #: `fusionspec.accel.families.forms`).
     form: str = "specialised"
 
     @staticmethod

@@ -29,7 +29,8 @@ from ..codegen.source import render
 from ..errors import UnsupportedPartitionError
 from ..plan import KernelPlan, Launch
 from .base import BuildContext, KernelFamily
-from .table import build_table, choose_table
+from .elementwise_table import build_table
+from .forms import table_form
 
 __all__ = ["FAMILY", "KERNEL_NAME", "is_elementwise", "build_elementwise"]
 
@@ -70,7 +71,7 @@ def build_elementwise(partition: Partition, ctx: BuildContext) -> KernelPlan:
     source = render("elementwise.cl.j2", preamble=preamble.render(), name=KERNEL_NAME,
                     params=args.decls(), index_t=index_t, size=size, loop=loop, axes=axes,
                     body=code.body)
-    if choose_table(ctx, domain.size):
+    if table_form(ctx, domain.size):
         # Validated above by the specialised form, so both forms reject the same partitions.
         table = build_table(partition, ctx, domain.shape)
         if table is not None:

@@ -3,8 +3,9 @@
 `fusionspec.accel.families.gemm_backward`).
 
 Each main op is a batch of ``Z`` products ``M x K`` by ``K x N``
-(`fusionspec.accel.families.gemm_geometry`; the template is ``gemm.cl.j2``). The kernels take
-one of two forms, chosen by the device's properties (never its name):
+(`fusionspec.accel.families.gemm_geometry`). The kernels take one of two forms, chosen by the
+device's properties (never its name), each its own template (``gemm_tiled.cl.j2``,
+``gemm_register.cl.j2``):
 
 - **Tiled**, where local memory is a separate on-chip store (``DeviceInfo.local_mem_dedicated``,
   GPUs): a work-group of TX x TY work-items computes a TM x TN output tile (TM = TY*RM,
@@ -40,7 +41,7 @@ one of two forms, chosen by the device's properties (never its name):
   picks RM and NV: 6 x 2 by default (12 accumulators, 2 B vectors and a broadcast fill the
   16 vector registers of AVX2, which PoCL's LLVM targets on this class of CPU), 4 x 2 for
   convolution windows, whose rows keep an offset and a padding flag each; a tuning cache may
-  replace them (`fusionspec.accel.tuning`, `fusionspec.accel.tune`). Work-items along x walk
+  replace them (`fusionspec.accel.tuning_cache`, `fusionspec.accel.tune`). Work-items along x walk
   the rows of one panel, so a work-group reads its panel from cache; work-groups are sized so
   that there are several per compute unit. The kernel carries ``vec_type_hint``: a driver
   that vectorises across work-items (Intel's) otherwise widens every accumulator again. On
@@ -85,12 +86,12 @@ from ..codegen.types import HOST, is_integer
 from ..errors import UnsupportedPartitionError
 from ..plan import Binding, BufferArg, KernelPlan, Launch, Param, Scratch, ScratchArg
 from .base import BuildContext, KernelFamily
+from .forms import table_form
 from .gemm_backward import BIAS_KERNEL, backward_geometry, bias_backward_kernel
 from .gemm_geometry import MAIN_KINDS, Geometry, IndexCode, OperandRun, geometry_of
 from .gemm_table import build_gemm_table
+from .post_ops import table_post_ops
 from .stage import StagedOperand, stage_operand
-from .table import choose_table, table_post_ops
-from .table_gather import MAP_LIMIT
 
 __all__ = ["FAMILY", "KERNEL_NAME", "Tiles", "RegisterTiles", "choose_tiles",
            "choose_register_tiles", "register_blocked", "is_gemm", "build_gemm",
@@ -384,7 +385,7 @@ def _store_code(partition: Partition, main: Op, geo: Geometry, post: list[Op],
         preamble.need(helpers)
         lines.append(f"acc = {rounded};")
     # Small products run the post-ops in the table form: the program then depends on the
-    # main op's structure alone (fusionspec.accel.families.table).
+    # main op's structure alone (fusionspec.accel.families.post_ops).
     table = table_post_ops(post, ctx, work=domain.size * geo.k, shape=domain.shape,
                            outputs=outputs, given=dst.id, args=args, preamble=preamble,
                            index="idx", acc="acc")
@@ -438,13 +439,13 @@ def _register_launches(ctx: BuildContext, geo: Geometry, tiles: RegisterTiles,
 
 def build_gemm(partition: Partition, ctx: BuildContext) -> KernelPlan:
     """The GEMM kernels computing all of `partition`'s outputs: for a small forward product
-    (`choose_table`) the table form's shared program where it fits
+    (`fusionspec.accel.families.forms`) the table form's shared program where it fits
     (`fusionspec.accel.families.gemm_table`), else tiled or register-blocked (see the module
     docstring), and, after a ConvolutionBackwardWeights, the BiasAddBackward kernel."""
     plan, geo = _build_specialised(partition, ctx)
     (main,) = [op for op in partition.ops if op.kind in _ALL_MAINS]
-    if not choose_table(ctx, geo.z * geo.m * geo.n * geo.k) or \
-            max(geo.m * geo.k, geo.k * geo.n, geo.m * geo.n) * geo.z > MAP_LIMIT:
+    if not table_form(ctx, geo.z * geo.m * geo.n * geo.k,
+                      max(geo.m * geo.k, geo.k * geo.n, geo.m * geo.n) * geo.z):
         return plan
     chains = [_operand_chain(partition, main, port) for port in (0, 1)]
     folded = {op.id for chain in chains for op in chain}
@@ -546,7 +547,8 @@ def _build_specialised(partition: Partition, ctx: BuildContext) -> tuple[KernelP
         extra.append(code)
         if channels:
             launches.append(Launch(BIAS_KERNEL, bias_params, *ctx.launch_1d(channels)))
-    source = render("gemm.cl.j2", preamble=preamble.render(), name=KERNEL_NAME,
+    template = "gemm_tiled.cl.j2" if register is None else "gemm_register.cl.j2"
+    source = render(template, preamble=preamble.render(), name=KERNEL_NAME,
                     params=args.decls(), prologue=geo.prologue, load_a=load_a, load_b=load_b,
                     store=store, m=m, n=n, k=k, **values)
     return KernelPlan("gemm", "\n".join([source, *extra]), tuple(launches),

@@ -7,9 +7,9 @@ conformance run, where nearly every case differs in one of them, builds hundreds
 programs. In the table form all of that is data:
 
 - where each operand element and each result sits: index maps computed on the host
-  (`fusionspec.accel.families.gemm_tables`), uploaded once as int32 tables;
-- how an operand is read: its instruction table (`fusionspec.accel.codegen.table`: a load in
-  its dtype, or the folded Dequantize chain), run by ``fs_tgather`` into a dense f32 matrix;
+  (`fusionspec.accel.families.gemm_index_maps`), uploaded once as int32 tables;
+- how an operand is read: its instruction table (`fusionspec.accel.codegen.table_translate`: a
+  load in its dtype, or the folded Dequantize chain), run by ``fs_tgather`` into a dense f32 matrix;
 - the bias (a dtype code and strides over dst's coordinates), the rounding to dst's dtype (a
   dtype code) and the post-ops with the stores (the post-ops' instruction table), applied by
   ``fs_tgemm`` after each dot product.
@@ -33,8 +33,8 @@ from fusionspec.spec.shapes import channel_axis
 
 from ..codegen.access import is_dense, known_shape
 from ..codegen.opctx import attr_of
-from ..codegen.table import RANK, translate_operand, translate_ops
-from ..codegen.table_ops import DTYPE_CODES
+from ..codegen.table_instructions import DTYPE_CODES
+from ..codegen.table_translate import RANK, translate_operand, translate_ops
 from ..plan import (
     Binding,
     BufferArg,
@@ -47,7 +47,7 @@ from ..plan import (
     TableArg,
 )
 from .base import BuildContext
-from .gemm_tables import index_maps
+from .gemm_index_maps import index_maps
 from .table_gather import (
     GEMM,
     GEMM_KERNEL,

@@ -28,8 +28,8 @@ from ..codegen.types import TypePolicy, check_supported
 from ..errors import UnsupportedPartitionError
 from ..plan import KernelPlan, Launch
 from .base import BuildContext, KernelFamily
-from .table import choose_table, post_ops_body
-from .table_gather import MAP_LIMIT
+from .forms import table_form
+from .post_ops import post_ops_body
 from .window_table import interpolate_map, window_plan
 
 __all__ = ["FAMILY", "KERNEL_NAME", "is_interpolate", "build_interpolate"]
@@ -134,7 +134,7 @@ def build_interpolate(partition: Partition, ctx: BuildContext) -> KernelPlan:
     value = _combine(taps, axes, fixed, load)
     preamble.need(helpers)
     domain = Domain(out_shape, args)
-    # Small domains run the post-ops in the table form (fusionspec.accel.families.table).
+    # Small domains run the post-ops in the table form (fusionspec.accel.families.post_ops).
     body = post_ops_body(post, ctx, domain=domain, outputs=partition.outputs, given=dst.id,
                          args=args, preamble=preamble, fail=fail)
     splits = domain.split("rest")
@@ -150,7 +150,7 @@ def build_interpolate(partition: Partition, ctx: BuildContext) -> KernelPlan:
     # Small interpolations run in the gathering program of the table form (window_table).
     taps_per_output = 1 if str(main.attrs.get("mode", "nearest")) == "nearest" \
         else 2 ** len(axes)
-    if not choose_table(ctx, domain.size) or domain.size * taps_per_output > MAP_LIMIT:
+    if not table_form(ctx, domain.size, domain.size * taps_per_output):
         return plan
     where, weights = interpolate_map(main, in_shape, out_shape, axes)
     table = window_plan(partition, "interpolate", main, [], post, where, weights,

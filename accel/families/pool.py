@@ -39,8 +39,8 @@ from ..codegen.types import c_float, check_supported
 from ..errors import UnsupportedPartitionError
 from ..plan import KernelPlan, Launch
 from .base import BuildContext, KernelFamily
-from .table import choose_table, post_ops_body
-from .table_gather import MAP_LIMIT
+from .forms import table_form
+from .post_ops import post_ops_body
 from .window_table import pool_map, window_plan
 
 __all__ = ["FAMILY", "KERNEL_NAME", "is_pool", "build_pool"]
@@ -154,7 +154,7 @@ def build_pool(partition: Partition, ctx: BuildContext) -> KernelPlan:
         value = ctx.policy.as_float(deq.result.text, deq.result.kind)
         load_body = f"{deq.body}\nconst float x = {value};"
     domain = Domain(out_shape, args)
-    # Small domains run the post-ops in the table form (fusionspec.accel.families.table).
+    # Small domains run the post-ops in the table form (fusionspec.accel.families.post_ops).
     body = post_ops_body(post, ctx, domain=domain, outputs=partition.outputs, given=dst.id,
                          args=args, preamble=preamble, fail=fail)
     taps = [(a, args.index(f"ker{n}", k), args.index(f"stride{n}", s),
@@ -180,7 +180,7 @@ def build_pool(partition: Partition, ctx: BuildContext) -> KernelPlan:
     plan = KernelPlan("pool", source, launches, reads=tuple(partition.inputs),
                       writes=tuple(partition.outputs))
     # Small pools run in the gathering program of the table form (window_table).
-    if not choose_table(ctx, domain.size) or domain.size * math.prod(kernel) > MAP_LIMIT:
+    if not table_form(ctx, domain.size, domain.size * math.prod(kernel)):
         return plan
     where = pool_map(in_shape, out_shape, axes, kernel, strides, dilations, begin)
     volume = float(np.float32(math.prod(kernel))) if divisor != "(float)count" else -1.0

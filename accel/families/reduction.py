@@ -48,8 +48,7 @@ from ..codegen.types import check_supported
 from ..errors import UnsupportedPartitionError
 from ..plan import KernelPlan, Launch
 from .base import BuildContext, KernelFamily
-from .table import choose_table
-from .table_gather import MAP_LIMIT
+from .forms import table_form
 from .window_table import reduction_map, window_plan
 
 __all__ = ["FAMILY", "KERNEL_NAME", "is_reduction", "build_reduction"]
@@ -199,7 +198,7 @@ def build_reduction(partition: Partition, ctx: BuildContext) -> KernelPlan:
     plan = KernelPlan("reduction", source, launches, reads=tuple(partition.inputs),
                       writes=tuple(partition.outputs))
     # Small reductions run in the gathering program of the table form (window_table).
-    if not choose_table(ctx, math.prod(in_shape)) or math.prod(in_shape) > MAP_LIMIT:
+    if not table_form(ctx, math.prod(in_shape), math.prod(in_shape)):
         return plan
     table = window_plan(partition, "reduction", main, [], post, reduction_map(in_shape, axes),
                         None, _MODES[main.kind], ctx, divisor=float(np.float32(extent)))

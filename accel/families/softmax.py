@@ -1,7 +1,9 @@
 """The softmax family: SoftMax and its epilogue (pattern softmax.post_ops: 0 to 20 unary/binary
 post-ops, then an optional TypeCast and an optional Quantize), and single SoftMax partitions.
 
-Two forms of kernel, chosen by the device's properties (the template is ``softmax.cl.j2``):
+Two forms of kernel, chosen by the device's properties, the first in two variants; each is
+its own template (``softmax_row_vector.cl.j2``, ``softmax_row_strided.cl.j2``,
+``softmax_group.cl.j2``, sharing the ``_softmax_*.cl.j2`` pieces):
 
 - **Row per work item** where local memory is ordinary cached memory (CPU devices). Where
   the row is contiguous (the last axis of a dense source), three passes of W =
@@ -50,7 +52,8 @@ from ..codegen.types import check_supported
 from ..errors import UnsupportedPartitionError
 from ..plan import KernelPlan, Launch, Scratch, ScratchArg
 from .base import BuildContext, KernelFamily
-from .table import choose_table, table_post_ops
+from .forms import table_form
+from .post_ops import table_post_ops
 from .window_table import softmax_plan
 
 __all__ = ["FAMILY", "KERNEL_NAME", "is_softmax", "build_softmax"]
@@ -113,7 +116,7 @@ def build_softmax(partition: Partition, ctx: BuildContext) -> KernelPlan:
     if stats is not None and any(t.id == stats.id for t in partition.outputs):
         stats_name = args.write(stats)
     outputs = [t for t in partition.outputs if stats is None or t.id != stats.id]
-    # Small domains run the post-ops in the table form (fusionspec.accel.families.table).
+    # Small domains run the post-ops in the table form (fusionspec.accel.families.post_ops).
     body = table_post_ops(post, ctx, work=domain.size, shape=domain.shape, outputs=outputs,
                           given=dst.id, args=args, preamble=preamble, index="idx", acc="acc")
     if body is None:
@@ -156,7 +159,9 @@ def build_softmax(partition: Partition, ctx: BuildContext) -> KernelPlan:
 
         vector_load, tail_load = vector(0), element("base + k")
         chunk_loads = [vector(j * width) for j in range(4)]
-    source = render("softmax.cl.j2", preamble=preamble.render(), name=KERNEL_NAME,
+    template = "softmax_group.cl.j2" if not per_row else \
+        "softmax_row_vector.cl.j2" if contiguous else "softmax_row_strided.cl.j2"
+    source = render(template, preamble=preamble.render(), name=KERNEL_NAME,
                     params=args.decls(), wg=wg, rank=rank, rows=rows_arg, splits=splits,
                     index_t=domain.index_type, per_row=per_row, contiguous=contiguous,
                     w=width, vector_load=vector_load, tail_load=tail_load,
@@ -174,7 +179,7 @@ def build_softmax(partition: Partition, ctx: BuildContext) -> KernelPlan:
     plan = KernelPlan("softmax", source, launches, reads=tuple(partition.inputs),
                       writes=tuple(partition.outputs), scratch=scratch)
     # Small softmaxes run in the gathering program of the table form (window_table).
-    if not choose_table(ctx, domain.size):
+    if not table_form(ctx, domain.size, domain.size):
         return plan
     table = softmax_plan(partition, main, post, axis, ctx)
     return plan if table is None else table

@@ -6,8 +6,8 @@ whose text depends on nothing a partition has:
 
 - ``fs_tgather`` fills a dense f32 buffer from an operand: element i reads the operand at the
   linear index ``where[i]`` of its logical shape (-1: padding, 0.0), through the operand's
-  instruction table (`fusionspec.accel.codegen.table.translate_operand`: a load in its dtype at
-  its runtime strides, or the Dequantize chain folded into it);
+  instruction table (`fusionspec.accel.codegen.table_translate.translate_operand`: a load in
+  its dtype at its runtime strides, or the Dequantize chain folded into it);
 - ``fs_tgemm`` multiplies two gathered matrices (`fusionspec.accel.families.gemm_table`);
 - ``fs_twindow`` reduces each output's run of gathered values in one of the `MODES`
   (`fusionspec.accel.families.window_table`);
@@ -16,11 +16,11 @@ whose text depends on nothing a partition has:
   (`fusionspec.accel.families.training_table`).
 
 ``fs_tgemm``, ``fs_twindow`` and ``fs_tsoftmax`` finish each output through the post-ops'
-instruction table (`fusionspec.accel.codegen.table.translate_ops`), which also stores the
+instruction table (`fusionspec.accel.codegen.table_translate.translate_ops`), which also stores the
 outputs. Where the
 gathered values come from is data: index maps computed on the host with NumPy and uploaded
 once per compiled partition (int32 `TableArg`), so the maps are only made for small problems
-(`MAP_LIMIT` entries).
+(`fusionspec.accel.families.forms.MAP_LIMIT` entries).
 """
 
 from __future__ import annotations
@@ -34,15 +34,15 @@ from fusionspec.spec.dtypes import DataType
 from fusionspec.spec.types import Array
 
 from ..codegen.source import Preamble, render
-from ..codegen.table import RANK, SLOTS, TableCode, slot_strides
 from ..codegen.table_epilogue import interpreter
-from ..codegen.table_ops import DTYPE_CODES
+from ..codegen.table_instructions import DTYPE_CODES
+from ..codegen.table_translate import RANK, SLOTS, TableCode, slot_strides
 from ..codegen.types import TypePolicy
 from ..plan import Binding, BufferArg, Launch, Param, ScalarArg, ScratchArg, TableArg
 from .base import BuildContext
 
 __all__ = ["GATHER_KERNEL", "GEMM_KERNEL", "WINDOW_KERNEL", "SOFTMAX_KERNEL",
-           "BN_STATS_KERNEL", "BN_SRC_KERNEL", "MODES", "MAP_LIMIT", "TABLE", "GEMM", "WINDOW",
+           "BN_STATS_KERNEL", "BN_SRC_KERNEL", "MODES", "TABLE", "GEMM", "WINDOW",
            "SOFTMAX", "BN_STATS", "BN_SRC", "NoFit", "source", "int_table",
            "table_bindings", "params",
            "launch_1d", "gather_launch"]
@@ -53,9 +53,6 @@ WINDOW_KERNEL = "fs_twindow"
 SOFTMAX_KERNEL = "fs_tsoftmax"
 BN_STATS_KERNEL = "fs_tbnstats"
 BN_SRC_KERNEL = "fs_tbnsrc"
-#: The largest index map (entries) the table form makes; a larger problem keeps its
-#: specialised kernels.
-MAP_LIMIT = 1 << 20
 #: How ``fs_twindow`` reduces an output's values (the reductions, the two pools, and a
 #: weighted sum for interpolation).
 MODES: dict[str, int] = {"sum": 0, "mean": 1, "l1": 2, "l2": 3, "prod": 4, "max": 5, "min": 6,

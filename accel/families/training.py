@@ -33,7 +33,7 @@ from ..codegen.types import TypePolicy, check_supported
 from ..errors import UnsupportedPartitionError
 from ..plan import KernelPlan, Launch, Scratch, ScratchArg
 from .base import BuildContext, KernelFamily
-from .table import choose_table
+from .forms import table_form
 from .training_table import training_table_plan
 
 __all__ = ["FAMILY", "is_training", "build_training"]
@@ -201,7 +201,7 @@ def build_training(partition: Partition, ctx: BuildContext) -> KernelPlan:
     plan = KernelPlan("training", source, tuple(launches), reads=tuple(partition.inputs),
                       writes=tuple(partition.outputs), scratch=scratch)
     # Small problems run in the table form's shared programs (training_table).
-    if not choose_table(ctx, size):
+    if not table_form(ctx, size, size):
         return plan
     table = training_table_plan(partition, main, relu,
                                 _epsilon(main) if main.kind == "BatchNormTrainingBackward"

@@ -2,7 +2,7 @@
 shares.
 
 - ReLUBackward alone is an instruction of the table form's interpreter, so it runs in the
-  element-wise family's shared program (`fusionspec.accel.families.table.build_table`);
+  element-wise family's shared program (`fusionspec.accel.families.elementwise_table.build_table`);
 - BiasAddBackward is a per-channel sum: ``fs_twindow`` in mode ``sum`` over the reduction map
   of every axis but the channel (`fusionspec.accel.families.window_table`);
 - BatchNormTrainingBackward (with or without the ReLUBackward feeding its src) gathers x (the
@@ -26,8 +26,8 @@ from fusionspec.spec.graph import LogicalTensor, Op, Partition
 from fusionspec.spec.shapes import channel_axis
 
 from ..codegen.access import is_dense, known_shape
-from ..codegen.table import translate_operand
-from ..codegen.table_ops import DTYPE_CODES
+from ..codegen.table_instructions import DTYPE_CODES
+from ..codegen.table_translate import translate_operand
 from ..plan import (
     Binding,
     BufferArg,
@@ -40,13 +40,13 @@ from ..plan import (
     TableArg,
 )
 from .base import BuildContext
-from .table import build_table
+from .elementwise_table import build_table
+from .forms import MAP_LIMIT
 from .table_gather import (
     BN_SRC,
     BN_SRC_KERNEL,
     BN_STATS,
     BN_STATS_KERNEL,
-    MAP_LIMIT,
     NoFit,
     gather_launch,
     int_table,

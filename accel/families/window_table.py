@@ -16,8 +16,8 @@ SoftMax (`softmax_plan`) gathers its rows the same way (one row per work item of
 the post-ops' table).
 
 The family builders call `window_plan` after their specialised plan has validated the
-partition, for problems within `fusionspec.accel.families.table.choose_table` and
-`MAP_LIMIT`; None (the chain does not fit the interpreter) keeps the specialised plan.
+partition, for problems where `fusionspec.accel.families.forms.table_form` takes the table
+form; None (the chain does not fit the interpreter) keeps the specialised plan.
 """
 
 from __future__ import annotations
@@ -33,11 +33,11 @@ from fusionspec.spec.graph import Op, Partition
 from fusionspec.spec.types import Array
 
 from ..codegen.access import known_shape
-from ..codegen.table import translate_operand, translate_ops
+from ..codegen.table_translate import translate_operand, translate_ops
 from ..plan import BufferArg, KernelPlan, Launch, ScalarArg, Scratch, ScratchArg, TableArg
 from .base import BuildContext
+from .forms import MAP_LIMIT
 from .table_gather import (
-    MAP_LIMIT,
     MODES,
     SOFTMAX,
     SOFTMAX_KERNEL,

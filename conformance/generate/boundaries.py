@@ -22,6 +22,14 @@ boundary (item value)          where, and why it matters
 ``f16 overflow edge``          Exp (`F16_OVERFLOW`) alone in f16: computed in f32, its value
                                overflows at the f16 output past ln 65504 = 11.09, where an f16
                                kernel's own guard sits.
+``<switch>: last 4 <type>      Exp, Pow, Sigmoid, SoftPlus, Tanh (`ULP_KINDS`) reading a graph
+inputs either side``           input, filled with ``edge-ulps``: the last representable inputs
+                               of the input's type on either side of where the op's exponential
+                               overflows its result's type or f32, or its guard switches
+                               (`fusionspec.reference.thresholds`, which derives each point from
+                               the op's definition); a lone Exp or Pow also in bf16 and f16,
+                               where the overflow moves with the type. A guard a few ulps low
+                               (88.7228 for 88.72283) shows only there.
 ``f32 integer edge``           Round (`INTEGER_KINDS`) reading a graph input: from 2^23 on
                                every f32 is an integer and the rounding is the identity; below
                                it, ties are halves. The cheap rounding ``(|x| + 2^23) - 2^23``
@@ -53,12 +61,21 @@ f16``                          summing `LONG_TERMS` products per output (the red
                                split reduction's partial sums, held in the narrow type lose
                                more than the output's rounding and the bound of any f32
                                summation order (``2n*u*sum|x*w|``) allow.
+``bf16 / f16 rounding where    a near miss of a dtype rule that ends the pattern's partition at
+the pattern ends``             a narrow tensor (SoftMax's dst in bf16 or f16 followed by a
+                               post-op, softmax.f32_dst), read by a binary post-op that writes
+                               f32, the base op reading full-precision values: the f32 output
+                               shows whether the tensor was rounded to its declared type, which
+                               the grading requires even of a backend that fuses past it
+                               (`fusionspec.conformance.grade.verdicts`).
 =============================  ================================================================
 
 `boundary_items(entry)` are a pattern's items; `boundary_cases(entry, plans)` its deterministic
 floor: per item, the shortest instance plan that shows it (a greedy cover for the upstream
 NaN, where one case reaches several ops), or a small dedicated graph for the long sums, each
-case recording the items it shows among its features. `BOUNDARY_UNDRAWN` lists the items no
+case recording the items it shows among its features; `boundary_near_misses(entry, rule)`
+the near misses of the last row, which the suite draws on top of each rule's near misses.
+`BOUNDARY_UNDRAWN` lists the items no
 case can show, with the reason (none at present: every boundary derived here has a graph).
 """
 
@@ -70,15 +87,21 @@ from functools import cache
 
 import numpy as np
 
+from fusionspec.reference.explain import explain
 from fusionspec.reference.filling import fill_tensor
 from fusionspec.reference.partitioner import partition
+from fusionspec.reference.thresholds import EDGE_KINDS as ULP_KINDS
+from fusionspec.reference.thresholds import EDGE_ULPS, RESULT_KINDS, edges
 from fusionspec.spec.catalog import CATALOG, PatternEntry
 from fusionspec.spec.dtypes import DataType
 from fusionspec.spec.errors import FusionspecError
 from fusionspec.spec.graph import AttrValue, Graph, LogicalTensor, Op
 from fusionspec.spec.opschemas import SCHEMAS, carries_shape
+from fusionspec.spec.rules import RuleKind, UnknownRuleError, rule
 
-from ..cases import Case
+from ..cases import Case, CaseKind
+from .dtypes import headline_dtype
+from .ids import case_id
 from .instance_build import InstanceBuilder, build_instance, instance_case
 from .instance_plans import Plan, instance_plans
 from .model import SPECIAL_KINDS, Item
@@ -87,7 +110,8 @@ from .values import CHECK_SEED, ValuePlan, with_values
 __all__ = ["boundary_items", "boundary_cases", "BOUNDARY_UNDRAWN", "EDGE_KINDS", "INTEGER_KINDS",
            "AT_INPUT", "INTEGER_EDGE", "F16_OVERFLOW", "F16_OVERFLOW_EDGE", "NARROWING",
            "LONG_KINDS", "LONG_TERMS", "NAN_STOPS", "OVERFLOW_EDGE", "UPSTREAM_NONFINITE",
-           "NARROWING_POINTS", "boundary_key", "ties_value", "narrow_max_value", "long_value"]
+           "NARROWING_POINTS", "boundary_key", "ties_value", "narrow_max_value", "long_value",
+           "ULP_KINDS", "ulps_value", "narrow_end_value", "boundary_near_misses"]
 
 #: Ops whose definition switches where exp overflows f32 (+inf, exactly 0, x).
 EDGE_KINDS = frozenset({"Exp", "Sigmoid", "SoftPlus"})
@@ -142,6 +166,18 @@ def narrow_max_value(dtype: DataType) -> str:
     return f"{dtype.value} overflow edge from upstream"
 
 
+def ulps_value(switch: str, dtype: DataType) -> str:
+    """The item value of the last representable `dtype` inputs on either side of `switch` (an
+    `fusionspec.reference.thresholds.Edge` name)."""
+    return f"{switch}: last {EDGE_ULPS} {dtype.value} inputs either side"
+
+
+def narrow_end_value(dtype: DataType) -> str:
+    """The item value of a pattern's partition ending at a `dtype` tensor (a near miss of a
+    dtype rule) whose rounding the op after it shows in f32."""
+    return f"{dtype.value} rounding where the pattern ends"
+
+
 def long_value(dtype: DataType) -> str:
     """The item value of a `LONG_TERMS`-product reduction in `dtype`."""
     return f"{LONG_TERMS}-term sums in {dtype.value}"
@@ -183,13 +219,7 @@ def _edge_draws(entry: PatternEntry, plan: Plan, graph: Graph) -> Iterator[_Draw
             if op.kind not in AT_INPUT or port != 0:
                 continue
             domain, value, what = AT_INPUT[op.kind]
-            shown, built, tid = plan, graph, tensor.id
-            cut = replace(plan, kinds=plan.kinds[:op.id + 1],
-                          dequantized=frozenset(i for i in plan.dequantized if i <= op.id))
-            if cut != plan and plan.kinds[op.id:op.id + 1] == (op.kind,):
-                shorter = build_instance(entry, cut)
-                if _forms_entry(entry, shorter):
-                    shown, built, tid = cut, shorter, shorter.ops[op.id].inputs[0].id
+            shown, built, tid = _cut(entry, plan, graph, op, tensor.id)
             yield _Draw(built, {tid: domain}, ((boundary_key(op.kind), value),),
                         f"catalog instance: {shown.describe()}, {op.kind} {what}")
             if op.kind in F16_OVERFLOW and len(built.ops) == 1:
@@ -200,6 +230,50 @@ def _edge_draws(entry: PatternEntry, plan: Plan, graph: Graph) -> Iterator[_Draw
                                 ((boundary_key(op.kind), F16_OVERFLOW_EDGE),),
                                 f"catalog instance: {shown.describe()} in f16, {op.kind} at "
                                 "the f16 overflow edge")
+
+
+def _cut(entry: PatternEntry, plan: Plan, graph: Graph, op: Op, tid: int,
+         ) -> tuple[Plan, Graph, int]:
+    """`plan`, its `graph` and the id of `op`'s input `tid`, cut right after `op` where the
+    pattern allows (an op after it, a Minimum for one, may clip what it computes away)."""
+    cut = replace(plan, kinds=plan.kinds[:op.id + 1],
+                  dequantized=frozenset(i for i in plan.dequantized if i <= op.id))
+    if cut != plan and plan.kinds[op.id:op.id + 1] == (op.kind,):
+        shorter = build_instance(entry, cut)
+        if _forms_entry(entry, shorter):
+            return cut, shorter, shorter.ops[op.id].inputs[0].id
+    return plan, graph, tid
+
+
+def _ulp_draws(entry: PatternEntry, plan: Plan, graph: Graph) -> Iterator[_Draw]:
+    """Each op of `ULP_KINDS` reading a graph input at port 0, cut after it as `_cut` does,
+    filled with ``edge-ulps``: the last representable inputs around each of its switches
+    (`fusionspec.reference.thresholds.edges`) for its input's type and its result's; a lone
+    op whose switch is its result's overflow (`RESULT_KINDS`) also in bf16 and f16
+    throughout, where the pattern takes it so."""
+    for tensor, readers in _inputs(graph):
+        for op, port in readers:
+            if op.kind not in ULP_KINDS or port != 0:
+                continue
+            shown, built, tid = _cut(entry, plan, graph, op, tensor.id)
+            variants = [(built, tensor.dtype, "")]
+            if len(built.ops) == 1 and op.kind in RESULT_KINDS:
+                lone = built.ops[0]
+                ids = {t.id for t in (*lone.inputs, *lone.outputs)}
+                variants += [(narrow, dtype, f" in {dtype.value}") for dtype in _NARROW
+                             if dtype != tensor.dtype and _forms_entry(
+                                 entry, narrow := _retyped(built, ids, dtype))]
+            for variant, dtype, where in variants:
+                target = next(o for o in variant.ops if o.id == op.id)
+                found = edges(target, target.outputs[0].dtype, dtype)
+                if not found:
+                    continue
+                names = list(dict.fromkeys(edge.name for edge in found))
+                yield _Draw(variant, {tid: "edge-ulps"},
+                            tuple((boundary_key(op.kind), ulps_value(name, dtype))
+                                  for name in names),
+                            f"catalog instance: {shown.describe()}{where}, {op.kind} at the "
+                            f"last {dtype.value} inputs around: {'; '.join(names)}")
 
 
 def _upstream_draws(entry: PatternEntry, plan: Plan, graph: Graph) -> Iterator[_Draw]:
@@ -317,6 +391,82 @@ def _long_draws(entry: PatternEntry, plans: Sequence[Plan]) -> Iterator[_Draw]:
                             "full-precision products")
 
 
+#: Binary ops that pass a change of their chain operand on to their result whatever the
+#: other operand is (a Maximum or Minimum may hide it), in the order they are preferred.
+_PASSING = ("Subtract", "Add", "Multiply", "Divide")
+
+
+def _dtype_rule(reason: str) -> bool:
+    try:
+        return rule(reason).kind is RuleKind.dtype
+    except UnknownRuleError:
+        return False
+
+
+@cache
+def _narrow_ends(entry_id: str) -> tuple[tuple[_Draw, str], ...]:
+    """The near misses where the pattern's partition ends at a narrow tensor because of a
+    dtype rule, with the rule: the shortest plan whose base op a binary post-op of `_PASSING`
+    follows, the base op's output retyped to bf16 or f16 and the binary kept writing f32, kept
+    where the reference ends the pattern's partition at that tensor and `explain` blames a
+    dtype rule. The base op reads full-precision values, so its result is inexact in the
+    narrow type, and the f32 binary shows whether it was rounded there."""
+    entry = next(e for e in CATALOG if e.id == entry_id)
+    plans = sorted((p for p in instance_plans(entry) if p.kinds[1:2] and p.kinds[1] in _PASSING),
+                   key=lambda p: (_PASSING.index(p.kinds[1]), len(p.kinds)))
+    if not plans:
+        return ()
+    plan = replace(plans[0], kinds=plans[0].kinds[:2],
+                   dequantized=frozenset(i for i in plans[0].dequantized if i <= 1))
+    base_graph = build_instance(entry, plan)
+    base = next(op for op in base_graph.ops if op.kind == plan.kinds[0])
+    found: list[tuple[_Draw, str]] = []
+    for dtype in _NARROW:
+        if dtype not in SCHEMAS[base.kind].types[SCHEMAS[base.kind].outputs[0].symbol]:
+            continue
+        graph = _retyped(base_graph, {base.outputs[0].id}, dtype)
+        try:
+            final = graph.finalize()
+            parts = partition(final)
+            blamed = [e.reason for e in explain(final) if base.id in (e.op_id, e.neighbour_id)]
+        except FusionspecError:  # a retyping the op's schema does not allow
+            continue
+        ends = any(p.pattern == entry.id and any(t.id == base.outputs[0].id for t in p.outputs)
+                   for p in parts)
+        reasons = [r for r in blamed if _dtype_rule(r)]
+        if not ends or not reasons:
+            continue
+        dense = {t.id: "dense" for t, readers in _inputs(graph)
+                 if any(op.id == base.id for op, _ in readers)}
+        found.append((_Draw(graph, dense, ((boundary_key(base.kind), narrow_end_value(dtype)),),
+                            f"near miss [{reasons[0]}]: {base.kind} dst in {dtype.value} read by "
+                            f"{plan.kinds[1]} writing f32, which shows whether the dst was "
+                            f"rounded to {dtype.value}; {plan.describe()}"), reasons[0]))
+    return tuple(found)
+
+
+def boundary_near_misses(entry: PatternEntry, label: str | None = None) -> list[Case]:
+    """The near-miss floor of the value boundaries: one case per `_narrow_ends` draw of
+    `entry` (those of the rule `label` only, when given), labelled with the rule it breaks.
+    Grading judges such a boundary tensor as rounded even where a backend fuses past it
+    (`fusionspec.conformance.grade.verdicts`), so a fusion that skips the rounding the
+    dtype rule is about is a numeric mismatch rather than an extension."""
+    cases = []
+    for draw, reason in _narrow_ends(entry.id):
+        if label is not None and reason != label:
+            continue
+        (key, value), = draw.items
+        reader = key.split(".")[0]
+        features: dict[str, str] = {
+            "rule": reason, "variant": "narrow end", "signal": "corner", "values": "dense",
+            "values_at": reader, key: value}
+        case = Case(case_id(entry.id, CaseKind.near_miss, draw.graph, reason),
+                    CaseKind.near_miss, entry.id, draw.graph, reason,
+                    headline_dtype(draw.graph), features, draw.description)
+        cases.append(with_values(case, ValuePlan(dict(draw.domains), features)))
+    return cases
+
+
 @cache
 def _draws(entry_id: str) -> tuple[_Draw, ...]:
     """Every candidate case of a pattern, plans in order (shortest first within a kind)."""
@@ -326,6 +476,7 @@ def _draws(entry_id: str) -> tuple[_Draw, ...]:
     for plan in sorted(plans, key=lambda p: len(p.kinds)):
         graph = build_instance(entry, plan)
         found += _edge_draws(entry, plan, graph)
+        found += _ulp_draws(entry, plan, graph)
         found += _upstream_draws(entry, plan, graph)
     found += _narrowing_draws(entry, plans)
     found += _long_draws(entry, plans)
@@ -333,14 +484,17 @@ def _draws(entry_id: str) -> tuple[_Draw, ...]:
 
 
 def boundary_items(entry: PatternEntry) -> tuple[Item, ...]:
-    """The value-boundary items of `entry`: what its instances can put at each boundary."""
-    return tuple(dict.fromkeys(item for draw in _draws(entry.id) for item in draw.items))
+    """The value-boundary items of `entry`: what its instances can put at each boundary, and
+    the narrow tensors its near misses of a dtype rule end its partition at."""
+    draws = (*_draws(entry.id), *(draw for draw, _ in _narrow_ends(entry.id)))
+    return tuple(dict.fromkeys(item for draw in draws for item in draw.items))
 
 
 def _chosen(entry: PatternEntry) -> list[_Draw]:
     """The fewest candidates, shortest first, that show every item of `entry` between them:
     each round takes the candidate showing the most items not yet shown."""
-    wanted = set(boundary_items(entry)) - set(BOUNDARY_UNDRAWN)
+    wanted = set(item for draw in _draws(entry.id) for item in draw.items) - set(
+        BOUNDARY_UNDRAWN)
     candidates = list(_draws(entry.id))
     chosen: list[_Draw] = []
     while wanted:

@@ -11,7 +11,14 @@ one tensor id with two shapes      ... another shape (one dim longer)     graph.
                                                                           consistent
 an op reading its own output       an op whose output is like its first   graph.acyclic
                                    input reads that output instead
+a cycle in a graph of more than    copies of the graph side by side past  graph.acyclic
+256 ops                            256 ops (`format_large.copies`), the
+                                   first with an op reading its own
+                                   output
 =================================  =====================================  ===================
+
+The last one is a graph-size corner: past 256, CPython computes each count of ops afresh, so a
+check comparing counts by identity goes wrong there only.
 """
 
 from __future__ import annotations
@@ -23,6 +30,7 @@ from fusionspec.spec.dtypes import DataType
 from fusionspec.spec.errors import GraphError, GraphRule
 from fusionspec.spec.graph import Graph, LogicalTensor, Op
 
+from .format_large import MANY, copies
 from .format_rewrites import share_tensor
 
 __all__ = ["Defect", "DEFECTS", "ILL_FORMED"]
@@ -99,9 +107,14 @@ def _own_output(graph: Graph) -> tuple[Graph, str] | None:
     return None
 
 
+def _long_cycle(graph: Graph) -> tuple[Graph, str] | None:
+    return _own_output(copies(graph, MANY))
+
+
 DEFECTS: tuple[Defect, ...] = (
     Defect("one op id on two ops", GraphRule.op_id_unique, _duplicate_id),
     Defect("one tensor id with two dtypes", GraphRule.tensor_consistent, _two_dtypes),
     Defect("one tensor id with two shapes", GraphRule.tensor_consistent, _two_shapes),
     Defect("an op reading its own output", GraphRule.acyclic, _own_output),
+    Defect("a cycle in a graph of more than 256 ops", GraphRule.acyclic, _long_cycle),
 )

@@ -14,7 +14,15 @@ from dataclasses import dataclass, replace
 from functools import partial
 
 from fusionspec.spec.dtypes import DataType
-from fusionspec.spec.graph import AttrValue, Graph, LayoutType, LogicalTensor, Op, PropertyType
+from fusionspec.spec.graph import (
+    UNKNOWN_DIM,
+    AttrValue,
+    Graph,
+    LayoutType,
+    LogicalTensor,
+    Op,
+    PropertyType,
+)
 from fusionspec.spec.opschemas import carries_shape
 from fusionspec.spec.validate import topological_order
 
@@ -74,12 +82,17 @@ def _inner(graph: Graph, fn: Callable[[LogicalTensor], LogicalTensor]) -> Graph:
                               if t.id in graph.consumers and t.id not in outputs})
 
 
+def _shaped_by_input(graph: Graph) -> set[int]:
+    """The outputs of an op reading a shape or axes input: the suite derives that input's
+    values from the output shape as the graph gives it, so it stays declared."""
+    return {t.id for op in graph.ops if any(carries_shape(op.kind, p) for p in
+                                            range(len(op.inputs))) for t in op.outputs}
+
+
 def _reverse(base: Graph, _short: Graph, _seed: int) -> Graph:
     # The inner tensors' shapes left to shape inference, as a framework writes a graph it has
-    # not run yet; save the outputs of an op reading a shape or axes input, whose values the
-    # suite derives from the output shape as the graph gives it.
-    keep = {t.id for op in base.ops if any(carries_shape(op.kind, p) for p in
-                                            range(len(op.inputs))) for t in op.outputs}
+    # not run yet.
+    keep = _shaped_by_input(base)
     unknown = _inner(base, lambda t: t if t.id in keep else replace(t, shape=None,
                                                                     strides=None))
     return renamed(reordered(unknown, reverse_order(unknown)), lambda op: "op")
@@ -93,10 +106,21 @@ def _renumbered(base: Graph, _short: Graph, seed: int) -> Graph:
     ids = tensor_ids(base)
     tensors = {t: _TENSOR_BASE + _TENSOR_STEP * (len(ids) - k) for k, t in enumerate(ids)}
     # The inner tensors of layout undef, strides unknown: what oneDNN writes for tensors it
-    # has not laid out.
+    # has not laid out; and every other dim of those of rank 2 or more unknown, as a framework
+    # writes a graph whose batch or spatial sizes it leaves to the library (a rank-1 shape
+    # whose only dim is unknown reads back from the format as no shape at all).
+    keep = {tensors[t] for t in _shaped_by_input(base)}
     moved = _inner(renumber(base, ops, tensors),
-                   lambda t: replace(t, layout_type=LayoutType.undef, strides=None))
+                   lambda t: replace(t, layout_type=LayoutType.undef, strides=None,
+                                     shape=t.shape if t.id in keep else _partly_unknown(t.shape)))
     return declared_ports(reordered(moved, shuffled_order(moved, seed)))
+
+
+def _partly_unknown(shape: tuple[int, ...] | None) -> tuple[int, ...] | None:
+    """`shape` with its even-numbered dims unknown, where it has two dims or more."""
+    if shape is None or len(shape) < 2:
+        return shape
+    return tuple(UNKNOWN_DIM if i % 2 == 0 else d for i, d in enumerate(shape))
 
 
 def _marked(graph: Graph) -> Graph:
@@ -203,15 +227,17 @@ def valid_forms(base: Graph, short: Graph, pattern: str) -> list[tuple[Form, Gra
 
 def format_features(graph: Graph) -> dict[str, str]:
     """The items any graph shows by its settings and tensors alone: its fpmath_mode, the
-    tensors' properties and layouts, shapes left unknown, and whether tensor ids and op ids
-    overlap."""
+    tensors' properties and layouts, shapes left unknown (whole, or some dims), and whether
+    tensor ids and op ids overlap."""
     tensors = [t for op in graph.ops for t in (*op.inputs, *op.outputs)]
     props = {t.property_type.value for t in tensors}
     layouts = {_layout(t) for t in tensors}
     found = {PROPERTY: ",".join(sorted(props)), LAYOUT: ",".join(sorted(layouts))}
     found[FPMATH] = graph.fpmath_mode
-    if any(not t.shape_known for t in tensors):
-        found[SHAPES] = "inner shapes left to inference"
+    shapes = {"inner shapes left to inference" if t.shape is None
+              else "inner dims partly unknown (-1)" for t in tensors if not t.shape_known}
+    if shapes:
+        found[SHAPES] = ",".join(sorted(shapes))
     if {t.id for t in tensors} & {op.id for op in graph.ops}:
         found[NUMBERING] = "tensor ids overlapping op ids"
     return found

@@ -15,17 +15,19 @@ graph.layout_type          strided without strides; strided with row-major strid
                            with permuted strides (a graph input with its last two axes swapped
                            in memory); any (what an op produces, the backend choosing);
                            undef (inner tensors, as oneDNN writes those it has not laid out)
-graph.shapes               inner shapes left to inference
+graph.shapes               inner shapes left to inference; inner dims partly unknown (-1)
 graph.fpmath_mode          strict (the other modes license narrower math: `FORMAT_UNDRAWN`)
 graph.numbering            tensor ids overlapping op ids; sparse ids; ids above 2^31 and
                            above 2^63 (the format's ids are unsigned 64-bit); ids against
                            topological order
 graph.op order             reverse topological; shuffled
 graph.op names             one name for every op
-graph.instances            two instances of the pattern; two instances sharing an input
+graph.instances            two instances of the pattern; two instances sharing an input; more
+                           than 256 instances side by side (`format_large`)
 graph.outputs              a partition output read by two ops; input and output ports declared
 graph.ill-formed           one op id on two ops; one tensor id with two dtypes; one tensor id
-                           with two shapes; an op reading its own output
+                           with two shapes; an op reading its own output; a cycle in a graph
+                           of more than 256 ops
 =========================  ===================================================================
 
 The valid cases (`format_cases`, `fusionspec.conformance.generate.format_valid`) take a
@@ -54,6 +56,7 @@ from fusionspec.spec.graph import Graph
 
 from ..cases import Case, CaseKind
 from .format_ill_formed import DEFECTS, ILL_FORMED, Defect
+from .format_large import large_cases, large_items
 from .format_valid import FPMATH, OUTPUTS, PROPERTY, Form, format_features, valid_forms
 from .ids import case_id
 from .instance_build import build_instance, instance_case
@@ -138,6 +141,7 @@ def _items(pattern: str) -> tuple[Item, ...]:
         found += [(k, v) for k, joined in format_features(graph).items()
                   for v in joined.split(",")]
     found += [(ILL_FORMED, defect.value) for defect, _, _ in _ill_formed(pattern)]
+    found += large_items(next(e for e in CATALOG if e.id == pattern))
     return tuple(dict.fromkeys(found))
 
 
@@ -169,7 +173,7 @@ def format_cases(entry: PatternEntry, plans: Sequence[Plan]) -> list[Case]:
             features[key] = ",".join(sorted({*str(features.get(key, "")).split(","), value}
                                             - {""}))
         cases.append(with_values(replace(case, features=features), clean_plan(graph)))
-    return cases
+    return cases + large_cases(entry, plans)
 
 
 def format_ill_formed_cases(entry: PatternEntry) -> list[Case]:

@@ -9,7 +9,11 @@ wired into a valid graph with small shapes, and that graph as a valid `Case`.
   reading op's other input;
 - dtypes follow the family: f32 for float patterns; u8/s8 in and out of quantized ones; SoftMax's
   TypeCast goes to bf16;
-- each op with attribute variants (`UNARY_VARIANTS`, `REDUCTION_VARIANTS`) takes them in turn.
+- each op with attribute variants (`UNARY_VARIANTS`, `REDUCTION_VARIANTS`) takes them in turn;
+- laid out for the ambiguous-axes method (`ambiguous` = ``"defaults"`` or ``"written"``, see
+  `fusionspec.conformance.generate.ambiguous_axes`): every data dim `AMBIGUOUS_SIZE` long (the
+  kernels' too), every Quantize/Dequantize per channel, every binary operand per channel, and
+  the attributes that pick an axis (`AXIS_ATTRS`) left to their schema defaults or written.
 
 The partitioner's tests check that each such graph is exactly one partition of its pattern;
 `instance_case` wraps one into a `Case` with the grammar features its match shows.
@@ -20,6 +24,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 from collections.abc import Sequence
+from typing import Literal
 
 from fusionspec.spec.catalog import PatternEntry
 from fusionspec.spec.categories import BINARY, REDUCTION, UNARY
@@ -28,6 +33,7 @@ from fusionspec.spec.graph import AttrValue, Graph, LogicalTensor, Op
 from fusionspec.spec.match import MatchError
 from fusionspec.spec.notation import to_notation
 from fusionspec.spec.onednn_json import dumps
+from fusionspec.spec.opschemas import SCHEMAS
 from fusionspec.spec.pattern_tree import (
     Alternation,
     CategoryRef,
@@ -46,7 +52,7 @@ from .instance_plans import Plan
 
 __all__ = ["UNARY_VARIANTS", "REDUCTION_VARIANTS", "VARIANTS", "UNARY_ATTRS", "ACT_BY_RANK",
            "ANY_RANK_HEADS", "InstanceBuilder", "build_instance", "instance_case",
-           "grammar_features"]
+           "grammar_features", "AXIS_ATTRS", "AMBIGUOUS_SIZE", "Ambiguous", "axis_attrs"]
 
 F32, BF16, U8, S8 = DataType.f32, DataType.bf16, DataType.u8, DataType.s8
 
@@ -81,13 +87,40 @@ _VEC = (4,)
 _CONV: dict[str, AttrValue] = {"strides": (1, 1), "pads_begin": (1, 1), "pads_end": (1, 1),
                                "dilations": (1, 1), "data_format": "NCX"}
 
+#: Attributes whose value says which axis of a tensor plays which part (the channel, the
+#: SoftMax's, the quantization's, the contracted one): where a schema gives one a default, a
+#: backend assuming another default picks another axis.
+AXIS_ATTRS = ("axis", "data_format", "weights_format", "transpose_a", "transpose_b")
+#: The length of every dim of an ambiguous-axes instance: that of a 3x3 kernel too, so even
+#: the weights' axes cannot be told apart by their lengths.
+AMBIGUOUS_SIZE = 3
+#: How an ambiguous-axes instance writes `AXIS_ATTRS`: left to the defaults, or written.
+Ambiguous = Literal["defaults", "written"]
+#: Per-channel scales and u8 zero points, differing between channels.
+_CHANNEL_SCALES, _CHANNEL_ZPS = (0.5, 0.25, 1.0, 2.0), (2, 0, 5, 1)
+
+
+def axis_attrs(kind: str) -> tuple[str, ...]:
+    """The attributes of `AXIS_ATTRS` the schema of `kind` gives a default."""
+    schema = SCHEMAS.get(kind)
+    return tuple(a.name for a in schema.attrs if a.name in AXIS_ATTRS
+                 and a.default is not None) if schema is not None else ()
+
 
 class InstanceBuilder:
     """The ops and tensors of one instance graph as it is wired, tensor ids counted from 0."""
 
     def __init__(self, engine_kind: str, turns: dict[str, int] | None = None,
-                 act: tuple[int, ...] = _ACT) -> None:
-        self.act = act
+                 act: tuple[int, ...] = _ACT, ambiguous: Ambiguous | None = None) -> None:
+        self.ambiguous = ambiguous
+        self.act = (AMBIGUOUS_SIZE,) * len(act) if ambiguous else act
+        #: the axis of the chain a per-channel operand runs along (ambiguous instances)
+        self.channel = 1
+        cube = (AMBIGUOUS_SIZE,) * 3
+        #: a convolution's activation and weights; a MatMul's src, weights and dst
+        self.conv_act, self.conv_w = ((*cube, AMBIGUOUS_SIZE), (*cube, 3)) if ambiguous else (
+            _ACT, (4, 4, 3, 3))
+        self.mm = (cube, cube[1:], cube) if ambiguous else ((4, 8), (8, 8), (4, 8))
         self.ops: list[Op] = []
         self.ids = itertools.count()
         self.engine_kind = engine_kind
@@ -106,21 +139,53 @@ class InstanceBuilder:
 
     def op(self, kind: str, inputs: Sequence[LogicalTensor], outputs: Sequence[LogicalTensor],
            attrs: dict[str, AttrValue] | None = None) -> LogicalTensor:
-        self.ops.append(Op(len(self.ops), kind, tuple(inputs), tuple(outputs), attrs or {}))
+        attrs = dict(attrs or {})
+        if self.ambiguous == "defaults":
+            # The defaults take the place of the attributes that pick an axis (the shapes,
+            # every dim alike, stay valid), save a quantization axis the default misses.
+            attrs = {k: v for k, v in attrs.items() if k not in axis_attrs(kind)
+                     or (k == "axis" and v != 1)}
+        self.ops.append(Op(len(self.ops), kind, tuple(inputs), tuple(outputs), attrs))
         return outputs[0]
 
-    def dequantize(self, shape: Sequence[int], dtype: DataType = U8) -> LogicalTensor:
+    def fmt(self, written: str = "NCX") -> str:
+        """The data_format an op of the instance takes: `written`, or the default NXC where
+        the instance leaves it to the default."""
+        return "NXC" if self.ambiguous == "defaults" else written
+
+    def qparams(self, shape: Sequence[int], zp: int, axis: int = 1) -> dict[str, AttrValue]:
+        """Per-tensor scale 0.5 and zero point `zp`; in an ambiguous-axes instance, per
+        channel along `axis` where it is longer than 1 (differing scales, and zero points
+        where `zp` is not 0)."""
+        if not self.ambiguous or len(shape) < 2 or shape[axis] < 2:
+            return {"scales": (0.5,), "zps": (zp,)}
+        n = shape[axis]
+        return {"qtype": "per_channel", "axis": axis, "scales": _CHANNEL_SCALES[:n],
+                "zps": _CHANNEL_ZPS[:n] if zp else (0,) * n}
+
+    def dequantize(self, shape: Sequence[int], dtype: DataType = U8,
+                   axis: int = 1) -> LogicalTensor:
         return self.op("Dequantize", [self.tensor(shape, dtype)], [self.tensor(shape)],
-                       {"scales": (0.5,), "zps": (2,) if dtype == U8 else (0,)})
+                       self.qparams(shape, 2 if dtype == U8 else 0, axis))
+
+    def operand(self, shape: Sequence[int]) -> tuple[int, ...]:
+        """The shape of a binary op's other operand: the chain's, or in an ambiguous-axes
+        instance one along the chain's channel axis only."""
+        if not self.ambiguous or len(shape) < 2:
+            return tuple(shape)
+        return tuple(d if i == self.channel % len(shape) else 1 for i, d in enumerate(shape))
 
 
 def build_instance(entry: PatternEntry, plan: Plan, engine_kind: str = "cpu",
-                   turns: dict[str, int] | None = None, rank: int = 4) -> Graph:
+                   turns: dict[str, int] | None = None, rank: int = 4,
+                   ambiguous: Ambiguous | None = None) -> Graph:
     """A valid graph holding exactly one instance of `entry` laid out as `plan`. Each unary op
     with attributes takes the next of its `UNARY_VARIANTS` by `turns` (its uses so far, counted
     there), or the first when `turns` is None. A head of `ANY_RANK_HEADS` reads an activation
-    of `rank`."""
-    b = InstanceBuilder(engine_kind, turns, ACT_BY_RANK[rank])
+    of `rank`. `ambiguous` lays it out for the ambiguous-axes method (module docstring)."""
+    b = InstanceBuilder(engine_kind, turns, ACT_BY_RANK[rank], ambiguous)
+    if ambiguous == "defaults" or (ambiguous and "MatMul" in plan.kinds):
+        b.channel = -1  # NXC, and a MatMul's output channels
     sides = entry.tree.parts[:-1] if isinstance(entry.tree, Subgraphs) else ()
     t1_reader = _t1_reader(entry)
     cur: LogicalTensor | None = None
@@ -131,8 +196,8 @@ def build_instance(entry: PatternEntry, plan: Plan, engine_kind: str = "cpu",
         if kind == t1_reader and sides:
             cur = _t1_op(b, kind, cur, plan)
         elif kind in BINARY:
-            other = (b.dequantize(cur.shape or ()) if i in plan.dequantized
-                     else b.tensor(cur.shape or ()))
+            shape = b.operand(cur.shape or ())
+            other = b.dequantize(shape) if i in plan.dequantized else b.tensor(shape)
             cur = b.op(kind, [cur, other], [b.tensor(cur.shape or ())])
         else:
             cur = _follower(b, kind, cur)
@@ -162,19 +227,27 @@ def _child(node: Node, index: int) -> Node:
 
 
 def _head(b: InstanceBuilder, kind: str, plan: Plan) -> LogicalTensor:
+    act: tuple[int, ...] = b.conv_act
     if kind == "Dequantize":
         first = plan.kinds[1] if len(plan.kinds) > 1 else ""
-        shape = (4, 8) if first == "MatMul" else _ACT
-        return b.dequantize(shape, U8)
+        return b.dequantize(b.mm[0] if first == "MatMul" else act, U8)
     if kind == "Convolution":
-        return b.op(kind, [b.tensor(_ACT), b.tensor((4, 4, 3, 3))], [b.tensor(_ACT)],
+        return b.op(kind, [b.tensor(act), b.tensor(b.conv_w)], [b.tensor(act)],
                     {**_CONV, "weights_format": "OIX"})
     if kind == "ConvTranspose":
-        return b.op(kind, [b.tensor(_ACT), b.tensor((4, 4, 3, 3))], [b.tensor(_ACT)],
+        return b.op(kind, [b.tensor(act), b.tensor(b.conv_w)], [b.tensor(act)],
                     {**_CONV, "weights_format": "IOX"})
     if kind == "MatMul":
-        return b.op(kind, [b.tensor((4, 8)), b.tensor((8, 8))], [b.tensor((4, 8))])
+        src, weights, dst = b.mm
+        attrs: dict[str, AttrValue] = {"transpose_a": False, "transpose_b": False} if (
+            b.ambiguous) else {}
+        return b.op(kind, [b.tensor(src), b.tensor(weights)], [b.tensor(dst)], attrs)
     if kind == "Interpolate":
+        if b.ambiguous:  # upsampled twice over, the channels first or (NXC) last
+            c = AMBIGUOUS_SIZE
+            out = (c, c, 2 * c, 2 * c) if b.fmt() == "NCX" else (c, 2 * c, 2 * c, c)
+            return b.op(kind, [b.tensor(act)], [b.tensor(out)],
+                        {"mode": "nearest", "sizes": (2 * c, 2 * c), "data_format": "NCX"})
         return b.op(kind, [b.tensor((1, 4, 3, 3))], [b.tensor(_ACT)],
                     {"mode": "nearest", "sizes": (6, 6), "data_format": "NCX"})
     if kind.startswith("Reduce"):
@@ -189,12 +262,15 @@ def _head(b: InstanceBuilder, kind: str, plan: Plan) -> LogicalTensor:
         return b.op(kind, [b.tensor(act), b.tensor((1,), DataType.s32)], [b.tensor(out)],
                     attrs)
     if kind == "SoftMax":
-        return b.op(kind, [b.tensor((4, 8))], [b.tensor((4, 8))], {"axis": 1})
+        shape = b.mm[0]
+        return b.op(kind, [b.tensor(shape)], [b.tensor(shape)], {"axis": 1})
     if kind == "ConvolutionBackwardWeights":
-        return b.op(kind, [b.tensor(_ACT), b.tensor(_ACT)], [b.tensor((4, 4, 3, 3))],
-                    {**_CONV, "weights_format": "OIX", "weights_shape": (4, 4, 3, 3)})
-    if kind == "ReLUBackward" or kind in BINARY:
+        return b.op(kind, [b.tensor(act), b.tensor(act)], [b.tensor(b.conv_w)],
+                    {**_CONV, "weights_format": "OIX", "weights_shape": b.conv_w})
+    if kind == "ReLUBackward":
         return b.op(kind, [b.tensor(b.act), b.tensor(b.act)], [b.tensor(b.act)])
+    if kind in BINARY:
+        return b.op(kind, [b.tensor(b.act), b.tensor(b.operand(b.act))], [b.tensor(b.act)])
     return _follower(b, kind, b.tensor(b.act))
 
 
@@ -202,18 +278,26 @@ def _t1_op(b: InstanceBuilder, kind: str, cur: LogicalTensor, plan: Plan) -> Log
     """The op reading a ``<t1`` side subgraph: the base op's weights or an Add's operand."""
     shape = cur.shape or ()
     if kind in ("Convolution", "ConvTranspose", "MatMul"):
-        wshape = (8, 8) if kind == "MatMul" else (4, 4, 3, 3)
+        wshape = b.mm[1] if kind == "MatMul" else b.conv_w
+        # The output channels' axis of the weights (OIX, IOX; XIO, XOI left to the default).
+        written = b.ambiguous != "defaults"
+        oc = {"MatMul": 1, "Convolution": 0 if written else 3,
+              "ConvTranspose": 1 if written else 2}[kind]
         if plan.weights_quantize:
-            q = b.op("Quantize", [b.tensor(wshape)], [b.tensor(wshape, S8)], {"scales": (0.25,)})
-            weights = b.op("Dequantize", [q], [b.tensor(wshape)], {"scales": (0.25,)})
+            params: dict[str, AttrValue] = (b.qparams(wshape, 0, oc) if b.ambiguous
+                                            else {"scales": (0.25,)})
+            q = b.op("Quantize", [b.tensor(wshape)], [b.tensor(wshape, S8)], params)
+            weights = b.op("Dequantize", [q], [b.tensor(wshape)], params)
         else:
-            weights = b.dequantize(wshape, S8)
+            weights = b.dequantize(wshape, S8, oc)
         attrs: dict[str, AttrValue] = {}
         if kind != "MatMul":
             attrs = {**_CONV, "weights_format": "OIX" if kind == "Convolution" else "IOX"}
-        out_shape = (4, 8) if kind == "MatMul" else _ACT
+        elif b.ambiguous:
+            attrs = {"transpose_a": False, "transpose_b": False}
+        out_shape = b.mm[2] if kind == "MatMul" else b.conv_act
         return b.op(kind, [cur, weights], [b.tensor(out_shape)], attrs)
-    return b.op(kind, [cur, b.dequantize(shape, U8)], [b.tensor(shape)])
+    return b.op(kind, [cur, b.dequantize(b.operand(shape), U8)], [b.tensor(shape)])
 
 
 def _follower(b: InstanceBuilder, kind: str, cur: LogicalTensor) -> LogicalTensor:
@@ -231,7 +315,8 @@ def _follower(b: InstanceBuilder, kind: str, cur: LogicalTensor) -> LogicalTenso
         return b.op(kind, [cur, *(b.tensor(channels) for _ in range(4))], [out],
                     {"epsilon": 1e-5, "data_format": "NCX"})
     if kind == "Quantize":
-        return b.op(kind, [cur], [b.tensor(shape, U8)], {"scales": (0.5,), "zps": (3,)})
+        params = b.qparams(shape, 3)
+        return b.op(kind, [cur], [b.tensor(shape, U8)], params)
     if kind == "TypeCast":
         return b.op(kind, [cur], [b.tensor(shape, BF16)])
     if kind == "Reorder":
@@ -245,11 +330,12 @@ def _follower(b: InstanceBuilder, kind: str, cur: LogicalTensor) -> LogicalTenso
     if kind == "BiasAddBackward":
         return b.op(kind, [cur], [b.tensor((shape[1],))], {"data_format": "NCX"})
     if kind == "BatchNormTrainingBackward":
-        return b.op(kind, [cur, b.tensor(shape), *(b.tensor(_VEC) for _ in range(3))],
-                    [out, b.tensor(_VEC), b.tensor(_VEC)],
+        vec = channels if b.ambiguous else _VEC
+        return b.op(kind, [cur, b.tensor(shape), *(b.tensor(vec) for _ in range(3))],
+                    [out, b.tensor(vec), b.tensor(vec)],
                     {"epsilon": 1e-5, "data_format": "NCX"})
     if kind == "Multiply" or kind in BINARY:
-        return b.op(kind, [cur, b.tensor(shape)], [out])
+        return b.op(kind, [cur, b.tensor(b.operand(shape))], [out])
     raise ValueError(f"no instance builder for {kind} after another op")
 
 

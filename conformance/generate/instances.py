@@ -12,6 +12,7 @@ from __future__ import annotations
 from fusionspec.spec.catalog import PatternEntry
 
 from ..cases import Case
+from .ambiguous_axes import ambiguous_cases
 from .boundaries import boundary_cases
 from .floors import (
     narrow_fill_cases,
@@ -24,6 +25,7 @@ from .floors import (
 from .graph_format import format_cases
 from .instance_build import build_instance, instance_case
 from .instance_plans import instance_plans
+from .neighbours import neighbour_cases
 from .rule_settings import inside_cases
 from .side_types import side_type_cases
 from .values import clean_plan, targeted_corners, with_values
@@ -40,8 +42,9 @@ def instance_cases(entry: PatternEntry, engine_kind: str = "cpu") -> list[Case]:
     after an Exp clips its overflow away); then the rank floor, the narrow ReduceProd
     products and the narrow fills (`floors`); last, the valid cases of the coverage methods:
     just inside each validation rule (`rule_settings`),
-    each type a side Dequantize may read (`side_types`), the graph format (`graph_format`)
-    and the value boundaries (`boundaries`)."""
+    each type a side Dequantize may read (`side_types`), the graph format (`graph_format`),
+    the value boundaries (`boundaries`), the axes a wrong default could pick
+    (`ambiguous_axes`) and side inputs fed by ops of neighbouring kinds (`neighbours`)."""
     cases: list[Case] = []
     corners: dict[tuple[str, int, str], tuple[int, int, Case]] = {}
     turns: dict[str, int] = {}
@@ -60,4 +63,5 @@ def instance_cases(entry: PatternEntry, engine_kind: str = "cpu") -> list[Case]:
             + narrow_fill_cases(entry, plans) + source_floor_cases(entry)
             + operand_rank_cases(entry) + inside_cases(entry)
             + side_type_cases(entry) + format_cases(entry, plans)
-            + boundary_cases(entry, plans))
+            + boundary_cases(entry, plans) + ambiguous_cases(entry)
+            + neighbour_cases(entry))

@@ -19,6 +19,10 @@ side input types       each type a side subgraph's Dequantize may read, at each 
 graph format           what a graph and a logical tensor can express beyond one op's attributes
                        (`graph_format`)
 value boundaries       where each op's definition changes behaviour (`boundaries`)
+ambiguous axes         each attribute that picks an axis, left to its default and written, and
+                       each per-channel operand, on axes of one length (`ambiguous_axes`)
+neighbouring kinds     each side input fed by an op of the kind sorting next to the one the
+                       pattern names there, before and after (`neighbours`)
 =====================  =========================================================================
 
 `fusionspec.conformance.generate.items` joins the methods into what the ci profile must draw;
@@ -33,10 +37,12 @@ from dataclasses import dataclass
 from fusionspec.spec.catalog import CATALOG, PatternEntry
 
 from ..cases import Case
+from .ambiguous_axes import ambiguous_items
 from .boundaries import BOUNDARY_UNDRAWN, boundary_items
 from .graph_format import FORMAT_UNDRAWN, format_ill_formed_cases, format_items
 from .ill_formed import setting_cases, setting_items
 from .model import UNDRAWN, Item, schema_items, tensor_items
+from .neighbours import neighbour_items
 from .pairs import pair_items
 from .rule_settings import RULE_UNDRAWN, rule_setting_cases, rule_setting_items
 from .side_types import side_type_items
@@ -72,6 +78,10 @@ METHODS: tuple[Method, ...] = (
            "attributes", format_items, FORMAT_UNDRAWN),
     Method("value boundaries", "where each op's definition changes behaviour",
            boundary_items, BOUNDARY_UNDRAWN),
+    Method("ambiguous axes", "each attribute picking an axis, left to its default and "
+           "written, and each per-channel operand, on axes of one length", ambiguous_items, {}),
+    Method("neighbouring kinds", "each side input fed by an op of a kind sorting next to the "
+           "one the pattern names there", neighbour_items, {}),
 )
 
 

@@ -18,8 +18,14 @@ another, ``r`` reads ``Kind.s``, and that gives two items:
 
 Every rule the family breaks at all is an item too (``("ill-formed rule", r)``), so each typed
 error of the validator is drawn at least once; `RULE_UNDRAWN` lists the rules no defect of a
-valid instance can break, with the reason. Each item is drawn once, by the first pattern in
-catalog order whose instances show it (`owned_items`), so the floors add one case per item.
+valid instance can break, with the reason. Two corners no one-op defect of the family
+reaches are items too (`fusionspec.conformance.generate.rule_corners`): each op kind's output
+declared with a wrong shape wherever the op sits in the pattern (``("ill-formed declared
+output shape", Kind)``: the base op's as much as the last post-op's), and each integer
+attribute just below its lower bound (``("ill-formed below the lower bound", Kind.attr)``:
+groups 0, a stride 0, a pad -1, an axis -(rank + 1)). Each item is drawn once, by the first
+pattern in catalog order whose instances show it (`owned_items`), so the floors add one case
+per item.
 """
 
 from __future__ import annotations
@@ -44,6 +50,7 @@ from .instance_build import ACT_BY_RANK, ANY_RANK_HEADS, build_instance, grammar
 from .instance_plans import instance_plans
 from .model import Item
 from .probes import Defect, defects, outcome, settings_of, variations
+from .rule_corners import corner_examples
 from .values import clean_plan, with_values
 
 __all__ = ["rule_setting_items", "rule_setting_cases", "inside_cases", "RULE_UNDRAWN",
@@ -76,7 +83,8 @@ class Example:
     defect: Defect
     rule: str | None
     #: For an ill-formed example: the same defect under the setting's other value is valid,
-    #: so the case tells a backend that checks the rule under that value only.
+    #: so the case tells a backend that checks the rule under that value only (of a corner of
+    #: `rule_corners`: the better example of its item). A sharp example replaces a blunt one.
     sharp: bool = False
 
 
@@ -210,6 +218,9 @@ def _pattern_examples(pattern: str) -> tuple[tuple[Item, Example], ...]:
     for graph, ranks in _roots(entry):
         for op in graph.ops:
             shown = [*_probe(graph, op, seen), *_by_rank(graph, ranks, op)]
+            settled = {item for item, example in found.items() if example.sharp}
+            shown += [(item, Example("", form, defect, rule, sharp)) for item, form, defect,
+                      rule, sharp in corner_examples(graph, op, _signature(graph, op), settled)]
             for item, example in shown:
                 # The first example of an item, or the first sharp one after a blunt one.
                 better = item not in found or (example.sharp and not found[item].sharp)

@@ -1,6 +1,6 @@
-"""The table form of element-wise partitions (`fusionspec.accel.families.table`): one program
-for every chain, dtype set, rank and broadcast structure, computing bit for bit what the
-specialised form computes; the backend's choice between the forms; the fallbacks."""
+"""The table form of element-wise partitions (`fusionspec.accel.families.elementwise_table`):
+one program for every chain, dtype set, rank and broadcast structure, computing bit for bit
+what the specialised form computes; the backend's choice between the forms; the fallbacks."""
 
 from __future__ import annotations
 
@@ -12,9 +12,10 @@ from testkit.accel import OnDevice, first_device, requires_device
 
 from fusionspec.accel.backend import FORM_ENV, AccelBackend
 from fusionspec.accel.codegen.epilogue import supported_kinds
-from fusionspec.accel.codegen.table import RANK, REGS, SLOTS, TABLE_KINDS, translate
+from fusionspec.accel.codegen.table_translate import RANK, REGS, SLOTS, TABLE_KINDS, translate
 from fusionspec.accel.errors import AccelError
-from fusionspec.accel.families.table import TABLE_KERNEL, TABLE_LIMIT
+from fusionspec.accel.families.elementwise_table import TABLE_KERNEL
+from fusionspec.accel.families.forms import TABLE_LIMIT
 from fusionspec.accel.runtime import all_stats
 from fusionspec.reference.dtypes import cast_to
 from fusionspec.reference.partitioner import external_tensors

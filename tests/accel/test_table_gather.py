@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from testkit.accel import OnDevice, requires_device
 
-from fusionspec.accel.families.gemm_tables import index_maps
+from fusionspec.accel.families.gemm_index_maps import index_maps
 from fusionspec.accel.families.window_table import pool_map, reduction_map
 from fusionspec.reference import execute
 from fusionspec.spec.dtypes import DataType

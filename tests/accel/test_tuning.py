@@ -18,7 +18,7 @@ from fusionspec.accel import tune as tune_module
 from fusionspec.accel.families import BuildContext
 from fusionspec.accel.families.gemm import A_MODES
 from fusionspec.accel.runtime import CACHE_ENV
-from fusionspec.accel.tuning import (
+from fusionspec.accel.tuning_cache import (
     TUNING_VERSION,
     forget_tuning,
     load_tuning,

@@ -38,6 +38,7 @@ def test_a_departure_survives_the_round_trip_as_plain_data() -> None:
     ([{**departure_data(FULL), "label": "Excuse"}], "label must be one of"),
     ([{**departure_data(FULL), "cut": ["A"]}], "two kinds"),
     ([{**departure_data(FULL), "statuses": "fusion-mismatch"}], "short list of strings"),
+    ([{**departure_data(FULL), "statuses": ["numeric_mismatch"]}], "names no status"),
     ([{**departure_data(FULL), "ops": [{"kind": "Add", "inputs": -1}]}], "whole number"),
     ("nan-select-max", "sequence of Departure"),
 ])

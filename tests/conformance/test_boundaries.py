@@ -20,6 +20,7 @@ from fusionspec.conformance.generate.boundaries import (
     UPSTREAM_NONFINITE,
     boundary_cases,
     boundary_items,
+    boundary_near_misses,
 )
 from fusionspec.conformance.generate.instance_plans import instance_plans
 from fusionspec.reference import execute, fill_inputs
@@ -37,7 +38,8 @@ PATTERNS = [entry.id for entry in CATALOG]
 @cache
 def _floor(pattern: str) -> tuple[Case, ...]:
     entry = next(e for e in CATALOG if e.id == pattern)
-    return tuple(boundary_cases(entry, instance_plans(entry)))
+    return tuple(boundary_cases(entry, instance_plans(entry))) + tuple(
+        boundary_near_misses(entry))
 
 
 def _shown(case: Case) -> set[tuple[str, str]]:

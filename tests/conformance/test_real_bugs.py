@@ -28,18 +28,6 @@ from fusionspec.spec.catalog import pattern_ids
 
 #: Bugs the suite does not catch yet, with the corner no ci case reaches (coverage work).
 MISSED: dict[str, str] = {
-    "onednn-reduction-output-shape": "no ci ill-formed case declares a wrong output shape on "
-    "the Reduction itself; the schema.shape.output defects land on its last post-op",
-    "onednn-zero-groups": "no ci ill-formed case sets a convolution's groups to 0",
-    "onednn-gc-exp-overflow-bound": "the value boundaries draw no Exp input in the last 3e-5 "
-    "below the f32 overflow bound (88.72280 < x <= 88.72283)",
-    "onednn-gc-channel-axis-default": "no ci case leaves out the axis of a per-channel "
-    "Quantize/Dequantize whose last dimension has as many elements as it has scales",
-    "onednn-softmax-post-ops-narrow-output": "the forbidden fusion differs from the unfused "
-    "graph by one bf16/f16 rounding of the SoftMax output, inside the tolerance, so the suite "
-    "grades it as an extension",
-    "openvino-matmul-channel-axis-one": "no ci MatMul case of rank >= 3 has dimension 1 of its "
-    "output as long as the last one (M == N) under a per-channel binary post-op",
 }
 
 _OUTCOMES: list[dict[str, Any]] = []
@@ -81,7 +69,8 @@ def test_suite_catches_real_bug(bug: RealBug) -> None:
     found = [f"{f.signature} ({len(f.records)})" for f in group_findings(results.to_dict())]
     _OUTCOMES.append({"bug": bug.id, "class": bug.bug_class, "source": bug.source,
                       "fixed_in": bug.fixed_in, "expected": bug.status.value,
-                      "caught": caught, "statuses": dict(seen), "findings": found})
+                      "caught": caught, "statuses": dict(seen), "findings": found,
+                      "corner": MISSED.get(bug.id, "")})
     where = f"{bug.id} ({bug.source}, fixed in {bug.fixed_in})"
     assert seen[bug.status.value] > 0, \
         f"{where}: the suite never reported {bug.status.value}; statuses seen: {dict(seen)}"

@@ -118,10 +118,17 @@ class ChannelAxisDefaultDropped(OpKernels):
     default axis 1 ran with the backend's own choice, the last axis."""
 
     name = "real-channel-axis-default-dropped"
+    written: frozenset[int] = frozenset()
+
+    def partition(self, graph: Graph) -> list[Partition]:
+        # A partition holds the finalized ops, the default axis filled in: remember which ops
+        # wrote theirs.
+        self.written = frozenset(op.id for op in graph.ops if "axis" in op.attrs)
+        return super().partition(graph)
 
     def kernel(self, op: Op, args: Sequence[Array], part: Partition,
                values: Mapping[int, Array]) -> list[Array] | None:
-        if op.kind not in ("Quantize", "Dequantize") or "axis" in op.attrs \
+        if op.kind not in ("Quantize", "Dequantize") or op.id in self.written \
                 or attr(op, "qtype") != "per_channel":
             return None
         x = np.asarray(args[0])

@@ -84,6 +84,17 @@ def test_rare_nearby_cases_come_first_then_a_spread() -> None:
     assert len(groups) >= 5, f"the rest must spread over patterns: {sorted(groups)}"
 
 
+def test_cases_with_an_unusual_path_through_the_file_come_next() -> None:
+    common = [f"p{n % 5}.x/valid/{n:04x}" for n in range(60)]
+    odd = ["p3.x/valid/unknown-rank"]
+    # Line 10 is mutated; line 40, far from it, is a branch only the odd case takes (an
+    # unknown rank, say): the nearby lines cannot tell it from the others, the file can.
+    lines_map = {"m.py": {"10": common + odd, "11": common + odd, "40": odd}}
+    picked = kill.chosen(lines_map, "m.py", range(10, 11), 9)
+    assert odd[0] in picked[:4], (
+        f"the case with the file's rarest path must be among the first third; picked {picked}")
+
+
 def test_wilson_interval() -> None:
     low, high = score.wilson(90, 100)
     assert 0.82 < low < 0.83 and 0.94 < high < 0.95, f"Wilson 95% of 90/100 is [0.826, 0.945]: " \
@@ -92,18 +103,38 @@ def test_wilson_interval() -> None:
     assert score.wilson(10, 10)[1] == 1.0, "the interval stays inside [0, 1]"
 
 
-def test_survivor_keys_name_file_operator_and_change() -> None:
-    diff = "--- a/x\n+++ b/x\n@@ -1 +1 @@\n-    if a < b:\n+    if a <= b:\n"
-    key = score.survivor_key("fusionspec_shadow/ops/unary.py",
+def test_survivor_keys_name_file_function_operator_and_change() -> None:
+    diff = ("--- a/x\n+++ b/x\n@@ -1 +1 @@\n-    if first_value < second_value:\n"
+            "+    if first_value <= second_value:\n")
+    key = score.survivor_key("fusionspec_shadow/ops/unary.py", "relu",
                              "core/ReplaceComparisonOperator_Lt_LtE", diff)
-    assert key == "ops/unary.py :: ReplaceComparisonOperator_Lt_LtE :: if a < b: => if a <= b:"
+    assert key == "ops/unary.py :: relu :: ReplaceComparisonOperator_Lt_LtE :: " \
+                  "if first_value < second_value: => if first_value <= second_value:", \
+        f"the key names file, function, operator and change: {key!r}"
+    other = score.survivor_key("fusionspec_shadow/ops/unary.py", "elu",
+                               "core/ReplaceComparisonOperator_Lt_LtE", diff)
+    assert other != key, "the same change in two functions of one file gets two keys"
+
+
+def test_a_short_change_is_named_with_the_line_before_it() -> None:
+    keys = {score.survivor_key("fusionspec_shadow/matcher.py", "_leaf",
+                               "core/ReplaceContinueWithBreak",
+                               f"--- a/x\n+++ b/x\n@@ -1,3 +1,3 @@\n     {before}\n\n"
+                               "-        continue\n+        break\n")
+            for before in ("if op.kind not in kinds:", "yield st2, ()")}
+    assert keys == {"matcher.py :: _leaf :: ReplaceContinueWithBreak :: "
+                    "if op.kind not in kinds: | continue => break",
+                    "matcher.py :: _leaf :: ReplaceContinueWithBreak :: "
+                    "yield st2, () | continue => break"}, \
+        f"two `continue`s of one function get two keys, each with the line before it: {keys}"
 
 
 def test_every_triage_entry_is_well_formed() -> None:
     entries = tomllib.loads((TOOLS / "triage.toml").read_text()).get("survivor", [])
     for entry in entries:
         key = entry.get("key", "")
-        assert key.count(" :: ") == 2, f"a triage key is 'file :: operator :: change': {key!r}"
+        assert key.count(" :: ") >= 3, \
+            f"a triage key is 'file :: function :: operator :: change': {key!r}"
         verdict = entry.get("verdict")
         assert verdict in ("equivalent", "missed"), f"{key}: verdict {verdict!r}"
         reason = entry.get("why") if verdict == "equivalent" else entry.get("corner")
@@ -112,3 +143,18 @@ def test_every_triage_entry_is_well_formed() -> None:
             f"{'argument' if verdict == 'equivalent' else 'corner'}")
     keys = [e.get("key") for e in entries]
     assert len(keys) == len(set(keys)), "a survivor is triaged once"
+
+
+def test_a_mutant_keeps_its_rank_when_code_above_it_moves(tmp_path: Path) -> None:
+    body = "def relu(x):\n    return max(x, 0)\n"
+    before, after = tmp_path / "a", tmp_path / "b"
+    for root, text in ((before, body), (after, "import math\n\n\n" + body)):
+        (root / "pkg").mkdir(parents=True)
+        (root / "pkg" / "m.py").write_text(text)
+    shift = 3
+    names = [sample.identity(root, "pkg/m.py", "relu", "core/NumberReplacer",
+                             (2 + lines, 18), (2 + lines, 19))
+             for root, lines in ((before, 0), (after, shift))]
+    assert names[0] == names[1], f"three lines added above must not rename the mutant: {names}"
+    assert sample.rank(0, names[0]) == sample.rank(0, names[1]), "same name, same place in order"
+    assert sample.rank(0, names[0]) != sample.rank(1, names[0]), "another seed, another order"

@@ -112,24 +112,38 @@ NEAR_AFTER = 6
 
 def chosen(lines_map: dict[str, dict[str, list[str]]], rel: str, lines: range,
            cap: int) -> list[str]:
-    """At most `cap` of the cases that reach `lines`: first those that also run the rarely
-    run lines around them (a guarded branch that only ill-formed graphs of one rule reach is
-    where a flipped condition shows; a spread alone would seldom pick those cases), then a
-    spread over patterns and case kinds."""
+    """At most `cap` of the cases that reach `lines`, in three thirds:
+
+    - those that also run the rarely run lines around them (a guarded branch that only
+      ill-formed graphs of one rule reach is where a flipped condition shows);
+    - those whose path through the mutated file is the most unusual (the sum, over the file's
+      lines a case runs, of one over the cases that run each line): a corner that depends on
+      the data rather than on the lines next to the mutation (an unknown rank, a fan-out after
+      an optional node) shows in cases that run the file's rare lines elsewhere;
+    - a spread over patterns and case kinds.
+    """
     reach = cases_for(lines_map, rel, lines)
     if len(reach) <= cap:
         return reach
     by_line = lines_map.get(rel, {})
-    weight: dict[str, float] = defaultdict(float)
     reachable = set(reach)
+    weight: dict[str, float] = defaultdict(float)
     for line in range(lines.start - 1, lines.stop + NEAR_AFTER):
         ids = [c for c in by_line.get(str(line), []) if c in reachable]
         for case_id in ids:
             weight[case_id] += 1.0 / len(ids)
     rare = sorted((c for c in weight if weight[c] > min(weight.values(), default=0.0)),
-                  key=lambda c: (-weight[c], c))[:cap // 2]
-    rest = spread([c for c in reach if c not in set(rare)], cap - len(rare))
-    return rare + rest
+                  key=lambda c: (-weight[c], c))[:cap // 3]
+    taken = set(rare)
+    oddity: dict[str, float] = defaultdict(float)
+    for ids in by_line.values():
+        for case_id in ids:
+            if case_id in reachable and case_id not in taken:
+                oddity[case_id] += 1.0 / len(ids)
+    odd = sorted(oddity, key=lambda c: (-oddity[c], c))[:cap // 3]
+    taken.update(odd)
+    rest = spread([c for c in reach if c not in taken], cap - len(taken))
+    return rare + odd + rest
 
 
 def main() -> int:

@@ -2,7 +2,9 @@
 
 `cosmic-ray init` lists every mutation of the shadow package (thousands). A run tests a random
 sample: a share of each area (the op functions, the executor, the partitioner, the validator),
-drawn with a seeded generator so the same seed and sources give the same mutants. Every mutant
+taken in the order of a keyed hash of each mutant's identity (`rank`), so the same seed and
+sources give the same mutants on any machine, and an edit changes the sample only where it
+changes the code. Every mutant
 left out of the sample is marked *skipped* in the session, which `cosmic-ray exec` then passes
 over (the way cosmic-ray's own filters work).
 """
@@ -10,7 +12,7 @@ over (the way cosmic-ray's own filters work).
 from __future__ import annotations
 
 import ast
-import random
+import hashlib
 from collections import defaultdict
 from functools import cache
 from pathlib import Path
@@ -86,11 +88,38 @@ def area_of(module: str) -> str | None:
     return None
 
 
+def identity(root: Path, module: str, definition: str | None, operator: str,
+             start: tuple[int, int], end: tuple[int, int]) -> str:
+    """A mutant's name that survives unrelated edits and a new ``cosmic-ray init`` (whose job
+    ids are random): its file, function, operator and the text it mutates, with the column
+    where that text starts on its line."""
+    lines = _lines(root / module)
+    first, last = start[0] - 1, end[0] - 1
+    if first == last:
+        text = lines[first][start[1]:end[1]]
+    else:
+        text = "\n".join([lines[first][start[1]:], *lines[first + 1:last], lines[last][:end[1]]])
+    return f"{module}|{definition or ''}|{operator}|{lines[first].strip()}|{start[1]}|{text}"
+
+
+@cache
+def _lines(path: Path) -> tuple[str, ...]:
+    return tuple(path.read_text().splitlines())
+
+
+def rank(seed: int, name: str) -> str:
+    """Where a mutant stands in the seed's order: a keyed hash of its identity, so each mutant
+    keeps its place whatever else the code holds, and a sample changes only where the code
+    does."""
+    return hashlib.sha256(f"{seed}\x00{name}".encode()).hexdigest()
+
+
 def sample(session: Path, size: int, seed: int, root: Path) -> dict[str, int]:
     """Keep a stratified sample of `size` mutants in `session` (of the shadow under `root`),
-    skip the rest; return how many each area keeps."""
+    skip the rest; return how many each area keeps. Within an area the mutants with the
+    lowest `rank` are kept: the same code and seed give the same sample on any machine."""
     with use_db(str(session), WorkDB.Mode.open) as db:
-        by_area: dict[str, list[str]] = defaultdict(list)
+        named: dict[tuple[str, str], list[tuple[int, str]]] = defaultdict(list)
         skipped: list[str] = []
         for item in db.work_items:
             mutation = item.mutations[0]
@@ -98,15 +127,22 @@ def sample(session: Path, size: int, seed: int, root: Path) -> dict[str, int]:
             area = area_of(module)
             if area is None or inert(root, module, mutation.start_pos, mutation.end_pos):
                 skipped.append(item.job_id)
-            else:
-                by_area[area].append(item.job_id)
-        rng = random.Random(seed)
+                continue
+            name = identity(root, module, mutation.definition_name, mutation.operator_name,
+                            mutation.start_pos, mutation.end_pos)
+            named[(area, name)].append((mutation.occurrence, item.job_id))
+        # An operator may make several mutants of one place (a number both raised and
+        # lowered): they are told apart by their order there, not by the module-wide
+        # occurrence count, which moves whenever code above them changes.
+        by_area: dict[str, list[tuple[str, str]]] = defaultdict(list)
+        for (area, name), jobs in named.items():
+            for n, (_, job) in enumerate(sorted(jobs)):
+                by_area[area].append((rank(seed, f"{name}|{n}"), job))
         kept: dict[str, int] = {}
         for area in AREAS:
-            jobs = sorted(by_area[area])
-            take = min(len(jobs), round(size * SHARES[area]))
-            chosen = set(rng.sample(jobs, take))
+            ranked = sorted(by_area[area])
+            take = min(len(ranked), round(size * SHARES[area]))
             kept[area] = take
-            skipped += [j for j in jobs if j not in chosen]
+            skipped += [job for _, job in ranked[take:]]
         db.set_multiple_results(skipped, WorkResult(worker_outcome=WorkerOutcome.SKIPPED))
     return kept

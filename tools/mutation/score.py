@@ -41,13 +41,25 @@ def wilson(hits: int, total: int, z: float = 1.96) -> tuple[float, float]:
     return (max(0.0, (centre - spread) / scale), min(1.0, (centre + spread) / scale))
 
 
-def survivor_key(module: str, operator: str, diff: str) -> str:
-    """A survivor's name in the triage file: its file, operator and the removed and added
-    lines of its diff (stable while the code around it moves)."""
-    changed = [line[1:].strip() for line in diff.splitlines()
-               if line[:1] in "+-" and not line.startswith(("+++", "---"))]
+#: A changed line shorter than this is named with the line before it in the key.
+SHORT_CHANGE = 25
+
+
+def survivor_key(module: str, definition: str | None, operator: str, diff: str) -> str:
+    """A survivor's name in the triage file: its file, the function (or class) holding it, its
+    operator and the removed and added lines of its diff (stable while the code around it
+    moves; the function tells apart the same change made in two places of one file)."""
+    lines = [line for line in diff.splitlines() if not line.startswith(("+++", "---", "@@"))]
+    changed = [line[1:].strip() for line in lines if line.startswith(("+", "-"))]
     text = " => ".join(changed)
-    return f"{module.removeprefix('fusionspec_shadow/')} :: {operator.split('/')[-1]} :: {text}"
+    if changed and len(changed[0]) < SHORT_CHANGE:
+        # A short line (`continue`, `return None`) recurs within one function: the line
+        # before it tells the places apart.
+        first = next(i for i, line in enumerate(lines) if line.startswith(("+", "-")))
+        before = [line[1:].strip() for line in lines[:first] if line[1:].strip()]
+        text = f"{before[-1] if before else '<start>'} | {text}"
+    return (f"{module.removeprefix('fusionspec_shadow/')} :: {definition or '<module>'} :: "
+            f"{operator.split('/')[-1]} :: {text}")
 
 
 @dataclass
@@ -91,7 +103,8 @@ def score(session: Path, triage: dict[str, dict[str, str]]) -> dict[str, object]
                 area.killed += 1
             else:
                 area.survived += 1
-                key = survivor_key(module, mutation.operator_name, result.diff or "")
+                key = survivor_key(module, mutation.definition_name, mutation.operator_name,
+                                   result.diff or "")
                 entry = triage.get(key)
                 verdict = entry["verdict"] if entry else "untriaged"
                 if verdict == "equivalent":

@@ -62,7 +62,7 @@ inline __attribute__((always_inline)) float8 fs_sm_max8(float8 a, float8 b) {
     return (a > b || a != a) ? a : b;
 }
 
-/* vec_type_hint: vectorised by hand along the row (see gemm.cl.j2) */
+/* vec_type_hint: vectorised by hand along the row (see gemm_register.cl.j2) */
 __kernel __attribute__((vec_type_hint(float8)))
 void fs_softmax(
     __global const float* restrict t0,

@@ -1,5 +1,5 @@
-"""The instruction set of the table form (`fusionspec.accel.codegen.table`): opcodes and the
-OpenCL C statement each runs.
+"""The instruction set of the table form (`fusionspec.accel.codegen.table_translate`):
+opcodes and the OpenCL C statement each runs.
 
 An instruction is 8 ints: opcode, destination register ``r``, operands ``a``, ``b``, ``k``,
 ``m``, ``n`` (registers, a slot, a table index or a domain axis, by opcode) and ``q`` (a dtype

@@ -4,10 +4,10 @@ The specialised form (`fusionspec.accel.codegen.epilogue`) writes each chain of 
 OpenCL C, so every distinct chain, dtype set, rank and broadcast structure is a program of its
 own, and a conformance run, where nearly every case has a new structure, spends most of its
 time compiling. The table form instead translates the partition into an instruction table
-(`fusionspec.accel.codegen.table_ops`: loads, stores, one instruction per op) and an f32 table
-of attribute values and per-channel parameters, both kernel arguments; the interpreter kernel
-(``accel/templates/table.cl.j2``) is the same text for every partition, so one build serves
-them all.
+(`fusionspec.accel.codegen.table_instructions`: loads, stores, one instruction per op) and an
+f32 table of attribute values and per-channel parameters, both kernel arguments; the
+interpreter kernel (``accel/templates/table.cl.j2``) is the same text for every partition, so
+one build serves them all.
 
 Each tensor the kernel touches gets a buffer slot (`SLOTS` at most) and, per axis of the
 domain padded to `RANK` axes, a stride argument: the tensor's own stride (runtime strides for
@@ -38,7 +38,7 @@ from ..plan import Binding, LongsArg, ScalarArg, StrideArg
 from .access import is_dense, known_shape
 from .epilogue import ordered_ops
 from .opctx import attr_of
-from .table_ops import DTYPE_CODES, FLOAT_BINARY, FLOAT_UNARY, OPCODES, WITH_ATTR
+from .table_instructions import DTYPE_CODES, FLOAT_BINARY, FLOAT_UNARY, OPCODES, WITH_ATTR
 from .types import Kind, is_integer
 
 __all__ = ["SLOTS", "RANK", "REGS", "TABLE_KINDS", "TableCode", "translate", "translate_ops",
