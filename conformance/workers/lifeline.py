@@ -18,7 +18,10 @@ the resource tracker and the pool processes would live on, holding the runner's 
   alive pipe, so the fork server ends with the runner, and with it every child it forked. On
   every platform a thread watches the runner's lifeline pipe, whose write end only the runner
   holds: at its end of file the child kills itself, with its process group where it leads one
-  (a backend's helpers), so the guarantee does not hang on the fork server alone.
+  (a backend's helpers), so the guarantee does not hang on the fork server alone. A child that
+  leads a process group also forks a guardian, a process that only waits for its own
+  parent-death signal and then kills the group: the SIGKILL that ends the child runs none of its
+  code, and the helpers would otherwise outlive it.
 
 A fork server child's parent is the fork server (one thread, ending with the runner). A spawned
 child's parent is the thread that started it, and Linux sends the parent-death signal when that
@@ -92,6 +95,8 @@ def hold(held: Ticket, then: Callable[[], object] | None = None) -> None:
         _die()  # the parent died before the signal was asked for: nobody would send it
     if held.forked_by_server:
         _let_go_of_fork_server()
+    if held.parent is not None:
+        _guard_group()
     if held.reader is not None:
         if held.reader.poll(0):  # at end of file already: the runner is gone
             _die()
@@ -111,6 +116,30 @@ def parent_death_signal() -> bool:
         return int(libc.prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)) == 0
     except (OSError, AttributeError):
         return False
+
+
+def _guard_group() -> None:
+    """Where this process leads a process group (a worker, whose backend may start helpers
+    there), fork a guardian that kills the whole group when this process dies. The
+    parent-death signal ends this process with SIGKILL, which runs none of its code, so
+    without the guardian a helper the backend started would outlive it. Call it while the
+    process has one thread: the guardian runs only system calls."""
+    if not sys.platform.startswith("linux") or os.getpgid(0) != os.getpid():
+        return
+    leader = os.getpid()
+    if os.fork() != 0:
+        return
+    try:  # the guardian: no Python-level state of the worker is used past this point
+        os.closerange(3, 1 << 16)  # hold nothing of the worker's: its pipes end with it
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
+        libc = ctypes.CDLL(None, use_errno=True)
+        if int(libc.prctl(_PR_SET_PDEATHSIG, int(signal.SIGTERM), 0, 0, 0)) != 0:
+            os._exit(0)  # no signal to wait for: the lifeline thread alone holds
+        if os.getppid() == leader:  # else the leader died before the signal was asked for
+            signal.sigwait({signal.SIGTERM})
+        os.killpg(leader, signal.SIGKILL)
+    finally:
+        os._exit(0)
 
 
 def _watch(reader: Connection) -> None:
