@@ -35,8 +35,7 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-import numpy as np
-
+from fusionspec.backend.agreement import agreement
 from fusionspec.reference import execute, fill_inputs
 from fusionspec.reference.partitioner import partition as reference_partition
 from fusionspec.spec.dtypes import DataType
@@ -46,7 +45,7 @@ from .compiled import AccelCompiledPartition
 from .devices import DeviceInfo, select_device
 from .errors import AccelError
 from .families import BuildContext, family_for
-from .families.gemm import A_MODES, PLAIN_BLOCK, WINDOW_BLOCK, register_blocked
+from .families.gemm_tiles import A_MODES, PLAIN_BLOCK, WINDOW_BLOCK, register_blocked
 from .runtime import runtime_for
 from .tuning_cache import load_tuning, save_tuning, tuning_path
 
@@ -98,8 +97,9 @@ class _Candidate:
         self.compiled = AccelCompiledPartition(part, runtime_for(info), [plan])
         self.inputs = inputs
         got = self.compiled.execute(inputs)
+        dtypes = {t.id: t.dtype.value for t in part.outputs}
         for tid, value in want.items():
-            if not np.allclose(got[tid], value, rtol=1e-4, atol=1e-4):
+            if not agreement(got[tid], value, dtypes.get(tid, "f32"))[0]:
                 raise AccelError(f"tuning candidate {choice} does not match the reference")
 
     def sample(self) -> float:

@@ -29,7 +29,10 @@ error naming it. The grammar items each pattern must cover come from the suite's
 ranks the op schemas allow each op of the pattern, the tensor value classes, the dtype row x
 attribute pairs and the ill-formed settings) and are handed to the report as data; where the
 strategies cannot be imported (hypothesis, of the ``conformance`` extra, is not installed) the
-report shows the coverage recorded without the required items.
+report shows the coverage recorded without the required items. The items and the model are a
+function of the suite's sources: they are kept in the draw cache's folder
+(`fusionspec.conformance.coverage_cache`, off with ``FUSIONSPEC_DRAW_CACHE=off``) and computed
+again only when the suite changes.
 """
 
 from __future__ import annotations
@@ -42,7 +45,6 @@ from typing import TYPE_CHECKING, Any
 
 from fusionspec.conformance.grade.results import load_results
 from fusionspec.conformance.perf.document import is_perf_document, load_perf
-from fusionspec.spec.catalog import CATALOG
 from fusionspec.spec.text import clean_json
 
 from .output import UsageError, check_paths, emit
@@ -102,14 +104,14 @@ def run(args: argparse.Namespace) -> int:
     if perf_paths:
         perf = perf_section([load_perf(p) for p in perf_paths], [str(p) for p in perf_paths])
     baselines = [RunInput(load_results(path), path) for path in args.baseline]
-    required = _required()
+    required, methods = _coverage()
     mutation = None
     if args.mutation is not None:
         mutation = mutation_view(_read_json(args.mutation), str(args.mutation))
     rates = catch_rates(*_catch_rate_paths(args))
     report = build_report(runs, baselines=baselines, required=required, mutation=mutation,
                           max_drilldowns=DEFAULT_DRILLDOWNS if args.drilldowns is None
-                          else args.drilldowns, perf=perf, methods=_methods(),
+                          else args.drilldowns, perf=perf, methods=methods,
                           catch_rates=rates)
     written = write(report, args.out)
     for problem in (rates.sampled_problem, rates.real_bugs_problem):
@@ -200,30 +202,17 @@ def _catch_rate_summary(rates: CatchRates) -> dict[str, object]:
         "notes": list(rates.notes())}
 
 
-def _required() -> dict[str, tuple[tuple[str, str], ...]] | None:
-    """Per pattern, the (feature, value) items its cases must reach; None without hypothesis."""
-    try:
-        from fusionspec.conformance.generate.coverage import coverage_items
-        from fusionspec.conformance.generate.items import all_items
-        from fusionspec.conformance.generate.near_miss import structure_items
-    except ModuleNotFoundError as exc:
-        if exc.name != "hypothesis":
-            raise
-        return None
-    return {entry.id: coverage_items(entry) + all_items(entry) + structure_items(entry)
-            for entry in CATALOG}
+def _coverage() -> tuple[dict[str, tuple[tuple[str, str], ...]] | None,
+                         tuple[dict[str, object], ...]]:
+    """Per pattern, the (feature, value) items its cases must reach, and the coverage model by
+    method, as data (read back from the draw cache's folder when this suite computed them
+    before); None and none without hypothesis."""
+    from fusionspec.conformance.coverage_cache import coverage_model
 
-
-def _methods() -> tuple[dict[str, object], ...]:
-    """The coverage model by method, as data; none without hypothesis."""
-    try:
-        from fusionspec.conformance.generate.items import thorough_only
-        from fusionspec.conformance.generate.methods import method_table
-    except ModuleNotFoundError as exc:
-        if exc.name != "hypothesis":
-            raise
-        return ()
-    return method_table(thorough_only())
+    model = coverage_model()
+    if model is None:
+        return None, ()
+    return model.required, model.methods
 
 
 def _read_json(path: Path) -> Any:

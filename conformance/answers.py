@@ -15,18 +15,21 @@ file) meets text it cannot write.
 
 from __future__ import annotations
 
+import abc
 import os
 import reprlib
 import traceback
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from fusionspec.backend import error_fields
 from fusionspec.spec.errors import GraphError
 from fusionspec.spec.text import MESSAGE_LIMIT, clean_text
 
-__all__ = ["Failure", "Foreign", "BackendFailure", "Abandoned", "clip", "describe_exception",
+__all__ = ["Failure", "Foreign", "BackendFailure", "Abandoned", "Trip", "OneTrip", "clip",
+           "describe_exception",
            "short_traceback", "rejection_types", "TRACEBACK_LINES", "WHOLE_TRACEBACK_ENV"]
 
 #: How many frames of a backend's traceback a failure keeps: the first ones below the suite
@@ -79,6 +82,38 @@ class BackendFailure(Exception):
     def __init__(self, failure: Failure) -> None:
         super().__init__(failure.message)
         self.failure = failure
+
+
+class Trip:
+    """A partition compiled and executed in one call, each step's outcome kept for grading to
+    read in turn: `compiled()` returns what compile returned or raises its `BackendFailure`,
+    `outputs()` likewise for execute (None where compile failed: execute never ran)."""
+
+    def __init__(self, compiled: object, compile_failure: Failure | None,
+                 outputs: object = None, execute_failure: Failure | None = None) -> None:
+        self._compiled, self._compile_failure = compiled, compile_failure
+        self._outputs, self._execute_failure = outputs, execute_failure
+
+    def compiled(self) -> object:
+        if self._compile_failure is not None:
+            raise BackendFailure(self._compile_failure)
+        return self._compiled
+
+    def outputs(self) -> object:
+        if self._execute_failure is not None:
+            raise BackendFailure(self._execute_failure)
+        return self._outputs
+
+
+class OneTrip(abc.ABC):
+    """A backend whose compile and execute of one partition can be asked for at once: the
+    runner's view of a backend in a worker process, where each call is a round trip. Grading
+    uses it where nothing is checked between the two calls."""
+
+    @abc.abstractmethod
+    def compile_and_execute(self, partition: Any, device: Any, inputs: Any) -> Trip:
+        """Compile `partition` for `device`, then (when that succeeded) execute it on
+        `inputs`."""
 
 
 class Abandoned(Exception):

@@ -19,7 +19,9 @@ out the cases it skips. Every planned case keeps its place in the whole selectio
 (`PlannedCase.index`: its draw's rank among the selection's draws, then its place in the
 draw), which orders results documents whatever judged them: one process, `jobs` workers,
 shards or pytest-xdist workers. With several jobs the draws themselves are spread over
-processes.
+processes; the rule x setting cases of the floors, which probe the validator over the catalog
+(`fusionspec.conformance.generate.rule_settings.owned_cases`), are made once, by the planning
+process while the drawing processes start on the other draws, and handed to the floor draws.
 
 **Judging** (`judge_plan`). The planned cases go to a `RunnerPool` (isolated workers, `jobs`
 at a time), all in one stream so that no worker waits at the end of a pattern, and each verdict
@@ -46,7 +48,7 @@ import tempfile
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Protocol
@@ -69,7 +71,7 @@ from .generate.instances import instance_cases
 from .generate.methods import ill_formed_floor
 from .generate.model import tensor_items
 from .generate.near_miss import near_miss_rules, near_misses
-from .generate.rule_settings import rule_setting_items
+from .generate.rule_settings import adopt, owned_cases, rule_setting_items
 from .generate.stable import source_independent
 from .generate.strategies import design_cases, ill_formed_cases, near_miss_cases, valid_cases
 from .grade.results import ResultsCollector
@@ -309,21 +311,29 @@ def _ignore_sigint() -> None:
 
 
 def _draw_in_child(draw: _Draw, profile: Profile, run_seed: int,
-                   database_dir: Path | None) -> bytes:
+                   database_dir: Path | None, handed: bytes | None = None) -> bytes:
     # Graphs hold read-only mappings that the standard pickler refuses; the transport's
     # pickler rebuilds them (these bytes come from the suite's own process, so plain pickle
     # reads them back).
     use_cache_home()  # a fresh process: hypothesis' caches go where the parent's go
+    if handed is not None:
+        adopt(draw.pattern, draw.kind, pickle.loads(handed))
     return dumps(_run_draw(draw, profile, run_seed, database_dir))
+
+
+def _probes(draw: _Draw) -> bool:
+    """Whether `draw` needs the rule x setting cases of its pattern (`owned_cases`): its
+    floors, valid or ill-formed."""
+    return draw.floor and draw.kind is not CaseKind.near_miss
 
 
 def _drawn(draws: Sequence[_Draw], profile: Profile, run_seed: int, database_dir: Path | None,
            jobs: int) -> Iterator[list[Case]]:
     """The cases of each draw, in order; with several jobs, drawn in as many processes."""
     keys = [_cache_key(d, profile, run_seed, database_dir) for d in draws]
-    cached = all(k is not None and (draw_cache.cache_dir() / f"{k}.pickle").is_file()
-                 for k in keys)
-    if jobs <= 1 or len(draws) < 4 or cached:  # every draw on disk: no processes to start
+    on_disk = [k is not None and (draw_cache.cache_dir() / f"{k}.pickle").is_file()
+               for k in keys]
+    if jobs <= 1 or len(draws) < 4 or all(on_disk):  # every draw on disk: no processes
         for draw in draws:
             yield _run_draw(draw, profile, run_seed, database_dir)
         return
@@ -331,14 +341,25 @@ def _drawn(draws: Sequence[_Draw], profile: Profile, run_seed: int, database_dir
     context = lifeline.context()
     with ProcessPoolExecutor(max_workers=jobs, mp_context=context, initializer=lifeline.hold,
                              initargs=(lifeline.ticket(context), _ignore_sigint)) as pool:
-        futures = [pool.submit(_draw_in_child, d, profile, run_seed, database_dir)
-                   for d in draws]
+        futures: dict[int, Future[bytes]] = {}
         try:
-            for future in futures:
-                found: list[Case] = pickle.loads(future.result())
+            # The floors need the rule x setting cases, which probe the catalog: this process
+            # makes them once, while the drawing processes start on the other draws, and
+            # hands each floor draw those of its pattern.
+            for rank, draw in enumerate(draws):
+                if on_disk[rank] or not _probes(draw):
+                    futures[rank] = pool.submit(_draw_in_child, draw, profile, run_seed,
+                                                database_dir)
+            for rank, draw in enumerate(draws):
+                if rank not in futures:
+                    handed = dumps(owned_cases(entry(draw.pattern), draw.kind))
+                    futures[rank] = pool.submit(_draw_in_child, draw, profile, run_seed,
+                                                database_dir, handed)
+            for rank in range(len(draws)):
+                found: list[Case] = pickle.loads(futures[rank].result())
                 yield found
         except BaseException:
-            for future in futures:
+            for future in futures.values():
                 future.cancel()
             raise
 

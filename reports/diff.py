@@ -31,6 +31,7 @@ from dataclasses import dataclass
 
 from . import markdown as md
 from .document import Doc
+from .labels import run_name
 from .legend import StatusInfo, status_info, status_order
 
 __all__ = ["CountChange", "CaseChange", "RunDiff", "diff_runs", "pair_baselines",
@@ -113,7 +114,7 @@ class RunDiff:
 
 
 def _label(doc: Doc) -> str:
-    return f"{doc.text('backend', '?')} on {doc.obj('device').text('id', '?')}"
+    return run_name(doc.text("backend", "?"), doc.obj("device").text("id", "?"))
 
 
 def _key(doc: Doc) -> tuple[str, str]:

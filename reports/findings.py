@@ -32,6 +32,7 @@ from . import markdown as md
 from .causes import cause, record_facts, signature
 from .document import Doc, ReportError
 from .failures import find_folder
+from .labels import run_folder
 from .legend import severity
 
 __all__ = ["Finding", "cause", "checked", "group_findings", "merge_findings",
@@ -180,11 +181,11 @@ def _replay(backend: str, device: str, folder: str | None) -> str:
 
 
 def run_label(results: Mapping[str, Any]) -> str:
-    """``mybackend-1.2.0-cpu``: backend, driver version and device of a results document, as one
-    safe path component (`fusionspec.spec.files.safe_component`)."""
+    """``mybackend-1.2.0-cpu``: the run of a results document as one safe path component
+    (`fusionspec.reports.labels.run_folder`)."""
     device = results.get("device") or {}
-    parts = [str(results.get("backend")), str(device.get("driver") or ""), str(device.get("id"))]
-    return safe_component("-".join(p for p in parts if p), fallback="run")
+    return run_folder(str(results.get("backend")), str(device.get("driver") or ""),
+                      str(device.get("id")))
 
 
 _RECORD_FIELDS = ("case_id", "pattern", "kind", "rule", "dtype", "description", "status",

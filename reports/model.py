@@ -26,6 +26,7 @@ from .catch_rates import CatchRates
 from .coverage import Required
 from .diff import RunDiff, diff_runs, pair_baselines
 from .document import Doc, ReportError
+from .labels import run_suffixes
 from .legend import METRICS, STATUSES, StatusInfo, family_title, status_info
 from .method_coverage import MethodCoverage, method_coverage
 from .mutation import MutationView
@@ -137,22 +138,9 @@ def _limitations(runs: Sequence[RunView], docs: Sequence[Doc],
 
 
 def _labels(docs: Sequence[Doc]) -> list[str]:
-    """A suffix for runs that share backend and device (so their columns can be told apart):
-    the driver version where that tells them apart (two oneDNN versions), else a number."""
-    keys = [(doc.text("backend"), doc.obj("device").text("id")) for doc in docs]
-    drivers = [doc.obj("device").text("driver") for doc in docs]
-    total = Counter(keys)
-    distinct = {key: len({d for k, d in zip(keys, drivers) if k == key}) == total[key]
-                for key in total}
-    seen: Counter[tuple[str, str]] = Counter()
-    suffixes = []
-    for key, driver in zip(keys, drivers):
-        seen[key] += 1
-        if total[key] > 1 and distinct[key] and driver:
-            suffixes.append(f" ({driver})")
-        else:
-            suffixes.append("" if seen[key] == 1 else f" ({seen[key]})")
-    return suffixes
+    """The suffix of each run's name (`fusionspec.reports.labels.run_suffixes`)."""
+    return run_suffixes([(doc.text("backend"), doc.obj("device").text("id")) for doc in docs],
+                        [doc.obj("device").text("driver") for doc in docs])
 
 
 def build_report(runs: Sequence[RunInput], *, baselines: Sequence[RunInput] = (),

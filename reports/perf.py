@@ -27,6 +27,7 @@ from typing import Any
 from fusionspec.spec.text import clean_text
 
 from .document import Doc, ReportError
+from .labels import run_names
 from .perf_replay import rebuilt_bench
 from .roofline_svg import RooflinePoint, roofline_chart
 
@@ -208,19 +209,9 @@ def _points(rows: Sequence[PerfRow], record_docs: Sequence[Doc]) -> list[Rooflin
 
 
 def _labels(docs: Sequence[Doc]) -> list[str]:
-    """Backend on device, with the driver (or a number) where two documents share both."""
-    keys = [(text(d, "backend"), text(d.obj("device"), "id")) for d in docs]
-    total = Counter(keys)
-    seen: Counter[tuple[str, str]] = Counter()
-    labels = []
-    for doc, key in zip(docs, keys):
-        seen[key] += 1
-        label = f"{key[0]} on {key[1]}"
-        if total[key] > 1:
-            driver = text(doc.obj("device"), "driver")
-            label += f" ({driver})" if driver else f" ({seen[key]})"
-        labels.append(label)
-    return labels
+    """Each document's run name (`fusionspec.reports.labels.run_names`)."""
+    return run_names([(text(d, "backend"), text(d.obj("device"), "id")) for d in docs],
+                     [text(d.obj("device"), "driver") for d in docs])
 
 
 def perf_section(documents: Sequence[Mapping[str, Any]], sources: Sequence[str]

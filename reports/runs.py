@@ -17,6 +17,7 @@ from typing import Any
 
 from .coverage import percent
 from .document import Doc
+from .labels import run_name
 from .legend import StatusInfo, status_info, status_order
 
 __all__ = ["RunInput", "Count", "Cell", "RunView", "counts_of", "make_cell", "run_view"]
@@ -125,7 +126,7 @@ class RunView:
 
     @property
     def label(self) -> str:
-        return f"{self.backend} · {self.device_id}"
+        return run_name(self.backend, self.device_id)
 
 
 def _pairs(doc: Doc) -> tuple[tuple[str, str], ...]:

@@ -49,8 +49,8 @@ from fusionspec.spec.graph import LogicalTensor, row_major_strides
 from ..errors import UnsupportedPartitionError
 from .args import INT_LIMIT, Divisor, KernelArgs
 
-__all__ = ["Domain", "known_shape", "broadcast_domain", "is_dense", "stride_exprs",
-           "channel_offset", "split_lines", "INT_LIMIT"]
+__all__ = ["Domain", "known_shape", "check_broadcast", "broadcast_domain", "is_dense",
+           "stride_exprs", "channel_offset", "split_lines", "INT_LIMIT"]
 
 
 def known_shape(tensor: LogicalTensor) -> tuple[int, ...]:
@@ -75,6 +75,20 @@ def broadcast_domain(shapes: Sequence[tuple[int, ...]]) -> tuple[int, ...]:
             if d != 1:
                 out[k] = d
     return tuple(out)
+
+
+def check_broadcast(tensor: LogicalTensor, domain: Sequence[int]) -> tuple[int, ...]:
+    """The tensor's shape, which must broadcast into a kernel's domain of shape `domain`
+    (UnsupportedPartitionError otherwise)."""
+    shape = known_shape(tensor)
+    rank = len(domain)
+    ok = len(shape) <= rank and all(
+        d in (1, domain[rank - len(shape) + j]) for j, d in enumerate(shape))
+    if not ok:
+        raise UnsupportedPartitionError(f"tensor {tensor.id} of shape {list(shape)} does "
+                                        f"not broadcast to the kernel's domain "
+                                        f"{list(domain)}")
+    return shape
 
 
 def is_dense(tensor: LogicalTensor) -> bool:
@@ -206,14 +220,7 @@ class Domain:
 
     def check(self, tensor: LogicalTensor) -> tuple[int, ...]:
         """The tensor's shape, which must broadcast into the domain."""
-        shape = known_shape(tensor)
-        ok = len(shape) <= self.rank and all(
-            d in (1, self.shape[self.rank - len(shape) + j]) for j, d in enumerate(shape))
-        if not ok:
-            raise UnsupportedPartitionError(f"tensor {tensor.id} of shape {list(shape)} does "
-                                            f"not broadcast to the kernel's domain "
-                                            f"{list(self.shape)}")
-        return shape
+        return check_broadcast(tensor, self.shape)
 
     # -- the index along one axis -----------------------------------------------------------
 

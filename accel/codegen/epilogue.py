@@ -32,7 +32,8 @@ supports it (`fusionspec.accel.runtime.base_options`). The suite's tolerances
 (`fusionspec.conformance.grade.tolerances`: 4e-6 relative for simple and 4e-5 for complex eltwise
 ops) are far above these bounds.
 
-The op table lives in `fusionspec.accel.codegen.ops` (`OP_TABLE`): adding an op is one entry.
+The op table lives in `fusionspec.accel.codegen.ops` (`OP_TABLE`), each op's math in
+`fusionspec.accel.codegen.formulas` (shared with the table form).
 This is the specialised form; an element-wise partition with a small domain instead becomes
 data for one shared interpreter program (the table form,
 `fusionspec.accel.codegen.table_translate`).
@@ -47,10 +48,11 @@ from fusionspec.spec.graph import LogicalTensor, Op
 
 from ..errors import UnsupportedPartitionError
 from .access import Domain, channel_offset
+from .op_checks import check_chain, ordered_ops
 from .opctx import OpCtx, Value
 from .ops import OP_TABLE
 from .source import Preamble
-from .types import Kind, TypePolicy, check_supported
+from .types import Kind, TypePolicy
 
 __all__ = ["Value", "OpCtx", "EpilogueCode", "emit_epilogue", "supported_kinds",
            "ordered_ops"]
@@ -76,30 +78,6 @@ def supported_kinds() -> frozenset[str]:
     return frozenset(OP_TABLE)
 
 
-def ordered_ops(ops: Sequence[Op]) -> list[Op]:
-    """`ops` with every producer before its consumers (stable otherwise)."""
-    produced = {t.id: op for op in ops for t in op.outputs}
-    order: list[Op] = []
-    state: dict[int, int] = {}  # op id -> 1 visiting, 2 done
-
-    def visit(op: Op) -> None:
-        if state.get(op.id) == 2:
-            return
-        if state.get(op.id) == 1:
-            raise UnsupportedPartitionError("the ops form a cycle",
-                                            kinds=[o.kind for o in ops])
-        state[op.id] = 1
-        for t in op.inputs:
-            if t.id in produced:
-                visit(produced[t.id])
-        state[op.id] = 2
-        order.append(op)
-
-    for op in ops:
-        visit(op)
-    return order
-
-
 class _Emitter:
     """Generates the statements of one epilogue (the `Emitter` an `OpCtx` talks to)."""
 
@@ -121,17 +99,9 @@ class _Emitter:
     def run(self) -> None:
         for tid in list(self.values):
             self._maybe_store(tid)
-        for op in self.ops:
-            builder = OP_TABLE.get(op.kind)
-            if builder is None:
-                raise UnsupportedPartitionError(f"op {op.id} ({op.kind}) has no OpenCL "
-                                                "expression in the epilogue table",
-                                                kinds=[o.kind for o in self.ops])
-            for t in (*op.inputs, *op.outputs):
-                check_supported(t.dtype, f"tensor {t.id} of op {op.id} ({op.kind})")
-            result = builder(OpCtx(self, op))
+        for op in self.ops:  # checked by `check_chain`
+            result = OP_TABLE[op.kind](OpCtx(self, op))
             out = op.outputs[0]
-            self.domain.check(out)
             ctype = "float" if result.kind == "float" else "long"
             name = self.args.fresh("v")
             self.lines.append(f"const {ctype} {name} = {result.text};")
@@ -168,13 +138,6 @@ class _Emitter:
         return value
 
     def load_1d(self, tensor: LogicalTensor, index: str, op: Op) -> str:
-        if tensor.id in self.produced or tensor.id in self.values:
-            raise UnsupportedPartitionError(f"op {op.id} ({op.kind}) reads tensor {tensor.id} "
-                                            "per channel, which the OpenCL backend supports "
-                                            "only for partition inputs")
-        if tensor.shape is None or len(tensor.shape) != 1:
-            raise UnsupportedPartitionError(f"op {op.id} ({op.kind}): tensor {tensor.id} must "
-                                            "be 1-D")
         self.preamble.uses(tensor.dtype)
         buffer = self.args.read(tensor)
         expr, helpers = self.policy.load_float(tensor.dtype, buffer,
@@ -217,18 +180,19 @@ def emit_epilogue(ops: Sequence[Op], *, domain: Domain, policy: TypePolicy,
     (``acc = v7;``), so a template can keep using its accumulator. `linear`: a C expression of
     the domain's linear index (a lazy domain brings its own), the offset of every dense tensor
     that covers the domain, loaded or stored.
-    Raises `UnsupportedPartitionError` for an op without a table entry, an unsupported dtype
-    or a tensor that does not broadcast into the domain.
+    Raises what `check_chain` raises for the chain (an op without a table entry, an
+    unsupported dtype, a tensor that does not broadcast into the domain ...) before
+    generating anything.
     """
+    check_chain(ops, domain.shape, given={tid: v.kind for tid, v in (given or {}).items()},
+                outputs=outputs)
     emitter = _Emitter(ops, domain, policy, preamble, given or {}, outputs, linear)
     emitter.run()
     if emitter.ops:
         last = emitter.ops[-1].outputs[0].id
         result = emitter.values[last]
-    elif given:
-        result = next(iter(given.values()))
     else:
-        raise UnsupportedPartitionError("an epilogue needs ops or a given value")
+        result = next(iter((given or {}).values()))
     if acc is not None and result.text != acc:
         emitter.lines.append(f"{acc} = {policy.as_float(result.text, result.kind)};")
     return EpilogueCode("\n".join(emitter.lines), dict(emitter.values), result,

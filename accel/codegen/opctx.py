@@ -22,7 +22,7 @@ from .args import KernelArgs
 from .source import Preamble
 from .types import Kind, TypePolicy, c_float
 
-__all__ = ["Value", "Emitter", "OpCtx", "attr_of"]
+__all__ = ["Value", "Emitter", "OpCtx", "attr_of", "fattr_of"]
 
 
 @dataclass(frozen=True)
@@ -60,6 +60,16 @@ def attr_of(op: Op, name: str) -> AttrValue:
         raise UnsupportedPartitionError(f"op {op.id} ({op.kind}) has no attribute {name!r} "
                                         "(finalize the graph first)")
     return value
+
+
+def fattr_of(op: Op, name: str) -> float:
+    """Numeric attribute `name` of `op` (UnsupportedPartitionError when absent or not a
+    number)."""
+    value = attr_of(op, name)
+    if not isinstance(value, int | float) or isinstance(value, bool):
+        raise UnsupportedPartitionError(f"op {op.id} ({op.kind}) attribute {name!r} is "
+                                        f"{value!r}, not a number")
+    return float(value)
 
 
 class OpCtx:
@@ -104,11 +114,7 @@ class OpCtx:
         return attr_of(self.op, name)
 
     def fattr(self, name: str) -> float:
-        value = self.attr(name)
-        if not isinstance(value, int | float) or isinstance(value, bool):
-            raise UnsupportedPartitionError(f"op {self.op.id} ({self.op.kind}) attribute "
-                                            f"{name!r} is {value!r}, not a number")
-        return float(value)
+        return fattr_of(self.op, name)
 
     @staticmethod
     def lit(value: float) -> str:

@@ -1,217 +1,147 @@
 """The op table of the post-op generator: op kind -> OpenCL C expression builder.
 
 Each entry takes an `OpCtx` (operands, attributes, per-channel loads, constants) and returns the
-`Value` of the op's output at the current domain index. The formulas and their special cases
-are those of the reference (`fusionspec.reference.ops.unary`, ``binary``, ``normalization``,
-``quantization``), written for f32 registers; the reference's module docstrings give the
-reasons (oneDNN's Sigmoid/SoftPlus guards, Clamp's NaN -> min, half-even Round, the -0 limits
-of GELU and HardSwish at -inf). Adding an op is one entry in `OP_TABLE`, and one in the
-table form's instruction set (`fusionspec.accel.codegen.table_instructions`, same formula),
-which a test holds to the same bits.
+`Value` of the op's output at the current domain index. The math is not here: every op's
+formula is an entry of `fusionspec.accel.codegen.formulas.FORMULAS`, which the table form's
+instruction set (`fusionspec.accel.codegen.table_instructions`) renders too. An entry here only
+binds the formula's operands to what the specialised form has (registers, attribute kernel
+arguments, per-channel loads, quantization tables) and declares its temporaries. Adding an op
+is one formula, one entry here and one check (`fusionspec.accel.codegen.op_checks`).
+
+An entry only writes its formula: what makes an op impossible to write (an attribute absent
+or out of range, an operand that does not broadcast) is its check's to say, which both kernel
+forms run first.
 
 Attribute values are kernel arguments (`OpCtx.farg`; per-channel lists `OpCtx.table`), never
 literals, so an entry's text depends only on the attributes that change its form (GELU's mode,
-a quantization's qtype and axis); literals are the formulas' own constants.
-
-NaN and infinity tests are plain comparisons (``x != x``, ``x == -INFINITY``), never the
-``isnan``/``isinf`` builtins: without fast-math options they mean the same, and on PoCL's CPU
-device the builtins are calls that keep the work-item loop from being vectorised (a ReLU ->
-Add -> Multiply -> Maximum kernel took 119 ms with them and 11 ms without, on 16 Mi floats).
+a quantization's qtype and axis).
 """
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping
 
-from fusionspec.reference.errors import OpInputError
-from fusionspec.reference.ops.unary import EXP_OVERFLOW_BOUND as REFERENCE_EXP_BOUND
 from fusionspec.spec.dtypes import DataType
 from fusionspec.spec.shapes import channel_axis
 
-from ..errors import UnsupportedPartitionError
+from .formulas import EXP_OVERFLOW_BOUND, FORMULAS, ByAttribute, Formula
+from .op_checks import float_list
 from .opctx import OpCtx, Value
-from .types import c_float
 
 __all__ = ["OP_TABLE", "EXP_OVERFLOW_BOUND", "Builder"]
 
 Builder = Callable[[OpCtx], Value]
 
-#: oneDNN's f32 exp overflow bound (Sigmoid and SoftPlus guards), as an exact literal.
-EXP_OVERFLOW_BOUND = c_float(float(REFERENCE_EXP_BOUND))
+
+def _formula(kind: str) -> Formula:
+    formula = FORMULAS[kind]
+    assert isinstance(formula, Formula), f"{kind}'s formula depends on an attribute"
+    return formula
 
 
-def _unary(template: str) -> Builder:
-    """An entry from a C template over ``{x}`` (the operand's f32 register)."""
+def _spell(ctx: OpCtx, formula: Formula, names: Mapping[str, str]) -> str:
+    """`formula` over `names`, its temporaries declared as ``eN``."""
+    ctx.need(*formula.helpers)
+    return formula.spell(names, lambda _name, expr: ctx.let(expr))
+
+
+def _attributes(ctx: OpCtx, formula: Formula) -> dict[str, str]:
+    return {name: ctx.farg(attribute) for name, attribute in formula.attributes}
+
+
+def _on_input(kind: str, *, attributes_first: bool = False) -> Builder:
+    """An entry over input 0 (``x``) and the formula's attribute operands. Clamp and
+    SoftPlus declare their attribute arguments before loading ``x``: that order is their
+    kernels' parameter order, which the other entries do not share."""
+    formula = _formula(kind)
+
     def build(ctx: OpCtx) -> Value:
-        return Value(template.format(x=ctx.f(0)))
+        names = _attributes(ctx, formula) if attributes_first else {}
+        names["x"] = ctx.f(0)
+        if not attributes_first:
+            names |= _attributes(ctx, formula)
+        return Value(_spell(ctx, formula, names))
     return build
-
-
-def _clamp(ctx: OpCtx) -> Value:
-    lo, hi = ctx.farg("min"), ctx.farg("max")
-    low = ctx.let(f"{ctx.f(0)} > {lo} ? {ctx.f(0)} : {lo}")  # NaN fails ">", becomes min
-    return Value(f"{low} < {hi} ? {low} : {hi}")
-
-
-def _elu(ctx: OpCtx) -> Value:
-    x = ctx.f(0)
-    return Value(f"{x} > 0.0f ? {x} : {ctx.farg('alpha')} * expm1({x})")
 
 
 def _gelu(ctx: OpCtx) -> Value:
     x = ctx.f(0)
-    if ctx.attr("mode") == "gelu_tanh":
-        k = ctx.lit(math.sqrt(2.0 / math.pi))
-        u = ctx.let(f"{k} * ({x} + 0.044715f * {x} * {x} * {x})")
-        smooth = f"{x} / (1.0f + exp(-2.0f * {u}))"
-    else:
-        # The builtin erfc is a library call of 60-70 ns per element on PoCL; fs_erfc is
-        # arithmetic (fusionspec.accel.codegen.mathfn) and at least as accurate.
-        ctx.need("fs_erfc")
-        smooth = f"0.5f * {x} * fs_erfc(-{x} * M_SQRT1_2_F)"
-    return Value(f"{x} == -INFINITY ? -0.0f : {smooth}")
-
-
-def _leaky_relu(ctx: OpCtx) -> Value:
-    x = ctx.f(0)
-    return Value(f"{x} > 0.0f ? {x} : {x} * {ctx.farg('alpha')}")
-
-
-def _pow(ctx: OpCtx) -> Value:
-    return Value(f"pow({ctx.f(0)}, {ctx.farg('beta')})")
-
-
-def _sigmoid(ctx: OpCtx) -> Value:
-    x = ctx.f(0)
-    # -x >= bound gives 0, as the reference's guard; a NaN fails the test and propagates.
-    return Value(f"-{x} >= {EXP_OVERFLOW_BOUND} ? 0.0f : 1.0f / (1.0f + exp(-{x}))")
-
-
-def _softplus(ctx: OpCtx) -> Value:
-    if ctx.fattr("beta") == 0:
-        raise OpInputError("SoftPlus beta must not be 0 (the result divides by beta)",
-                           op_id=ctx.op.id, op_kind=ctx.op.kind)
-    b = ctx.farg("beta")
-    x = ctx.f(0)
-    v = ctx.let(f"{x} * {b}")
-    return Value(f"{v} < {EXP_OVERFLOW_BOUND} ? log1p(exp({v})) / {b} : {x}")
-
-
-_FLOAT_BINARY = {
-    "Add": "{a} + {b}", "Subtract": "{a} - {b}", "Multiply": "{a} * {b}", "Divide": "{a} / {b}",
-    # NaN from either side propagates, as NumPy's maximum/minimum (OpenCL's fmax would drop it);
-    # a != a is the NaN test (see the module docstring).
-    "Maximum": "({a} > {b} || {a} != {a}) ? {a} : {b}",
-    "Minimum": "({a} < {b} || {a} != {a}) ? {a} : {b}",
-}
-_INT_BINARY = {
-    "Add": "{a} + {b}", "Subtract": "{a} - {b}", "Multiply": "{a} * {b}",
-    "Maximum": "max({a}, {b})", "Minimum": "min({a}, {b})",
-}
+    modes = FORMULAS["GELU"]
+    assert isinstance(modes, ByAttribute), "GELU's formula depends on its mode"
+    return Value(_spell(ctx, modes.pick(ctx.attr(modes.attribute)), {"x": x}))
 
 
 def _binary(kind: str) -> Builder:
+    formula = _formula(kind)
+
     def build(ctx: OpCtx) -> Value:
-        if ctx.attr("auto_broadcast") == "none" and ctx.input(0).shape != ctx.input(1).shape:
-            raise OpInputError(f"shapes {list(ctx.input(0).shape or ())} and "
-                               f"{list(ctx.input(1).shape or ())} differ and auto_broadcast is "
-                               "'none'", op_id=ctx.op.id, op_kind=kind)
         a, b = ctx.arg(0), ctx.arg(1)
-        if a.kind == "int" and b.kind == "int":
-            if kind not in _INT_BINARY:
-                raise UnsupportedPartitionError(f"integer {kind} is not supported")
-            exact = _INT_BINARY[kind].format(a=a.text, b=b.text)  # exact in long
-            return Value(f"clamp({exact}, -2147483648L, 2147483647L)", "int")
-        return Value(_FLOAT_BINARY[kind].format(a=ctx.f(0), b=ctx.f(1)))
+        if a.kind == "int" and b.kind == "int":  # the check admits only kinds with `exact`
+            return Value(formula.spell_exact({"x": a.text, "y": b.text}), "int")
+        return Value(_spell(ctx, formula, {"x": ctx.f(0), "y": ctx.f(1)}))
     return build
 
 
+def _channel(ctx: OpCtx) -> str:
+    """The index of input 0's channel (its data_format) at the domain index."""
+    rank = len(ctx.input(0).shape or ())
+    return ctx.channel_index(0, channel_axis(str(ctx.attr("data_format")), rank))
+
+
 def _bias_add(ctx: OpCtx) -> Value:
-    src = ctx.input(0)
-    rank = len(src.shape or ())
-    if rank < 2:
-        raise OpInputError(f"src must have rank >= 2, got shape {list(src.shape or ())}",
-                           op_id=ctx.op.id, op_kind="BiasAdd")
-    c = ctx.channel_index(0, channel_axis(str(ctx.attr("data_format")), rank))
-    return Value(f"{ctx.f(0)} + {ctx.load_at(1, c)}")
+    c = _channel(ctx)
+    x = ctx.f(0)
+    return Value(_spell(ctx, _formula("BiasAdd"), {"x": x, "y": ctx.load_at(1, c)}))
 
 
 def _batch_norm(ctx: OpCtx) -> Value:
-    src = ctx.input(0)
-    rank = len(src.shape or ())
-    if rank < 2:
-        raise OpInputError(f"src must have rank >= 2, got shape {list(src.shape or ())}",
-                           op_id=ctx.op.id, op_kind="BatchNormInference")
-    c = ctx.channel_index(0, channel_axis(str(ctx.attr("data_format")), rank))
-    gamma, beta, mean, var = (ctx.let(ctx.load_at(port, c)) for port in (1, 2, 3, 4))
-    eps = ctx.farg("epsilon")
-    return Value(f"{gamma} * ({ctx.f(0)} - {mean}) / sqrt({var} + {eps}) + {beta}")
+    formula = _formula("BatchNormInference")
+    c = _channel(ctx)
+    names = {name: ctx.let(ctx.load_at(port, c))
+             for port, name in enumerate(("gamma", "beta", "mean", "var"), start=1)}
+    names |= _attributes(ctx, formula)
+    names["x"] = ctx.f(0)
+    return Value(_spell(ctx, formula, names))
 
 
-def _quant_params(ctx: OpCtx) -> tuple[str, str]:
-    """C expressions of the scale and zero point that apply at the current index."""
-    scales = _floats(ctx, "scales")
-    zps = _floats(ctx, "zps", required=False) or [0.0] * len(scales)
-    if not scales:
-        raise OpInputError("scales must be a non-empty list", op_id=ctx.op.id,
-                           op_kind=ctx.op.kind)
-    if len(zps) != len(scales):
-        raise OpInputError(f"{len(scales)} scales but {len(zps)} zero points",
-                           op_id=ctx.op.id, op_kind=ctx.op.kind)
+def _quant_params(ctx: OpCtx) -> dict[str, str]:
+    """C expressions of the scale and zero point that apply at the current index (the
+    lists already checked against the qtype and the source: `op_checks.quant_params`)."""
+    scales = float_list(ctx.op, "scales")
+    zps = float_list(ctx.op, "zps", required=False) or [0.0] * len(scales)
     if ctx.attr("qtype") != "per_channel":
-        if len(scales) != 1:
-            raise OpInputError(f"per_tensor takes 1 scale, got {len(scales)}",
-                               op_id=ctx.op.id, op_kind=ctx.op.kind)
-        return ctx.float_arg("scale", scales[0]), ctx.float_arg("zp", zps[0])
+        return {"scale": ctx.float_arg("scale", scales[0]), "zp": ctx.float_arg("zp", zps[0])}
     shape = ctx.input(0).shape or ()
     axis = int(ctx.fattr("axis"))
-    if not -len(shape) <= axis < len(shape) or shape[axis] != len(scales):
-        raise OpInputError(f"{len(scales)} scales do not match axis {axis} of src "
-                           f"{list(shape)}", op_id=ctx.op.id, op_kind=ctx.op.kind)
     c = ctx.channel_index(0, axis % len(shape))
-    return f"{ctx.table('scales', scales)}[{c}]", f"{ctx.table('zps', zps)}[{c}]"
-
-
-def _floats(ctx: OpCtx, name: str, *, required: bool = True) -> list[float]:
-    try:
-        value = ctx.attr(name)
-    except UnsupportedPartitionError:
-        if required:
-            raise
-        return []
-    if not isinstance(value, Sequence) or isinstance(value, str):
-        raise UnsupportedPartitionError(f"attribute {name!r} must be a list")
-    return [float(v) for v in value]
+    return {"scale": f"{ctx.table('scales', scales)}[{c}]",
+            "zp": f"{ctx.table('zps', zps)}[{c}]"}
 
 
 def _dequantize(ctx: OpCtx) -> Value:
-    scale, zp = _quant_params(ctx)
-    return Value(f"({ctx.f(0)} - {zp}) * {scale}")
+    names = _quant_params(ctx)
+    names["x"] = ctx.f(0)
+    return Value(_spell(ctx, _formula("Dequantize"), names))
 
 
 def _quantize(ctx: OpCtx) -> Value:
     dst = ctx.output().dtype
-    if dst not in (DataType.s8, DataType.u8, DataType.s32):
-        raise UnsupportedPartitionError(f"Quantize to {dst} is not supported (s8, u8 only)")
-    scale, zp = _quant_params(ctx)
-    ctx.need("fs_quantize_rne", "fs_nan_to_zero")
-    # Saturated like cast_to: NaN -> 0, infinities clipped.
-    rounded = f"fs_quantize_rne({ctx.f(0)} / {scale}, {zp})"
+    names = _quant_params(ctx)
+    names["x"] = ctx.f(0)
+    rounded = _spell(ctx, _formula("Quantize"), names)
     if dst is DataType.s32:
         return Value(f"(long){ctx.policy.float_to_int(dst, rounded)}", "int")
     # The rounded value is whole (or infinite), so an 8-bit result is a clamp and a cast: the
     # saturating conversion builtin is a library call on PoCL, and the int8 AvgPool + Add
-    # partition ran 15% slower through it.
+    # partition ran 15% slower through it. (The table form's interpreter saturates with the
+    # builtins in one switch over the dtype; spelling both alike would change its program.)
     lo, hi = (-128, 127) if dst is DataType.s8 else (0, 255)
     return Value(f"(long)(int)clamp(fs_nan_to_zero({rounded}), {lo}.0f, {hi}.0f)", "int")
 
 
 def _typecast(ctx: OpCtx) -> Value:
-    dst = ctx.output().dtype
-    if dst is DataType.f32:
-        return Value(ctx.f(0))
-    text, helpers = ctx.policy.round_to(dst, ctx.f(0))
+    value = _spell(ctx, _formula("TypeCast"), {"x": ctx.f(0)})
+    text, helpers = ctx.policy.round_to(ctx.output().dtype, value)
     ctx.need(*helpers)
     return Value(text)
 
@@ -220,28 +150,16 @@ def _identity(ctx: OpCtx) -> Value:
     return ctx.arg(0)
 
 
+_ON_INPUT = ("Abs", "Elu", "Exp", "HardSwish", "LeakyReLU", "Log", "Pow", "ReLU", "Reciprocal",
+             "Round", "Sigmoid", "Sqrt", "Square", "Tanh")
+_BINARY = ("Add", "Subtract", "Multiply", "Divide", "Maximum", "Minimum")
+
 OP_TABLE: dict[str, Builder] = {
-    "Abs": _unary("fabs({x})"),
-    "Clamp": _clamp,
-    "Elu": _elu,
-    "Exp": _unary("exp({x})"),
+    **{kind: _on_input(kind) for kind in _ON_INPUT},
+    "Clamp": _on_input("Clamp", attributes_first=True),
+    "SoftPlus": _on_input("SoftPlus", attributes_first=True),
     "GELU": _gelu,
-    # (x+3 clamped)/6 first: x*6 would overflow f32 for |x| > 5.6e37, where f64 does not.
-    "HardSwish": _unary("{x} == -INFINITY ? -0.0f : "
-                        "{x} * (clamp({x} + 3.0f, 0.0f, 6.0f) / 6.0f)"),
-    "LeakyReLU": _leaky_relu,
-    "Log": _unary("log({x})"),
-    "Pow": _pow,
-    # x*0 for x <= 0: -0 for negatives, NaN stays NaN; -inf gives -0, the limit (not -inf*0).
-    "ReLU": _unary("{x} > 0.0f ? {x} : ({x} == -INFINITY ? -0.0f : {x} * 0.0f)"),
-    "Reciprocal": _unary("1.0f / {x}"),
-    "Round": _unary("rint({x})"),  # half to even
-    "Sigmoid": _sigmoid,
-    "SoftPlus": _softplus,
-    "Sqrt": _unary("sqrt({x})"),
-    "Square": _unary("{x} * {x}"),
-    "Tanh": _unary("tanh({x})"),
-    **{kind: _binary(kind) for kind in _FLOAT_BINARY},
+    **{kind: _binary(kind) for kind in _BINARY},
     "BiasAdd": _bias_add,
     "BatchNormInference": _batch_norm,
     "Dequantize": _dequantize,

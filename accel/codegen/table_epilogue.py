@@ -20,7 +20,7 @@ from fusionspec.spec.graph import LogicalTensor, Op
 from ..plan import Binding, BufferArg, ScalarArg, TableArg
 from .args import KernelArgs
 from .source import Preamble, render
-from .table_instructions import DTYPE_CODES, HELPERS_USED, STATEMENTS
+from .table_instructions import DTYPE_CODES, HELPERS_USED, QUANTIZE_ROUNDED, STATEMENTS
 from .table_translate import RANK, REGS, SLOTS, slot_strides, translate_ops
 
 __all__ = ["interpreter", "table_epilogue"]
@@ -32,7 +32,7 @@ def interpreter(preamble: Preamble, *, noinline: bool) -> None:
     preamble.need(HELPERS_USED)
     preamble.add(render("table_run.cl.j2", slots=SLOTS, rank=RANK, regs=REGS,
                         dt={dtype.name: code for dtype, code in DTYPE_CODES.items()},
-                        cases=STATEMENTS, noinline=noinline))
+                        cases=STATEMENTS, quantize=QUANTIZE_ROUNDED, noinline=noinline))
 
 
 def table_epilogue(ops: Sequence[Op], *, shape: Sequence[int],

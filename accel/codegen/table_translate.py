@@ -17,9 +17,10 @@ channel axis only. An output is stored by the work items at the first index of e
 is broadcast over, so each element is written once.
 
 `translate` returns None for a partition beyond these bounds (more slots, axes or registers);
-the caller then uses the specialised form. It expects a partition the specialised form
-accepts: validation (supported ops and dtypes, attribute checks) stays there, so both forms
-reject exactly the same partitions with the same errors.
+the caller then uses the specialised form. It expects a validated partition: the checks
+(supported ops and dtypes, attribute checks) are `fusionspec.accel.codegen.op_checks`', which
+the caller runs before choosing a form, so both forms reject exactly the same partitions with
+the same errors.
 """
 
 from __future__ import annotations
@@ -37,8 +38,16 @@ from ..errors import UnsupportedPartitionError
 from ..plan import Binding, LongsArg, ScalarArg, StrideArg
 from .access import is_dense, known_shape
 from .epilogue import ordered_ops
+from .formulas import FORMULAS, ByAttribute, Formula
 from .opctx import attr_of
-from .table_instructions import DTYPE_CODES, FLOAT_BINARY, FLOAT_UNARY, OPCODES, WITH_ATTR
+from .table_instructions import (
+    BINARY,
+    CASE_INSTRUCTIONS,
+    DTYPE_CODES,
+    ON_INPUT,
+    OPCODES,
+    SAME_INSTRUCTION,
+)
 from .types import Kind, is_integer
 
 __all__ = ["SLOTS", "RANK", "REGS", "TABLE_KINDS", "TableCode", "translate", "translate_ops",
@@ -47,13 +56,10 @@ __all__ = ["SLOTS", "RANK", "REGS", "TABLE_KINDS", "TableCode", "translate", "tr
 #: Buffer slots, domain axes and registers (of each kind) of the interpreter kernel.
 SLOTS, RANK, REGS = 16, 6, 64
 
-#: The attribute of each op of `WITH_ATTR`.
-_ATTRIBUTE = {"Elu": "alpha", "LeakyReLU": "alpha", "Pow": "beta"}
-assert set(_ATTRIBUTE) == set(WITH_ATTR), "every op with an attribute operand names it"
 #: The op kinds `translate` handles (a test holds this equal to the specialised op table's).
-TABLE_KINDS = frozenset({*FLOAT_UNARY, *FLOAT_BINARY, *WITH_ATTR, "GELU", "Clamp", "SoftPlus",
-                         "BiasAdd", "BatchNormInference", "Dequantize", "Quantize", "TypeCast",
-                         "Reorder"}) - {"GELU_erf", "RoundBf16", "RoundF16", "Copy"}
+TABLE_KINDS = frozenset({*ON_INPUT, *BINARY, *SAME_INSTRUCTION,
+                         *(kind for kind, _ in CASE_INSTRUCTIONS), "BatchNormInference",
+                         "Dequantize", "Quantize", "TypeCast", "Reorder"})
 
 
 class _TooBig(Exception):
@@ -215,24 +221,17 @@ class _Translator:
 
     def op(self, op: Op) -> tuple[int, Kind]:
         kind = op.kind
-        if kind == "GELU":
-            name = "GELU_tanh" if attr_of(op, "mode") == "gelu_tanh" else "GELU_erf"
-            return self.emit(name, "float", self.f(op, 0)), "float"
-        if kind in FLOAT_UNARY:
-            return self.emit(kind, "float", self.f(op, 0)), "float"
-        if kind in _ATTRIBUTE:
+        formula = FORMULAS.get(kind)
+        if isinstance(formula, ByAttribute):
+            case = formula.key(attr_of(op, formula.attribute))
+            return self.emit(CASE_INSTRUCTIONS[kind, case], "float", self.f(op, 0)), "float"
+        if kind in ON_INPUT:
+            assert isinstance(formula, Formula), f"{kind} has one formula"
             x = self.f(op, 0)
-            return self.emit(kind, "float", x, self.constant(_number(op, _ATTRIBUTE[kind]))), \
-                "float"
-        if kind == "Clamp":
-            x = self.f(op, 0)
-            lo, hi = (self.constant(_number(op, name)) for name in ("min", "max"))
-            return self.emit("Clamp", "float", x, lo, hi), "float"
-        if kind == "SoftPlus":
-            x = self.f(op, 0)
-            return self.emit("SoftPlus", "float", x, self.constant(_number(op, "beta"))), \
-                "float"
-        if kind in FLOAT_BINARY:
+            constants = [self.constant(_number(op, attribute))
+                         for _, attribute in formula.attributes]
+            return self.emit(kind, "float", x, *constants), "float"
+        if kind in BINARY:
             (a, ka), (b, kb) = self.value(op.inputs[0]), self.value(op.inputs[1])
             if ka == kb == "int":
                 return self.emit(f"int_{kind}", "int", a, b), "int"
@@ -240,7 +239,8 @@ class _Translator:
         if kind == "BiasAdd":
             x = self.f(op, 0)
             axis = channel_axis(str(attr_of(op, "data_format")), len(known_shape(op.inputs[0])))
-            return self.emit("Add", "float", x, self.channel_load(op, 1, axis)), "float"
+            return self.emit(SAME_INSTRUCTION[kind], "float", x,
+                             self.channel_load(op, 1, axis)), "float"
         if kind == "BatchNormInference":
             x = self.f(op, 0)
             axis = channel_axis(str(attr_of(op, "data_format")), len(known_shape(op.inputs[0])))

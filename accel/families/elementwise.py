@@ -20,17 +20,20 @@ test: on PoCL the loop alone cost about a third of a memory-bound chain's time.
 
 from __future__ import annotations
 
+import math
+
 from fusionspec.spec.graph import Partition
 
 from ..codegen.access import INT_LIMIT, Domain, broadcast_domain, known_shape
 from ..codegen.args import KernelArgs
 from ..codegen.epilogue import emit_epilogue, supported_kinds
+from ..codegen.op_checks import check_chain
 from ..codegen.source import render
 from ..errors import UnsupportedPartitionError
 from ..plan import KernelPlan, Launch
 from .base import BuildContext, KernelFamily
 from .elementwise_table import build_table
-from .forms import table_form
+from .forms import build_in_form
 
 __all__ = ["FAMILY", "KERNEL_NAME", "is_elementwise", "build_elementwise"]
 
@@ -44,18 +47,27 @@ def is_elementwise(partition: Partition) -> bool:
 
 
 def build_elementwise(partition: Partition, ctx: BuildContext) -> KernelPlan:
-    """One kernel computing all of `partition`'s outputs, a work item per element."""
-    preamble = ctx.preamble()
-    args = KernelArgs(preamble)
-    domain = Domain(broadcast_domain([known_shape(t) for op in partition.ops
-                                      for t in op.outputs]), args, linear="i")
-    code = emit_epilogue(partition.ops, domain=domain, policy=ctx.policy, preamble=preamble,
-                         outputs=partition.outputs)
-    missing = [t.id for t in partition.outputs if t.id not in code.stored]
+    """One kernel computing all of `partition`'s outputs, a work item per element: the table
+    form's interpreter or the specialised kernel (`fusionspec.accel.families.forms`)."""
+    shape = broadcast_domain([known_shape(t) for op in partition.ops for t in op.outputs])
+    stored = check_chain(partition.ops, shape, outputs=partition.outputs)
+    missing = [t.id for t in partition.outputs if t.id not in stored]
     if missing:
         raise UnsupportedPartitionError(f"outputs {missing} are not computed by the ops",
                                         pattern=partition.pattern,
                                         kinds=[op.kind for op in partition.ops])
+    return build_in_form(ctx, math.prod(shape), 0,
+                         table=lambda: build_table(partition, ctx, shape),
+                         specialised=lambda: _specialised(partition, ctx, shape))
+
+
+def _specialised(partition: Partition, ctx: BuildContext, shape: tuple[int, ...]
+                 ) -> KernelPlan:
+    preamble = ctx.preamble()
+    args = KernelArgs(preamble)
+    domain = Domain(shape, args, linear="i")
+    code = emit_epilogue(partition.ops, domain=domain, policy=ctx.policy, preamble=preamble,
+                         outputs=partition.outputs)
     # Registered before the signature is read: the template uses them too.
     size = domain.size_arg()
     axes = domain.axis_declarations()
@@ -71,11 +83,6 @@ def build_elementwise(partition: Partition, ctx: BuildContext) -> KernelPlan:
     source = render("elementwise.cl.j2", preamble=preamble.render(), name=KERNEL_NAME,
                     params=args.decls(), index_t=index_t, size=size, loop=loop, axes=axes,
                     body=code.body)
-    if table_form(ctx, domain.size):
-        # Validated above by the specialised form, so both forms reject the same partitions.
-        table = build_table(partition, ctx, domain.shape)
-        if table is not None:
-            return table
     return KernelPlan("elementwise", source, launches, reads=tuple(partition.inputs),
                       writes=tuple(partition.outputs))
 

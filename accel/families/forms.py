@@ -8,15 +8,23 @@ straight-line code is what matters (the benchmarks' problems are far above it).
 
 A main op's table form also reads its source through index maps computed on the host
 (`fusionspec.accel.families.table_gather`), one int32 per entry, so the form further needs its
-largest map within `MAP_LIMIT` entries. `table_form` is the one place that decides; every
-family asks it with its own sizes before building anything.
+largest map within `MAP_LIMIT` entries. `table_form` is the one place that decides, and
+`build_in_form` the one way a family acts on it: a family first validates its partition (the
+checks both forms share, so both reject the same partitions with the same errors), then hands
+its sizes and one builder per form to `build_in_form`, which runs only the builder of the form
+it decides on. A table form that cannot hold the partition after all (more slots, registers
+or axes than its interpreter has; one launch cannot cover the domain) says so with None, and
+the specialised form is built instead.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
+from ..plan import KernelPlan
 from .base import BuildContext
 
-__all__ = ["FORMS", "TABLE_LIMIT", "MAP_LIMIT", "table_form"]
+__all__ = ["FORMS", "TABLE_LIMIT", "MAP_LIMIT", "table_form", "build_in_form"]
 
 #: The kernel forms a backend can be asked for.
 FORMS = ("auto", "table", "specialised")
@@ -35,3 +43,16 @@ def table_form(ctx: BuildContext, work: int, map_entries: int = 0) -> bool:
     if ctx.form == "table":
         return True
     return ctx.form == "auto" and work <= TABLE_LIMIT
+
+
+def build_in_form(ctx: BuildContext, work: int, map_entries: int, *,
+                  table: Callable[[], KernelPlan | None],
+                  specialised: Callable[[], KernelPlan]) -> KernelPlan:
+    """The plan of a validated partition in the form `table_form` takes for `work` and
+    `map_entries`: `table`'s where it takes the table form and `table` fits (not None), else
+    `specialised`'s. Only the builder of that form runs."""
+    if table_form(ctx, work, map_entries):
+        plan = table()
+        if plan is not None:
+            return plan
+    return specialised()

@@ -5,7 +5,9 @@
 Each main op is a batch of ``Z`` products ``M x K`` by ``K x N``
 (`fusionspec.accel.families.gemm_geometry`). The kernels take one of two forms, chosen by the
 device's properties (never its name), each its own template (``gemm_tiled.cl.j2``,
-``gemm_register.cl.j2``):
+``gemm_register.cl.j2``). The tile choice is `fusionspec.accel.families.gemm_tiles`; what the
+family accepts, checked before either form or the table form is built, is
+`fusionspec.accel.families.gemm_checks`.
 
 - **Tiled**, where local memory is a separate on-chip store (``DeviceInfo.local_mem_dedicated``,
   GPUs): a work-group of TX x TY work-items computes a TM x TN output tile (TM = TY*RM,
@@ -71,25 +73,36 @@ device's properties (never its name), each its own template (``gemm_tiled.cl.j2`
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any
 
 from fusionspec.spec.dtypes import DataType
 from fusionspec.spec.graph import LogicalTensor, Op, Partition
 
-from ..codegen.access import INT_LIMIT, Domain, channel_offset, known_shape, stride_exprs
+from ..codegen.access import Domain, channel_offset, known_shape, stride_exprs
 from ..codegen.args import KernelArgs
 from ..codegen.epilogue import Value, emit_epilogue, supported_kinds
 from ..codegen.source import Preamble, render
-from ..codegen.types import HOST, is_integer
-from ..errors import UnsupportedPartitionError
+from ..codegen.types import HOST
 from ..plan import Binding, BufferArg, KernelPlan, Launch, Param, Scratch, ScratchArg
 from .base import BuildContext, KernelFamily
-from .forms import table_form
+from .forms import build_in_form
 from .gemm_backward import BIAS_KERNEL, backward_geometry, bias_backward_kernel
+from .gemm_checks import BACKWARD, fail, operand_chain, validate
 from .gemm_geometry import MAIN_KINDS, Geometry, IndexCode, OperandRun, geometry_of
 from .gemm_table import build_gemm_table
+from .gemm_tiles import (
+    A_MODES,
+    FLOAT_BYTES,
+    IM2COL_BUDGET,
+    PACK_BUDGET,
+    PLAIN_BLOCK,
+    WINDOW_BLOCK,
+    RegisterTiles,
+    Tiles,
+    choose_register_tiles,
+    choose_tiles,
+    register_blocked,
+    register_choice,
+)
 from .post_ops import table_post_ops
 from .stage import StagedOperand, stage_operand
 
@@ -98,150 +111,7 @@ __all__ = ["FAMILY", "KERNEL_NAME", "Tiles", "RegisterTiles", "choose_tiles",
            "IM2COL_BUDGET", "PACK_BUDGET", "A_MODES", "WINDOW_BLOCK", "PLAIN_BLOCK"]
 
 KERNEL_NAME = "fs_gemm"
-_BACKWARD = "ConvolutionBackwardWeights"
-_ALL_MAINS = MAIN_KINDS | {_BACKWARD}
-_FLOAT = 4  # bytes of one staged element
-#: The largest explicit im2col buffer (bytes); a larger A is read in place (implicit GEMM).
-IM2COL_BUDGET = 64 << 20
-#: The largest packed B (bytes) the register-blocked form makes; past it, the tiled form.
-PACK_BUDGET = 1 << 30
-
-
-@dataclass(frozen=True)
-class Tiles:
-    """Work-group shape (tx x ty work-items), register block (rm x rn) and K step (tk)."""
-
-    tx: int
-    ty: int
-    rm: int
-    rn: int
-    tk: int
-
-    @property
-    def tm(self) -> int:
-        return self.ty * self.rm
-
-    @property
-    def tn(self) -> int:
-        return self.tx * self.rn
-
-    @property
-    def local_bytes(self) -> int:
-        return self.tk * (self.tm + 1 + self.tn) * _FLOAT
-
-
-def _side_class(extent: int) -> int:
-    """The output tile extent for M or N: 1 for a single row or column (matrix-vector), 8 for
-    a small extent, else 64. Few classes keep the programs few; a tile past the extent only
-    costs idle work-items, which the bounds tests skip."""
-    return 1 if extent <= 1 else 8 if extent <= 8 else 64
-
-
-def choose_tiles(ctx: BuildContext, m: int, n: int, k: int) -> Tiles:
-    """Tiles for an M x N x K product on `ctx.device`: up to 64 x 64 outputs per work-group
-    (4 x 4 per work-item) and a K step of 16, shrunk to the size class of M and N and to what
-    the device allows (work-group size, within `ctx.work_group_limit` when set; work-item
-    sizes; half of its local memory). K does not matter: any K runs in steps of 16."""
-    dev = ctx.device
-    limit = ctx.max_work_group
-    items = dev.max_work_item_sizes or (limit, limit)
-    lim_x, lim_y = items[0], items[1] if len(items) > 1 else 1
-
-    def side(extent: int) -> tuple[int, int]:  # (work-items, register block) along one dim
-        tile = _side_class(extent)
-        block = 4 if tile >= 32 else 2 if tile >= 4 else 1
-        return tile // block, block
-
-    (ty, rm), (tx, rn) = side(m), side(n)
-    while tx * ty > limit or tx > lim_x or ty > lim_y:
-        if (tx >= ty and tx > 1) or ty == 1:
-            tx //= 2
-        else:
-            ty //= 2
-    tk = 16  # a short K only leaves part of one step's loads masked
-    budget = dev.local_mem_size // 2
-    tiles = Tiles(tx, ty, rm, rn, tk)
-    while tiles.local_bytes > budget and (tiles.tk > 1 or tiles.rm > 1 or tiles.rn > 1):
-        if tiles.tk > 1:
-            tiles = Tiles(tx, ty, tiles.rm, tiles.rn, tiles.tk // 2)
-        else:
-            tiles = Tiles(tx, ty, max(tiles.rm // 2, 1), max(tiles.rn // 2, 1), 1)
-    if tiles.local_bytes > dev.local_mem_size:
-        raise UnsupportedPartitionError(f"the device's {dev.local_mem_size} bytes of local "
-                                        "memory cannot hold the smallest GEMM tile")
-    return tiles
-
-
-#: How the register-blocked kernel reads A (see the module docstring).
-A_MODES = ("run", "packed", "element")
-
-
-@dataclass(frozen=True)
-class RegisterTiles:
-    """The register block of the CPU form: rm rows x nv vectors of `width` lanes per
-    work-item, and how A is read: "run" (in place, one window decoding per run of k),
-    "packed" (materialised first: an explicit im2col) or "element" (in place, the operand's
-    full index code per element)."""
-
-    rm: int
-    nv: int
-    width: int
-    a_mode: str
-
-    @property
-    def nb(self) -> int:
-        """Columns per panel (per work-item)."""
-        return self.nv * self.width
-
-
-def register_blocked(ctx: BuildContext) -> bool:
-    """Whether `ctx`'s device gets the register-blocked form: its local memory is not a
-    separate store (see the module docstring)."""
-    return not ctx.device.local_mem_dedicated
-
-
-#: The default register blocks (rows, vectors): for A read in runs that carry a padding test
-#: (convolution windows: every row also keeps an offset and a flag in registers), and for the
-#: rest. Measured on PoCL (2-core AVX-512 machine, BENCHMARKS.md): the 3x3 convolution of the
-#: benchmark ran 1.8 ms with 4 x 2 against 2.9 ms with 6 x 2, the 512^3 MatMul 1.9 ms with
-#: 6 x 2 against 2.1 ms with 4 x 2; Intel's runtime ran every block within 5% of the others.
-WINDOW_BLOCK = (4, 2)
-PLAIN_BLOCK = (6, 2)
-
-
-def _tuned_block(tuned: Mapping[str, Any], key: str, default: tuple[int, int]
-                 ) -> tuple[int, int]:
-    value = tuned.get(key)
-    if isinstance(value, list | tuple) and len(value) == 2 and \
-            all(isinstance(v, int) for v in value):
-        return max(1, min(int(value[0]), 16)), max(1, min(int(value[1]), 4))
-    return default
-
-
-def choose_register_tiles(ctx: BuildContext, geo: Geometry, folded_a: bool) -> RegisterTiles:
-    """The register block for `geo` on `ctx.device` (see the module docstring).
-
-    A is read in runs where the geometry allows it and no op is folded into its loads
-    (`folded_a`); else materialised when its index code decodes or tests anything and the
-    buffer fits `IM2COL_BUDGET`; else element by element. The block is `WINDOW_BLOCK` for runs
-    with a padding test, `PLAIN_BLOCK` otherwise, whatever M, N and K (one program per
-    structure: a narrow N only leaves lanes idle). The tuning cache may replace each
-    (``block``, ``window_block``: [rows, vectors]; ``a_mode``)."""
-    width = ctx.device.vector_width
-    tuned = ctx.tuned("gemm")
-    fits = geo.z * (geo.m + 16) * geo.k * _FLOAT <= IM2COL_BUDGET
-    allowed = {"run": geo.a_run is not None and not folded_a, "packed": fits, "element": True}
-    wanted = tuned.get("a_mode")
-    decodes = bool(geo.a.statements or geo.a.valid)
-    if isinstance(wanted, str) and allowed.get(wanted):
-        mode = wanted
-    else:
-        mode = "run" if allowed["run"] else "packed" if decodes and fits else "element"
-    if mode == "run" and geo.a.valid:
-        rm, nv = _tuned_block(tuned, "window_block", WINDOW_BLOCK)
-    else:
-        rm, nv = _tuned_block(tuned, "block", PLAIN_BLOCK)
-    return RegisterTiles(rm, nv, width, mode)
+_ALL_MAINS = MAIN_KINDS | {BACKWARD}
 
 
 def is_gemm(partition: Partition) -> bool:
@@ -251,47 +121,11 @@ def is_gemm(partition: Partition) -> bool:
     if len(mains) != 1:
         return False
     others = [op for op in partition.ops if op is not mains[0]]
-    if mains[0].kind == _BACKWARD:
+    if mains[0].kind == BACKWARD:
         return all(op.kind == "BiasAddBackward" and op.inputs[0].id == mains[0].outputs[0].id
                    for op in others) and len(others) <= 1
     kinds = supported_kinds()
     return all(op.kind in kinds for op in others)
-
-
-def _fail(partition: Partition, message: str) -> UnsupportedPartitionError:
-    return UnsupportedPartitionError(message, pattern=partition.pattern,
-                                     kinds=[op.kind for op in partition.ops])
-
-
-def _operand_chain(partition: Partition, main: Op, port: int) -> list[Op]:
-    """The ops folded into the load of operand `port`: a Dequantize producing it, preceded
-    (weights) by a Quantize producing the Dequantize's input; empty for a partition input."""
-    producers = {t.id: op for op in partition.ops for t in op.outputs}
-    users: dict[int, int] = {}
-    for op in partition.ops:
-        for t in op.inputs:
-            users[t.id] = users.get(t.id, 0) + 1
-    outputs = {t.id for t in partition.outputs}
-
-    def private(tensor: LogicalTensor) -> bool:  # consumed by one op only, not an output
-        return users.get(tensor.id, 0) == 1 and tensor.id not in outputs
-
-    chain: list[Op] = []
-    tensor = main.inputs[port]
-    while tensor.id in producers:
-        op = producers[tensor.id]
-        allowed = "Dequantize" if not chain else "Quantize" if port == 1 and len(chain) == 1 \
-            else None
-        if op.kind != allowed or not private(tensor):
-            raise _fail(partition, f"input {port} of op {main.id} ({main.kind}) is computed "
-                        f"by op {op.id} ({op.kind}), which the GEMM family cannot fold into "
-                        "its operand loads")
-        chain.insert(0, op)
-        tensor = op.inputs[0]
-    if not chain and is_integer(tensor.dtype):
-        raise _fail(partition, f"input {port} of op {main.id} ({main.kind}) is {tensor.dtype} "
-                    "without a Dequantize")
-    return chain
 
 
 def _load_code(main: Op, port: int, code: IndexCode, array: str, chain: list[Op],
@@ -367,10 +201,10 @@ def _store_code(partition: Partition, main: Op, geo: Geometry, post: list[Op],
         lines += [f"int idx[{domain.rank}];",
                   *(f"idx[{j}] = {e};" for j, e in enumerate(geo.d.index))]
     lines.append(f"float acc = {accumulator};")
-    if len(main.inputs) > 2 and main.kind != _BACKWARD:  # its input 2 is the weights shape
+    if len(main.inputs) > 2 and main.kind != BACKWARD:  # its input 2 is the weights shape
         bias = main.inputs[2]
         if bias.id not in {t.id for t in partition.inputs}:
-            raise _fail(partition, f"the bias of op {main.id} must be a partition input")
+            raise fail(partition, f"the bias of op {main.id} must be a partition input")
         preamble.uses(bias.dtype)
         buffer = args.read(bias)
         if geo.channel is not None:  # Convolution/ConvTranspose: 1-D, per output channel
@@ -395,18 +229,9 @@ def _store_code(partition: Partition, main: Op, geo: Geometry, post: list[Op],
                          given={dst.id: Value("acc")}, outputs=outputs)
     missing = [t.id for t in outputs if t.id not in code.stored]
     if missing:
-        raise _fail(partition, f"outputs {missing} are not computed by the ops")
+        raise fail(partition, f"outputs {missing} are not computed by the ops")
     lines += code.body.splitlines()
     return "\n".join(lines), domain
-
-
-def _register_fits(geo: Geometry, tiles: RegisterTiles) -> bool:
-    """Whether the packed operands of the register-blocked form stay within ``int`` indexing
-    and `PACK_BUDGET` (the tiled form, which packs nothing, takes the rest)."""
-    packed_b = geo.z * -(-geo.n // tiles.nb) * tiles.nb * geo.k
-    packed_a = geo.z * -(-geo.m // tiles.rm) * tiles.rm * geo.k \
-        if tiles.a_mode == "packed" else 0
-    return max(packed_a, packed_b) <= INT_LIMIT and packed_b * _FLOAT <= PACK_BUDGET
 
 
 def _launch_2d(ctx: BuildContext, kernel: str, params: tuple[Param, ...], extent: int,
@@ -438,46 +263,34 @@ def _register_launches(ctx: BuildContext, geo: Geometry, tiles: RegisterTiles,
 
 
 def build_gemm(partition: Partition, ctx: BuildContext) -> KernelPlan:
-    """The GEMM kernels computing all of `partition`'s outputs: for a small forward product
+    """The GEMM kernels computing all of `partition`'s outputs: for a small product
     (`fusionspec.accel.families.forms`) the table form's shared program where it fits
     (`fusionspec.accel.families.gemm_table`), else tiled or register-blocked (see the module
     docstring), and, after a ConvolutionBackwardWeights, the BiasAddBackward kernel."""
-    plan, geo = _build_specialised(partition, ctx)
     (main,) = [op for op in partition.ops if op.kind in _ALL_MAINS]
-    if not table_form(ctx, geo.z * geo.m * geo.n * geo.k,
-                      max(geo.m * geo.k, geo.k * geo.n, geo.m * geo.n) * geo.z):
-        return plan
-    chains = [_operand_chain(partition, main, port) for port in (0, 1)]
+    chains = [operand_chain(partition, main, port) for port in (0, 1)]
     folded = {op.id for chain in chains for op in chain}
     post = [op for op in partition.ops if op is not main and op.id not in folded]
-    table = build_gemm_table(partition, main, chains, post, ctx)
-    return plan if table is None else table
+    geo = validate(partition, ctx, main, chains, post)
+    return build_in_form(ctx, geo.z * geo.m * geo.n * geo.k,
+                         max(geo.m * geo.k, geo.k * geo.n, geo.m * geo.n) * geo.z,
+                         table=lambda: build_gemm_table(partition, main, chains, post, ctx),
+                         specialised=lambda: _build_specialised(partition, ctx))
 
 
-def _build_specialised(partition: Partition, ctx: BuildContext) -> tuple[KernelPlan, Geometry]:
-    """The specialised plan (tiled or register-blocked) and the product's geometry."""
+def _build_specialised(partition: Partition, ctx: BuildContext) -> KernelPlan:
+    """The specialised plan (tiled or register-blocked) of a validated partition."""
     (main,) = [op for op in partition.ops if op.kind in _ALL_MAINS]
-    chains = [_operand_chain(partition, main, port) for port in (0, 1)]
+    chains = [operand_chain(partition, main, port) for port in (0, 1)]
     folded = {op.id for chain in chains for op in chain}
     post = [op for op in partition.ops if op is not main and op.id not in folded]
     bias_bwd = [op for op in post if op.kind == "BiasAddBackward"]
     post = [op for op in post if op.kind != "BiasAddBackward"]
     preamble = ctx.preamble()
     args = KernelArgs(preamble)
-    geo = backward_geometry(main, args) if main.kind == _BACKWARD else geometry_of(main, args)
-    register: RegisterTiles | None = None
-    staged: StagedOperand | None = None
-    if register_blocked(ctx):
-        register = choose_register_tiles(ctx, geo, bool(chains[0]))
-        if chains[0] and geo.k and geo.m and geo.n and geo.z:
-            # A Dequantize folded into A is staged by the packing launch where A can then be
-            # read in runs (`fusionspec.accel.families.stage`).
-            unfolded = choose_register_tiles(ctx, geo, False)
-            if unfolded.a_mode == "run" and _register_fits(geo, unfolded):
-                staged = stage_operand(chains[0], "a_f32", ctx, preamble, args)
-                register = unfolded if staged is not None else register
-        if not _register_fits(geo, register):
-            register = None
+    geo = backward_geometry(main, args) if main.kind == BACKWARD else geometry_of(main, args)
+    register, stage = register_choice(ctx, geo, chains)
+    staged = stage_operand(chains[0], "a_f32", ctx, preamble, args) if stage else None
     # The bounds of the product, which the template tests every index against.
     m, n, k = args.index("M", geo.m), args.index("N", geo.n), args.index("K", geo.k)
     load_a = _load_code(main, 0, geo.a, "ai", chains[0], ctx, preamble, args)
@@ -518,13 +331,13 @@ def _build_specialised(partition: Partition, ctx: BuildContext) -> tuple[KernelP
         panels = -(-geo.n // register.nb)
         packed_b = args.buffer("packed_b", "float", ScratchArg("packed_b"), const=False)
         scratch.append(Scratch("packed_b", max(geo.z * panels * register.nb * geo.k, 1)
-                               * _FLOAT))
+                               * FLOAT_BYTES))
         packed_a = ""
         blocks = -(-geo.m // register.rm)
         if register.a_mode == "packed":
             packed_a = args.buffer("packed_a", "float", ScratchArg("packed_a"), const=False)
             scratch.append(Scratch("packed_a", max(geo.z * blocks * register.rm * geo.k, 1)
-                                   * _FLOAT))
+                                   * FLOAT_BYTES))
         run, run_setup, run_loads = "", "", [""] * register.rm
         if register.a_mode == "run":
             assert geo.a_run is not None
@@ -553,7 +366,7 @@ def _build_specialised(partition: Partition, ctx: BuildContext) -> tuple[KernelP
                     store=store, m=m, n=n, k=k, **values)
     return KernelPlan("gemm", "\n".join([source, *extra]), tuple(launches),
                       reads=tuple(partition.inputs), writes=tuple(partition.outputs),
-                      scratch=tuple(scratch)), geo
+                      scratch=tuple(scratch))
 
 
 FAMILY = KernelFamily("gemm", is_gemm, build_gemm)

@@ -24,12 +24,12 @@ from ..codegen.access import known_shape
 from ..codegen.args import KernelArgs
 from ..codegen.opctx import attr_of
 from ..codegen.source import Preamble
-from ..codegen.types import TypePolicy
+from ..codegen.types import TypePolicy, check_supported
 from ..errors import UnsupportedPartitionError
 from ..plan import Binding, BufferArg, Param
 from .gemm_geometry import Geometry, IndexCode, backward_dims, split_index
 
-__all__ = ["backward_geometry", "bias_backward_kernel", "BIAS_KERNEL"]
+__all__ = ["backward_geometry", "bias_backward_kernel", "check_bias_backward", "BIAS_KERNEL"]
 
 #: The name of the BiasAddBackward kernel.
 BIAS_KERNEL = "fs_bias_backward"
@@ -71,6 +71,16 @@ def backward_geometry(op: Op, args: KernelArgs) -> Geometry:
                     IndexCode(tuple(a_lines), tuple(a_index), " && ".join(valid) or None),
                     IndexCode(tuple(b_lines), tuple(b_index)),
                     IndexCode(tuple(d_lines), tuple(d_index)), None)
+
+
+def check_bias_backward(op: Op, source: LogicalTensor) -> None:
+    """Raise what `bias_backward_kernel` raises for `op` summing `source` (either form)."""
+    shape = known_shape(source)
+    attr_of(op, "data_format")
+    if len(shape) < 2:
+        raise UnsupportedPartitionError(f"op {op.id} (BiasAddBackward) needs rank >= 2")
+    check_supported(source.dtype, "a tensor")
+    check_supported(op.outputs[0].dtype, "a tensor")
 
 
 def bias_backward_kernel(op: Op, source: LogicalTensor, binding: Binding, policy: TypePolicy,

@@ -20,8 +20,9 @@ BiasAddBackward sums diff_weights per channel as the reduction's table form does
 (``table_gather.cl.j2``, `fusionspec.accel.families.table_gather`) is the same for every
 partition on a device, and shared with the pool, reduction and interpolate families.
 `build_gemm_table` returns None for what the interpreter cannot hold (more slots, registers
-or axes); the caller then keeps the specialised plan, which has already validated the
-partition, so both forms reject the same partitions with the same errors.
+or axes); the caller then builds the specialised plan. The caller validates the partition
+before choosing a form (`fusionspec.accel.families.gemm`), so both forms reject the same
+partitions with the same errors.
 """
 
 from __future__ import annotations

@@ -15,6 +15,7 @@ The result goes through the shared epilogue (`fusionspec.accel.codegen.epilogue`
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 from fusionspec.reference.ops.interpolate import linear_taps, nearest_index, source_coords
@@ -28,8 +29,8 @@ from ..codegen.types import TypePolicy, check_supported
 from ..errors import UnsupportedPartitionError
 from ..plan import KernelPlan, Launch
 from .base import BuildContext, KernelFamily
-from .forms import table_form
-from .post_ops import post_ops_body
+from .forms import build_in_form
+from .post_ops import check_post_ops, post_ops_body
 from .window_table import interpolate_map, window_plan
 
 __all__ = ["FAMILY", "KERNEL_NAME", "is_interpolate", "build_interpolate"]
@@ -93,7 +94,9 @@ def _combine(taps: list[list[tuple[str, str]]], axes: list[int], fixed: dict[int
 
 
 def build_interpolate(partition: Partition, ctx: BuildContext) -> KernelPlan:
-    """One grid-stride kernel: table-driven taps, then the epilogue."""
+    """One grid-stride kernel (table-driven taps, then the epilogue), or for a small
+    interpolation the gathering program of the table form
+    (`fusionspec.accel.families.window_table`)."""
     kinds = [op.kind for op in partition.ops]
     main = next(op for op in partition.ops if op.kind == "Interpolate")
     post = [op for op in partition.ops if op is not main]
@@ -114,6 +117,30 @@ def build_interpolate(partition: Partition, ctx: BuildContext) -> KernelPlan:
     in_sp, out_sp = [in_shape[a] for a in axes], [out_shape[a] for a in axes]
     if max(in_sp) >= _TABLE_LIMIT or min(out_sp) <= 0:
         raise fail(f"Interpolate spatial sizes {in_sp} -> {out_sp} are not supported")
+    check_post_ops(post, shape=out_shape, outputs=partition.outputs, given=dst.id, fail=fail)
+    size = math.prod(out_shape)
+    taps_per_output = 1 if str(main.attrs.get("mode", "nearest")) == "nearest" \
+        else 2 ** len(axes)
+    return build_in_form(ctx, size, size * taps_per_output,
+                         table=lambda: _table(partition, ctx, main, post, axes),
+                         specialised=lambda: _specialised(partition, ctx, main, post, axes))
+
+
+def _table(partition: Partition, ctx: BuildContext, main: Op, post: list[Op], axes: list[int]
+           ) -> KernelPlan | None:
+    where, weights = interpolate_map(main, known_shape(main.inputs[0]),
+                                     known_shape(main.outputs[0]), axes)
+    return window_plan(partition, "interpolate", main, [], post, where, weights,
+                       "first" if weights is None else "weighted", ctx)
+
+
+def _specialised(partition: Partition, ctx: BuildContext, main: Op, post: list[Op],
+                 axes: list[int]) -> KernelPlan:
+    """The interpolation kernel of a validated partition."""
+    src, dst = main.inputs[0], main.outputs[0]
+    in_shape, out_shape = known_shape(src), known_shape(dst)
+    rank = len(in_shape)
+    in_sp, out_sp = [in_shape[a] for a in axes], [out_shape[a] for a in axes]
     preamble = ctx.preamble()
     preamble.uses(src.dtype)
     policy: TypePolicy = ctx.policy
@@ -136,7 +163,7 @@ def build_interpolate(partition: Partition, ctx: BuildContext) -> KernelPlan:
     domain = Domain(out_shape, args)
     # Small domains run the post-ops in the table form (fusionspec.accel.families.post_ops).
     body = post_ops_body(post, ctx, domain=domain, outputs=partition.outputs, given=dst.id,
-                         args=args, preamble=preamble, fail=fail)
+                         args=args, preamble=preamble, fail=AssertionError)  # validated
     splits = domain.split("rest")
     size = domain.size_arg()
     source = render("interpolate.cl.j2", preamble=preamble.render(), name=KERNEL_NAME,
@@ -145,17 +172,8 @@ def build_interpolate(partition: Partition, ctx: BuildContext) -> KernelPlan:
     launches: tuple[Launch, ...] = ()
     if domain.size:
         launches = (Launch(KERNEL_NAME, args.params, *ctx.launch_1d(domain.size)),)
-    plan = KernelPlan("interpolate", source, launches, reads=tuple(partition.inputs),
+    return KernelPlan("interpolate", source, launches, reads=tuple(partition.inputs),
                       writes=tuple(partition.outputs))
-    # Small interpolations run in the gathering program of the table form (window_table).
-    taps_per_output = 1 if str(main.attrs.get("mode", "nearest")) == "nearest" \
-        else 2 ** len(axes)
-    if not table_form(ctx, domain.size, domain.size * taps_per_output):
-        return plan
-    where, weights = interpolate_map(main, in_shape, out_shape, axes)
-    table = window_plan(partition, "interpolate", main, [], post, where, weights,
-                        "first" if weights is None else "weighted", ctx)
-    return plan if table is None else table
 
 
 FAMILY = KernelFamily("interpolate", is_interpolate, build_interpolate)

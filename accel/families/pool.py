@@ -33,14 +33,15 @@ from fusionspec.spec.shapes import filled_default, pads_for
 from ..codegen.access import Domain, known_shape
 from ..codegen.args import KernelArgs
 from ..codegen.epilogue import emit_epilogue, supported_kinds
+from ..codegen.op_checks import check_chain
 from ..codegen.opctx import attr_of
 from ..codegen.source import render
 from ..codegen.types import c_float, check_supported
 from ..errors import UnsupportedPartitionError
 from ..plan import KernelPlan, Launch
 from .base import BuildContext, KernelFamily
-from .forms import table_form
-from .post_ops import post_ops_body
+from .forms import build_in_form
+from .post_ops import check_post_ops, post_ops_body
 from .window_table import pool_map, window_plan
 
 __all__ = ["FAMILY", "KERNEL_NAME", "is_pool", "build_pool"]
@@ -113,8 +114,26 @@ def is_pool(partition: Partition) -> bool:
                                    if op is not pools[0])
 
 
+@dataclass(frozen=True)
+class _Pool:
+    """A validated pool partition: the pool, the Dequantize folded into its loads, the ops
+    after it, the window and whether an average divides by its in-bounds count."""
+
+    partition: Partition
+    pool: Op
+    feeder: Op | None
+    post: list[Op]
+    window: Window
+    counted: bool
+
+    @property
+    def lowest(self) -> float:
+        return _LOWEST.get(self.pool.outputs[0].dtype, _LOWEST[DataType.f32])
+
+
 def build_pool(partition: Partition, ctx: BuildContext) -> KernelPlan:
-    """One grid-stride kernel: window loop, then the epilogue."""
+    """One grid-stride kernel (window loop, then the epilogue), or for a small pool the
+    gathering program of the table form (`fusionspec.accel.families.window_table`)."""
     kinds = [op.kind for op in partition.ops]
     pool = next(op for op in partition.ops if op.kind in POOL_KINDS)
 
@@ -136,8 +155,37 @@ def build_pool(partition: Partition, ctx: BuildContext) -> KernelPlan:
     if feeder is not None and any(t.id == src.id for op in post for t in op.inputs):
         raise fail("post-ops that read the pool's dequantized source are not supported")
     in_shape, out_shape = known_shape(src), known_shape(dst)
-    rank = len(out_shape)
     window = pool_window(pool, fail)
+    if feeder is not None:
+        check_chain([feeder], in_shape)
+    check_post_ops(post, shape=out_shape, outputs=partition.outputs, given=dst.id, fail=fail)
+    counted = pool.kind == "MaxPool" or bool(attr_of(pool, "exclude_pad")) or \
+        str(attr_of(pool, "rounding_type")) == "ceil"
+    valid = _Pool(partition, pool, feeder, post, window, counted)
+    size = math.prod(out_shape)
+    return build_in_form(ctx, size, size * math.prod(window.kernel),
+                         table=lambda: _table(valid, ctx),
+                         specialised=lambda: _specialised(valid, ctx))
+
+
+def _table(valid: _Pool, ctx: BuildContext) -> KernelPlan | None:
+    pool, window = valid.pool, valid.window
+    where = pool_map(known_shape(pool.inputs[0]), known_shape(pool.outputs[0]), window.axes,
+                     window.kernel, window.strides, window.dilations, window.begin)
+    volume = float(np.float32(math.prod(window.kernel))) if not valid.counted else -1.0
+    is_max = pool.kind == "MaxPool"
+    return window_plan(valid.partition, "pool", pool,
+                       [valid.feeder] if valid.feeder is not None else [], valid.post, where,
+                       None, "pool_max" if is_max else "pool_avg", ctx, lowest=valid.lowest,
+                       divisor=volume)
+
+
+def _specialised(valid: _Pool, ctx: BuildContext) -> KernelPlan:
+    partition, pool, feeder, post = valid.partition, valid.pool, valid.feeder, valid.post
+    src, dst = pool.inputs[0], pool.outputs[0]
+    in_shape, out_shape = known_shape(src), known_shape(dst)
+    rank = len(out_shape)
+    window = valid.window
     axes, kernel, strides = window.axes, window.kernel, window.strides
     dilations, begin = window.dilations, window.begin
     preamble = ctx.preamble()
@@ -156,38 +204,25 @@ def build_pool(partition: Partition, ctx: BuildContext) -> KernelPlan:
     domain = Domain(out_shape, args)
     # Small domains run the post-ops in the table form (fusionspec.accel.families.post_ops).
     body = post_ops_body(post, ctx, domain=domain, outputs=partition.outputs, given=dst.id,
-                         args=args, preamble=preamble, fail=fail)
+                         args=args, preamble=preamble, fail=AssertionError)  # validated
     taps = [(a, args.index(f"ker{n}", k), args.index(f"stride{n}", s),
              args.index(f"dil{n}", d), args.index(f"pad{n}", p), src_domain.extent(a))
             for n, (a, k, s, d, p) in enumerate(zip(axes, kernel, strides, dilations, begin))]
     is_max = pool.kind == "MaxPool"
-    divisor = "(float)count"
-    if not is_max and not bool(attr_of(pool, "exclude_pad")) and \
-            str(attr_of(pool, "rounding_type")) != "ceil":
-        divisor = args.f32("volume", math.prod(kernel))
+    divisor = "(float)count" if valid.counted else args.f32("volume", math.prod(kernel))
     splits = domain.split("rest")
     size = domain.size_arg()
     plain = [a for a in range(rank) if a not in axes]
     source = render("pool.cl.j2", preamble=preamble.render(), name=KERNEL_NAME,
                     params=args.decls(), index_t=domain.index_type, size=size, rank=rank,
-                    splits=splits, plain_axes=plain, is_max=is_max,
-                    lowest=c_float(_LOWEST.get(dst.dtype, _LOWEST[DataType.f32])),
+                    splits=splits, plain_axes=plain, is_max=is_max, lowest=c_float(valid.lowest),
                     taps=taps, load_body=load_body, divisor=divisor, body=body)
     launches: tuple[Launch, ...] = ()
     if domain.size:
         global_size, local_size = ctx.launch_1d(domain.size, per_item=1)
         launches = (Launch(KERNEL_NAME, args.params, global_size, local_size),)
-    plan = KernelPlan("pool", source, launches, reads=tuple(partition.inputs),
+    return KernelPlan("pool", source, launches, reads=tuple(partition.inputs),
                       writes=tuple(partition.outputs))
-    # Small pools run in the gathering program of the table form (window_table).
-    if not table_form(ctx, domain.size, domain.size * math.prod(kernel)):
-        return plan
-    where = pool_map(in_shape, out_shape, axes, kernel, strides, dilations, begin)
-    volume = float(np.float32(math.prod(kernel))) if divisor != "(float)count" else -1.0
-    table = window_plan(partition, "pool", pool, [feeder] if feeder is not None else [], post,
-                        where, None, "pool_max" if is_max else "pool_avg", ctx,
-                        lowest=_LOWEST.get(dst.dtype, _LOWEST[DataType.f32]), divisor=volume)
-    return plan if table is None else table
 
 
 FAMILY = KernelFamily("pool", is_pool, build_pool)

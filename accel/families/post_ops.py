@@ -17,12 +17,25 @@ from fusionspec.spec.graph import LogicalTensor, Op
 from ..codegen.access import Domain
 from ..codegen.args import KernelArgs
 from ..codegen.epilogue import Value, emit_epilogue
+from ..codegen.op_checks import check_chain
 from ..codegen.source import Preamble
 from ..codegen.table_epilogue import table_epilogue
 from .base import BuildContext
 from .forms import table_form
 
-__all__ = ["table_post_ops", "post_ops_body"]
+__all__ = ["check_post_ops", "table_post_ops", "post_ops_body"]
+
+
+def check_post_ops(post: Sequence[Op], *, shape: tuple[int, ...],
+                   outputs: Sequence[LogicalTensor], given: int,
+                   fail: Callable[[str], Exception]) -> None:
+    """Raise what running a main op's `post` ops on its output `given` (of `shape`) would
+    raise in either form, the specialised epilogue's errors; `fail` makes the error for an
+    output the ops do not compute."""
+    stored = check_chain(post, shape, given={given: "float"}, outputs=outputs)
+    missing = [t.id for t in outputs if t.id not in stored]
+    if missing:
+        raise fail(f"outputs {missing} are not computed by the ops")
 
 
 def table_post_ops(post: Sequence[Op], ctx: BuildContext, *, work: int,
@@ -31,16 +44,12 @@ def table_post_ops(post: Sequence[Op], ctx: BuildContext, *, work: int,
     """The statement running a main op's `post` ops in the table form at the domain index
     ``index[0..]`` (see `table_epilogue`), when `table_form` takes it for a kernel of `work`
     (elements, or multiply-adds for a GEMM) and the chain fits; else None, and the family
-    emits its specialised epilogue. The chain is first generated in the specialised form on a
-    scratch signature, so both forms reject the same chains with the same errors."""
+    emits its specialised epilogue. The chain is first checked as the specialised epilogue
+    checks it (`check_chain`), so both forms reject the same chains with the same errors."""
     if not post or not table_form(ctx, work):
         return None
-    scratch = Preamble(ctx.policy)
-    scratch_args = KernelArgs(scratch)
-    checked = emit_epilogue(post, domain=Domain(shape, scratch_args, index), policy=ctx.policy,
-                            preamble=scratch, given={given: Value(acc)}, outputs=outputs,
-                            acc=acc)
-    if any(t.id not in checked.stored for t in outputs):
+    stored = check_chain(post, shape, given={given: "float"}, outputs=outputs)
+    if any(t.id not in stored for t in outputs):
         return None  # the family's specialised path names the missing outputs
     return table_epilogue(post, shape=shape, outputs=outputs, given=given, args=args,
                           preamble=preamble, coords=[f"{index}[{j}]" for j in range(len(shape))],

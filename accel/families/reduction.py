@@ -1,7 +1,9 @@
 """The reduction family: the seven reductions (ReduceSum, ReduceMean, ReduceProd, ReduceMax,
 ReduceMin, ReduceL1, ReduceL2) alone or with post-ops (pattern fp.reduction_post_ops).
 
-Two forms of kernel, chosen by the device's properties (the template is ``reduction.cl.j2``):
+Two forms of kernel, chosen by the device's properties, each its own template
+(``reduction_output.cl.j2``, ``reduction_group.cl.j2``; their shared helpers are
+``_reduction_helpers.cl.j2``):
 
 - **Output per work item** where local memory is ordinary cached memory (CPU devices): a work
   item walks the whole reduced extent of its dst element in one pass, work groups of a few
@@ -38,7 +40,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from fusionspec.spec.categories import REDUCTION
-from fusionspec.spec.graph import Partition
+from fusionspec.spec.graph import Op, Partition
 
 from ..codegen.access import Domain, is_dense, known_shape
 from ..codegen.args import KernelArgs
@@ -48,7 +50,8 @@ from ..codegen.types import check_supported
 from ..errors import UnsupportedPartitionError
 from ..plan import KernelPlan, Launch
 from .base import BuildContext, KernelFamily
-from .forms import table_form
+from .forms import build_in_form
+from .post_ops import check_post_ops
 from .window_table import reduction_map, window_plan
 
 __all__ = ["FAMILY", "KERNEL_NAME", "is_reduction", "build_reduction"]
@@ -107,7 +110,9 @@ def is_reduction(partition: Partition) -> bool:
 
 
 def build_reduction(partition: Partition, ctx: BuildContext) -> KernelPlan:
-    """One kernel: a work group per dst element, tree reduction, then the epilogue."""
+    """One kernel (a work group per dst element, tree reduction, then the epilogue), or for a
+    small reduction the gathering program of the table form
+    (`fusionspec.accel.families.window_table`)."""
     kinds = [op.kind for op in partition.ops]
     main = next(op for op in partition.ops if op.kind in REDUCTION)
     post = [op for op in partition.ops if op is not main]
@@ -136,6 +141,23 @@ def build_reduction(partition: Partition, ctx: BuildContext) -> KernelPlan:
     if want != out_shape:
         raise fail(f"{main.kind} dst shape {list(out_shape)} does not follow from src "
                    f"{list(in_shape)} and axes {axes}")
+    check_post_ops(post, shape=out_shape, outputs=partition.outputs, given=dst.id, fail=fail)
+    size, extent = math.prod(in_shape), math.prod(in_shape[a] for a in axes)
+    return build_in_form(
+        ctx, size, size,
+        table=lambda: window_plan(partition, "reduction", main, [], post,
+                                  reduction_map(in_shape, axes), None, _MODES[main.kind], ctx,
+                                  divisor=float(np.float32(extent))),
+        specialised=lambda: _specialised(partition, ctx, main, post, axes, keep))
+
+
+def _specialised(partition: Partition, ctx: BuildContext, main: Op, post: list[Op],
+                 axes: list[int], keep: bool) -> KernelPlan:
+    """The reduction kernel of a validated partition."""
+    src, dst = main.inputs[0], main.outputs[0]
+    in_shape, out_shape = known_shape(src), known_shape(dst)
+    rank = len(in_shape)
+    kept_axes = [k for k in range(rank) if k not in axes]
     preamble = ctx.preamble()
     preamble.uses(src.dtype)
     args = KernelArgs(preamble)
@@ -146,9 +168,6 @@ def build_reduction(partition: Partition, ctx: BuildContext) -> KernelPlan:
     domain = Domain(out_shape, args)
     code = emit_epilogue(post, domain=domain, policy=ctx.policy, preamble=preamble,
                          given={dst.id: Value("acc")}, outputs=partition.outputs, acc="acc")
-    missing = [t.id for t in partition.outputs if t.id not in code.stored]
-    if missing:
-        raise fail(f"outputs {missing} are not computed by the ops")
     extent = math.prod(in_shape[a] for a in axes)
     outputs = domain.size
     per_output = not ctx.device.local_mem_dedicated
@@ -176,7 +195,8 @@ def build_reduction(partition: Partition, ctx: BuildContext) -> KernelPlan:
             lanes.append(ctx.policy.as_float(expr, ctx.policy.kind(src.dtype)))
         vector_load = f"(float{width})({', '.join(lanes[:width])})"
         tail_load = lanes[width]
-    source = render("reduction.cl.j2", preamble=preamble.render(), name=KERNEL_NAME,
+    template = "reduction_output.cl.j2" if per_output else "reduction_group.cl.j2"
+    source = render(template, preamble=preamble.render(), name=KERNEL_NAME,
                     params=args.decls(), wg=wg, rank=max(rank, 1),
                     out_rank=max(len(out_shape), 1), outputs=outputs_arg, extent=extent_arg,
                     out_splits=out_splits, kept=kept, red_splits=red_splits, init=kind.init,
@@ -185,8 +205,8 @@ def build_reduction(partition: Partition, ctx: BuildContext) -> KernelPlan:
                     vector_step=kind.step.format(s=width, x=vector_load, h="hv", l="lv"),
                     lane_combine=kind.combine.format(h2="h2", l2="l2"),
                     combine=kind.combine.format(h2="red_h[lid + half_]", l2="red_l[lid + half_]"),
-                    finish=final, load=load, body=code.body, per_output=per_output,
-                    contiguous=contiguous, w=width, tail_load=tail_load)
+                    finish=final, load=load, body=code.body, contiguous=contiguous, w=width,
+                    tail_load=tail_load)
     launches: tuple[Launch, ...] = ()
     if outputs and per_output:
         local = min(ctx.work_group(OUTPUTS_PER_GROUP), outputs)
@@ -195,14 +215,8 @@ def build_reduction(partition: Partition, ctx: BuildContext) -> KernelPlan:
     elif outputs:
         groups = min(outputs, _MAX_GROUPS)
         launches = (Launch(KERNEL_NAME, args.params, (groups * wg,), (wg,)),)
-    plan = KernelPlan("reduction", source, launches, reads=tuple(partition.inputs),
+    return KernelPlan("reduction", source, launches, reads=tuple(partition.inputs),
                       writes=tuple(partition.outputs))
-    # Small reductions run in the gathering program of the table form (window_table).
-    if not table_form(ctx, math.prod(in_shape), math.prod(in_shape)):
-        return plan
-    table = window_plan(partition, "reduction", main, [], post, reduction_map(in_shape, axes),
-                        None, _MODES[main.kind], ctx, divisor=float(np.float32(extent)))
-    return plan if table is None else table
 
 
 FAMILY = KernelFamily("reduction", is_reduction, build_reduction)

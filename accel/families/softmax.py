@@ -42,6 +42,8 @@ rank and axis.
 
 from __future__ import annotations
 
+import math
+
 from fusionspec.spec.graph import Op, Partition
 
 from ..codegen.access import Domain, is_dense, known_shape
@@ -52,8 +54,8 @@ from ..codegen.types import check_supported
 from ..errors import UnsupportedPartitionError
 from ..plan import KernelPlan, Launch, Scratch, ScratchArg
 from .base import BuildContext, KernelFamily
-from .forms import table_form
-from .post_ops import table_post_ops
+from .forms import build_in_form
+from .post_ops import check_post_ops, table_post_ops
 from .window_table import softmax_plan
 
 __all__ = ["FAMILY", "KERNEL_NAME", "is_softmax", "build_softmax"]
@@ -83,7 +85,8 @@ def is_softmax(partition: Partition) -> bool:
 
 
 def build_softmax(partition: Partition, ctx: BuildContext) -> KernelPlan:
-    """One kernel: per row, max and sum reductions in local memory, then the epilogue."""
+    """One kernel (per row, max and sum reductions, then the epilogue), or for a small SoftMax
+    the gathering program of the table form (`fusionspec.accel.families.window_table`)."""
     main, post = _split(partition)
     src, dst = main.inputs[0], main.outputs[0]
     stats = main.outputs[1] if len(main.outputs) > 1 else None
@@ -105,6 +108,23 @@ def build_softmax(partition: Partition, ctx: BuildContext) -> KernelPlan:
         raise UnsupportedPartitionError(f"SoftMax axis {axis} is out of range for rank {rank}",
                                         pattern=partition.pattern, kinds=kinds)
     axis %= rank
+    outputs = [t for t in partition.outputs if stats is None or t.id != stats.id]
+    check_post_ops(post, shape=shape, outputs=outputs, given=dst.id,
+                   fail=lambda message: UnsupportedPartitionError(
+                       message, pattern=partition.pattern, kinds=kinds))
+    size = math.prod(shape)
+    return build_in_form(ctx, size, size,
+                         table=lambda: softmax_plan(partition, main, post, axis, ctx),
+                         specialised=lambda: _specialised(partition, ctx, main, post, axis))
+
+
+def _specialised(partition: Partition, ctx: BuildContext, main: Op, post: list[Op], axis: int
+                 ) -> KernelPlan:
+    """The SoftMax kernel of a validated partition."""
+    src, dst = main.inputs[0], main.outputs[0]
+    stats = main.outputs[1] if len(main.outputs) > 1 else None
+    shape = known_shape(dst)
+    rank = len(shape)
     preamble = ctx.preamble()
     args = KernelArgs(preamble)
     domain = Domain(shape, args)
@@ -120,13 +140,8 @@ def build_softmax(partition: Partition, ctx: BuildContext) -> KernelPlan:
     body = table_post_ops(post, ctx, work=domain.size, shape=domain.shape, outputs=outputs,
                           given=dst.id, args=args, preamble=preamble, index="idx", acc="acc")
     if body is None:
-        code = emit_epilogue(post, domain=domain, policy=ctx.policy, preamble=preamble,
-                             given={dst.id: Value("acc")}, outputs=outputs, acc="acc")
-        missing = [t.id for t in outputs if t.id not in code.stored]
-        if missing:
-            raise UnsupportedPartitionError(f"outputs {missing} are not computed by the ops",
-                                            pattern=partition.pattern, kinds=kinds)
-        body = code.body
+        body = emit_epilogue(post, domain=domain, policy=ctx.policy, preamble=preamble,
+                             given={dst.id: Value("acc")}, outputs=outputs, acc="acc").body
     length = shape[axis]
     rows = domain.size // length if length else 0
     per_row = not ctx.device.local_mem_dedicated
@@ -176,13 +191,8 @@ def build_softmax(partition: Partition, ctx: BuildContext) -> KernelPlan:
     elif rows:
         groups = min(rows, _MAX_GROUPS)
         launches = (Launch(KERNEL_NAME, args.params, (groups * wg,), (wg,)),)
-    plan = KernelPlan("softmax", source, launches, reads=tuple(partition.inputs),
+    return KernelPlan("softmax", source, launches, reads=tuple(partition.inputs),
                       writes=tuple(partition.outputs), scratch=scratch)
-    # Small softmaxes run in the gathering program of the table form (window_table).
-    if not table_form(ctx, domain.size, domain.size):
-        return plan
-    table = softmax_plan(partition, main, post, axis, ctx)
-    return plan if table is None else table
 
 
 FAMILY = KernelFamily("softmax", is_softmax, build_softmax)

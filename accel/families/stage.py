@@ -31,7 +31,7 @@ from ..codegen.source import Preamble
 from ..plan import Scratch, ScratchArg
 from .base import BuildContext
 
-__all__ = ["StagedOperand", "stage_operand", "STAGE_BUDGET"]
+__all__ = ["StagedOperand", "stage_operand", "stages", "STAGE_BUDGET"]
 
 #: The largest staged operand (bytes); past it the Dequantize stays folded into the loads.
 STAGE_BUDGET = 64 << 20
@@ -53,6 +53,11 @@ class StagedOperand:
     body: str
 
 
+def stages(chain: list[Op]) -> bool:
+    """Whether the output of `chain` fits `STAGE_BUDGET` (`stage_operand` stages it)."""
+    return math.prod(known_shape(chain[-1].outputs[0])) * _FLOAT <= STAGE_BUDGET
+
+
 def stage_operand(chain: list[Op], buffer: str, ctx: BuildContext, preamble: Preamble,
                   args: KernelArgs) -> StagedOperand | None:
     """Stage the output of `chain` (element-wise ops, the last one producing the operand) as
@@ -61,7 +66,7 @@ def stage_operand(chain: list[Op], buffer: str, ctx: BuildContext, preamble: Pre
     operand: LogicalTensor = chain[-1].outputs[0]
     shape = known_shape(operand)
     elements = math.prod(shape)
-    if elements * _FLOAT > STAGE_BUDGET:
+    if not stages(chain):
         return None
     args.alias(operand, buffer)
     name = args.buffer(buffer, "float", ScratchArg(buffer), const=False)

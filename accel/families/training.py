@@ -11,6 +11,11 @@ partitions, and the pattern train.relu_bwd_bn_bwd (ReLUBackward feeding the batc
   diff_src depends on its whole channel's sums. With the fused ReLUBackward, ``x`` is the
   ReLUBackward result, computed on the fly in both passes instead of being stored.
 
+Each form is its own template (``training_relu.cl.j2``, ``training_bias.cl.j2``,
+``training_batch_norm.cl.j2``), from the shared pieces ``_training_start.cl.j2`` (preamble
+and helpers), ``_training_stats.cl.j2`` (the statistics kernel) and
+``_training_elementwise.cl.j2`` (the element-wise kernel).
+
 Sums use f32 with TwoSum compensation (and the exact rounding errors of ``x - mean`` and of
 the product), so they match the reference's f64 sums within the suite's tolerances.
 
@@ -22,23 +27,30 @@ the layouts only.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 from fusionspec.spec.graph import LogicalTensor, Op, Partition
 from fusionspec.spec.shapes import channel_axis
 
 from ..codegen.access import Domain, channel_offset, known_shape
 from ..codegen.args import INT_LIMIT, KernelArgs
+from ..codegen.formulas import FORMULAS, Formula
 from ..codegen.source import Preamble, render
 from ..codegen.types import TypePolicy, check_supported
 from ..errors import UnsupportedPartitionError
 from ..plan import KernelPlan, Launch, Scratch, ScratchArg
 from .base import BuildContext, KernelFamily
-from .forms import table_form
+from .forms import build_in_form
 from .training_table import training_table_plan
 
 __all__ = ["FAMILY", "is_training", "build_training"]
 
 TRAINING_KINDS = ("ReLUBackward", "BatchNormTrainingBackward", "BiasAddBackward")
+#: The template of each form, by the partition's main op (the BatchNormTrainingBackward with
+#: or without the ReLUBackward feeding it).
+_TEMPLATES = {"ReLUBackward": "training_relu.cl.j2",
+              "BatchNormTrainingBackward": "training_batch_norm.cl.j2",
+              "BiasAddBackward": "training_bias.cl.j2"}
 _MAX_GROUPS = 1 << 16
 _SCRATCH = "bn_stats"
 
@@ -97,7 +109,10 @@ class _Kernel:
 
 
 def _relu_value(relu: Op, kernel: _Kernel) -> str:
-    return f"({kernel.full(relu.inputs[0])} > 0.0f ? {kernel.full(relu.inputs[1])} : 0.0f)"
+    formula = FORMULAS["ReLUBackward"]
+    assert isinstance(formula, Formula), "ReLUBackward has one formula"
+    src, diff_dst = kernel.full(relu.inputs[0]), kernel.full(relu.inputs[1])
+    return f"({formula.spell({'x': src, 'y': diff_dst})})"
 
 
 def _epsilon(op: Op) -> float:
@@ -124,21 +139,83 @@ def build_training(partition: Partition, ctx: BuildContext) -> KernelPlan:
         if any(t.id == relu.outputs[0].id for t in partition.outputs):
             raise fail("the fused ReLUBackward's output cannot also be a partition output")
     shape = known_shape(main.inputs[0])
+    _validate(partition, main, relu, shape, fail)
+    size = math.prod(shape)
+    return build_in_form(
+        ctx, size, size,
+        table=lambda: training_table_plan(partition, main, relu,
+                                          _epsilon(main) if main.kind ==
+                                          "BatchNormTrainingBackward" else 0.0, ctx),
+        specialised=lambda: _specialised(partition, ctx, main, relu, fail))
+
+
+def _validate(partition: Partition, main: Op, relu: Op | None, shape: tuple[int, ...],
+              fail: Callable[[str], UnsupportedPartitionError]) -> None:
+    """Raise what building either form would raise, in the order the specialised program
+    meets it (its loads and stores, `_Kernel`)."""
+    def full(tensor: LogicalTensor) -> None:
+        if known_shape(tensor) != shape:
+            raise UnsupportedPartitionError(f"tensor {tensor.id} of shape "
+                                            f"{list(known_shape(tensor))} differs from "
+                                            f"{list(shape)}")
+        check_supported(tensor.dtype, "a tensor")
+
+    def channel(tensor: LogicalTensor) -> None:
+        check_supported(tensor.dtype, "a tensor")
+        channel_offset(tensor, "c", KernelArgs(Preamble(TypePolicy())))
+
+    def store(tensor: LogicalTensor) -> None:
+        check_supported(tensor.dtype, f"tensor {tensor.id}")
+
+    def x_value() -> None:
+        source = relu if relu is not None else main
+        full(source.inputs[0])
+        if relu is not None:
+            full(relu.inputs[1])
+
+    if main.kind == "ReLUBackward":
+        x_value()
+        store(main.outputs[0])
+        return
+    fmt = str(main.attrs.get("data_format", "NXC"))
+    if len(shape) < 2 or fmt not in ("NCX", "NXC"):
+        raise fail(f"{main.kind} needs rank >= 2 and NCX or NXC (shape {list(shape)})")
+    outputs = {t.id for t in partition.outputs}
+    if main.kind != "BatchNormTrainingBackward":
+        full(main.inputs[0])
+        store(main.outputs[0])
+        return
+    x_value()
+    full(main.inputs[1])
+    channel(main.inputs[2])
+    channel(main.inputs[3])
+    _epsilon(main)
+    if len(main.outputs) == 3:
+        for tensor in main.outputs[1:]:
+            if tensor.id in outputs:
+                store(tensor)
+    if len(main.inputs) > 4:
+        channel(main.inputs[4])
+    store(main.outputs[0])
+
+
+def _specialised(partition: Partition, ctx: BuildContext, main: Op, relu: Op | None,
+                 fail: Callable[[str], UnsupportedPartitionError]) -> KernelPlan:
+    """The statistics and element-wise kernels of a validated partition."""
+    shape = known_shape(main.inputs[0])
     rank = len(shape)
     preamble = ctx.preamble()
     outputs = {t.id for t in partition.outputs}
     size = math.prod(shape)
     # Template values: those of the statistics kernel (stats_*) and of the element-wise one.
-    values: dict[str, object] = {"rank": max(rank, 1), "bn": False, "stats": False,
-                                 "elementwise": False, "stats_stores": [],
+    values: dict[str, object] = {"rank": max(rank, 1), "stats_stores": [],
                                  "index_t": "int" if size <= INT_LIMIT else "long"}
     launches: list[Launch] = []
     scratch: tuple[Scratch, ...] = ()
 
     def elementwise(kernel: _Kernel) -> None:
         """Finish the element-wise kernel (its value and store already generated)."""
-        values.update(elementwise=True, splits=kernel.splits("rest"),
-                      size=kernel.domain.size_arg())
+        values.update(splits=kernel.splits("rest"), size=kernel.domain.size_arg())
         values["ew_params"] = kernel.args.decls()
         if size:
             launches.append(Launch("fs_train_elementwise", kernel.args.params,
@@ -158,7 +235,7 @@ def build_training(partition: Partition, ctx: BuildContext) -> KernelPlan:
         per_channel = size // channels if channels else 0
         wg = ctx.reduction_work_group(per_channel)
         bn = main.kind == "BatchNormTrainingBackward"
-        values.update(stats=True, bn=bn, wg=wg, caxis=caxis)
+        values.update(wg=wg, caxis=caxis)
         stats = _Kernel(shape, ctx.policy, preamble)
         if bn:
             x = _relu_value(relu, stats) if relu is not None else stats.full(main.inputs[0])
@@ -197,16 +274,9 @@ def build_training(partition: Partition, ctx: BuildContext) -> KernelPlan:
                           scratch=kernel.stats_scratch(),
                           store=kernel.store(main.outputs[0], "i", "value"))
             elementwise(kernel)
-    source = render("training.cl.j2", preamble=preamble.render(), **values)
-    plan = KernelPlan("training", source, tuple(launches), reads=tuple(partition.inputs),
+    source = render(_TEMPLATES[main.kind], preamble=preamble.render(), **values)
+    return KernelPlan("training", source, tuple(launches), reads=tuple(partition.inputs),
                       writes=tuple(partition.outputs), scratch=scratch)
-    # Small problems run in the table form's shared programs (training_table).
-    if not table_form(ctx, size, size):
-        return plan
-    table = training_table_plan(partition, main, relu,
-                                _epsilon(main) if main.kind == "BatchNormTrainingBackward"
-                                else 0.0, ctx)
-    return plan if table is None else table
 
 
 FAMILY = KernelFamily("training", is_training, build_training)

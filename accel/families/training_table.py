@@ -10,10 +10,11 @@ shares.
   element) rows, then ``fs_tbnstats`` computes each channel's sums (stored to diff_gamma and
   diff_beta when the partition outputs them, and to a scratch buffer) and ``fs_tbnsrc``
   diff_src, with the specialised kernels' formulas and compensations
-  (``training.cl.j2``). The per-channel tensors are read through a dtype code and a stride.
+  (``training_batch_norm.cl.j2``). The per-channel tensors are read through a dtype code and
+  a stride.
 
-`training_table_plan` is called after the specialised plan has validated the partition;
-None keeps the specialised plan.
+`training_table_plan` is called after the family has validated the partition
+(`fusionspec.accel.families.training`); None makes it build the specialised plan.
 """
 
 from __future__ import annotations
@@ -41,7 +42,6 @@ from ..plan import (
 )
 from .base import BuildContext
 from .elementwise_table import build_table
-from .forms import MAP_LIMIT
 from .table_gather import (
     BN_SRC,
     BN_SRC_KERNEL,
@@ -71,8 +71,6 @@ def training_table_plan(partition: Partition, main: Op, relu: Op | None, epsilon
                         ctx: BuildContext) -> KernelPlan | None:
     """The table-form plan of a training partition (see the module docstring), or None."""
     shape = known_shape(main.inputs[0])
-    if math.prod(shape) > MAP_LIMIT:
-        return None
     if main.kind == "ReLUBackward":
         plan = build_table(partition, ctx, shape)
         return None if plan is None else KernelPlan(

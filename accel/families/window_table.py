@@ -15,9 +15,10 @@ SoftMax (`softmax_plan`) gathers its rows the same way (one row per work item of
 ``fs_tsoftmax``: the maximum, the compensated sum of exponentials, then each element through
 the post-ops' table).
 
-The family builders call `window_plan` after their specialised plan has validated the
-partition, for problems where `fusionspec.accel.families.forms.table_form` takes the table
-form; None (the chain does not fit the interpreter) keeps the specialised plan.
+The family builders call `window_plan` and `softmax_plan` after validating the partition, as
+their table builder for `fusionspec.accel.families.forms.build_in_form`, which has already
+held the index map within `fusionspec.accel.families.forms.MAP_LIMIT`; None (the chain does
+not fit the interpreter) makes it build the specialised plan.
 """
 
 from __future__ import annotations
@@ -36,7 +37,6 @@ from ..codegen.access import known_shape
 from ..codegen.table_translate import translate_operand, translate_ops
 from ..plan import BufferArg, KernelPlan, Launch, ScalarArg, Scratch, ScratchArg, TableArg
 from .base import BuildContext
-from .forms import MAP_LIMIT
 from .table_gather import (
     MODES,
     SOFTMAX,
@@ -134,12 +134,10 @@ def window_plan(partition: Partition, family: str, main: Op, feeder: Sequence[Op
                 ) -> KernelPlan | None:
     """The table-form plan of a pool, reduction or interpolation whose dst element o combines
     the source elements ``where[o]`` (see the module docstring), or None when it does not fit
-    the interpreter or the map is too large. `feeder`: a Dequantize folded into the source;
+    the interpreter. `feeder`: a Dequantize folded into the source;
     `divisor`: the mean's count or an average pool's volume (negative: the in-bounds count)."""
     src, dst = main.inputs[0], main.outputs[0]
     dst_shape = known_shape(dst)
-    if where.size > MAP_LIMIT:
-        return None
     operand = translate_operand(feeder, src)
     epilogue = translate_ops(post, partition.outputs, dst_shape, given=dst.id)
     if operand is None or epilogue is None:
@@ -177,7 +175,7 @@ def softmax_plan(partition: Partition, main: Op, post: Sequence[Op], axis: int,
     size = math.prod(shape)
     stats = main.outputs[1] if len(main.outputs) > 1 else None
     stored = stats is not None and any(t.id == stats.id for t in partition.outputs)
-    if size > MAP_LIMIT or (stored and stats is not None and stats.dtype.name != "f32"):
+    if stored and stats is not None and stats.dtype.name != "f32":
         return None
     operand = translate_operand((), src)
     epilogue = translate_ops(post, [t for t in partition.outputs

@@ -26,6 +26,7 @@ from functools import cache
 from typing import Any
 
 from hypothesis import strategies as st
+from hypothesis.strategies._internal.strategies import SampledFromStrategy
 
 from fusionspec.spec.catalog import PatternEntry
 from fusionspec.spec.catalog import entry as catalog_entry
@@ -141,10 +142,28 @@ def _offers(strategy: st.SearchStrategy[Any], value: object) -> bool:
     return isinstance(value, bool) and "booleans()" in repr(strategy)
 
 
+#: One `sampled_from` strategy per sequence of values (by the values' types and reprs).
+_SAMPLED: dict[tuple[type, str, object, object], st.SearchStrategy[Any]] = {}
+
+
+def _shared(strategy: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
+    """The first `sampled_from` strategy seen with the same values as `strategy` (or
+    `strategy` itself): hypothesis validates each new strategy object on its first draw, and
+    the steered runs draw thousands of instances, each building its strategies afresh. A
+    strategy that only samples draws what any other sampling the same values draws."""
+    transformations: object = getattr(strategy, "_transformations", None)
+    if type(strategy) is not SampledFromStrategy or transformations != ():
+        return strategy
+    elements = strategy.elements
+    key = (type(elements), repr(elements), strategy.force_repr, strategy.force_repr_braces)
+    return _SAMPLED.setdefault(key, strategy)
+
+
 def steered(draw: st.DrawFn, forced: Mapping[str, Any]) -> Callable[..., Any]:
     """`draw`, answering the labels of `forced` with their values where the strategy offers
     them (it still draws, so the rest of the choices stay where they were)."""
     def choose(strategy: st.SearchStrategy[Any], label: object = None) -> Any:
+        strategy = _shared(strategy)
         value = draw(strategy, label=label)
         wanted = forced.get(label) if isinstance(label, str) else None
         return wanted if wanted is not None and _offers(strategy, wanted) else value

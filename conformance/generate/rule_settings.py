@@ -25,14 +25,16 @@ output shape", Kind)``: the base op's as much as the last post-op's), and each i
 attribute just below its lower bound (``("ill-formed below the lower bound", Kind.attr)``:
 groups 0, a stride 0, a pad -1, an axis -(rank + 1)). Each item is drawn once, by the first
 pattern in catalog order whose instances show it (`owned_items`), so the floors add one case
-per item.
+per item. Their cases (`owned_cases`) depend on the suite's code alone: a run makes them once
+and hands them to its drawing processes (`adopt`), and keeps them in the draw cache for the
+next run.
 """
 
 from __future__ import annotations
 
 import hashlib
 import pickle
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import cache
 
@@ -44,6 +46,7 @@ from fusionspec.spec.opschemas import SCHEMAS
 
 from .. import draw_cache
 from ..cases import Case, CaseKind
+from ..workers.transport import dumps as pickled
 from .dtypes import headline_dtype
 from .ids import case_id
 from .instance_build import ACT_BY_RANK, ANY_RANK_HEADS, build_instance, grammar_features
@@ -54,7 +57,7 @@ from .rule_corners import corner_examples
 from .values import clean_plan, with_values
 
 __all__ = ["rule_setting_items", "rule_setting_cases", "inside_cases", "RULE_UNDRAWN",
-           "Example", "owned_items"]
+           "Example", "owned_items", "owned_cases", "adopt"]
 
 #: Rules of the validator no one-op defect of a valid instance breaks, and why.
 RULE_UNDRAWN: Mapping[Item, str] = {
@@ -229,17 +232,31 @@ def _pattern_examples(pattern: str) -> tuple[tuple[Item, Example], ...]:
     return tuple(found.items())
 
 
+#: The fold of `owned_items` as far as it has gone: each pattern's items, in catalog order.
+_OWNED: dict[str, tuple[tuple[Item, Example], ...]] = {}
+_TAKEN: set[Item] = set()
+
+
+def _owned_of(pattern: str) -> tuple[tuple[Item, Example], ...]:
+    """The items `pattern` owns, with their examples: the catalog is probed in order only as
+    far as `pattern` (its items depend on the patterns before it, not on those after)."""
+    for entry in CATALOG:
+        if pattern in _OWNED:
+            break
+        if entry.id in _OWNED:
+            continue
+        mine = [(item, ex) for item, ex in _pattern_examples(entry.id) if item not in _TAKEN]
+        _TAKEN.update(item for item, _ in mine)
+        _OWNED[entry.id] = tuple(mine)
+        if len(_OWNED) == len(CATALOG):  # the whole catalog probed: its items for the report
+            _keep_keys(_OWNED)
+    return _OWNED[pattern]
+
+
 @cache
 def owned_items() -> dict[str, tuple[tuple[Item, Example], ...]]:
     """Per pattern, the items it is the first in catalog order to show, with their examples."""
-    taken: set[Item] = set()
-    owned: dict[str, tuple[tuple[Item, Example], ...]] = {}
-    for entry in CATALOG:
-        mine = [(item, ex) for item, ex in _pattern_examples(entry.id) if item not in taken]
-        taken.update(item for item, _ in mine)
-        owned[entry.id] = tuple(mine)
-    _keep_keys(owned)
-    return owned
+    return {entry.id: _owned_of(entry.id) for entry in CATALOG}
 
 
 _ITEMS_KEY = "rule x setting items"
@@ -262,8 +279,8 @@ def _owned_keys() -> dict[str, tuple[Item, ...]]:
 
 
 def _keep_keys(owned: Mapping[str, tuple[tuple[Item, Example], ...]]) -> None:
-    """Store the items of `owned` for `_owned_keys` (the drawing processes compute them
-    anyway; the report then reads them)."""
+    """Store the items of `owned` for `_owned_keys` (a run that draws the floors of the whole
+    catalog probes it anyway; the report then reads them)."""
     if draw_cache.enabled():
         items = {pattern: tuple(item for item, _ in shown) for pattern, shown in owned.items()}
         draw_cache.store_draw(draw_cache.draw_key(_ITEMS_KEY), pickle.dumps(items))
@@ -289,8 +306,51 @@ def _features(entry: PatternEntry, example: Example, item: Item, graph: Graph
 def rule_setting_cases(entry: PatternEntry) -> list[Case]:
     """One ill-formed case per ill-formed item `entry` owns: its example's graph with its
     defect."""
+    return owned_cases(entry, CaseKind.ill_formed)
+
+
+def inside_cases(entry: PatternEntry) -> list[Case]:
+    """One valid case per inside item `entry` owns: the defect that the other value of the
+    setting makes ill-formed, here still valid."""
+    return owned_cases(entry, CaseKind.valid)
+
+
+#: The cases of `owned_cases` by (pattern, kind), made here or handed over (`adopt`).
+_CASES: dict[tuple[str, CaseKind], tuple[Case, ...]] = {}
+_CASES_KEY = "rule x setting cases"
+
+
+def owned_cases(entry: PatternEntry, kind: CaseKind) -> list[Case]:
+    """The cases of the rule x setting items `entry` owns: ill-formed (`rule_setting_cases`)
+    or valid (`inside_cases`). They depend on the suite's code alone, not on a profile or a
+    seed: made once per process, kept in the draw cache
+    (`fusionspec.conformance.draw_cache`) for the next run, and handed by the process that
+    made them to the drawing processes (`adopt`), so a run probes the catalog once."""
+    key = (entry.id, kind)
+    if key not in _CASES:
+        cached = draw_cache.draw_key(_CASES_KEY, entry.id, kind.value) \
+            if draw_cache.enabled() else None
+        found = draw_cache.load_draw(cached) if cached is not None else None
+        if isinstance(found, list):  # the entry holds the cases its header names
+            _CASES[key] = tuple(found)
+        else:
+            made = _ill_formed_cases(entry) if kind is CaseKind.ill_formed else \
+                _inside_cases(entry)
+            if cached is not None:
+                draw_cache.store_draw(cached, pickled(made), ids=[c.id for c in made])
+            _CASES[key] = tuple(made)
+    return list(_CASES[key])
+
+
+def adopt(pattern: str, kind: CaseKind, cases: Sequence[Case]) -> None:
+    """Take `cases` as what `owned_cases` gives for `pattern` and `kind` in this process: a
+    drawing process is handed them by the process that planned the run."""
+    _CASES[(pattern, kind)] = tuple(cases)
+
+
+def _ill_formed_cases(entry: PatternEntry) -> list[Case]:
     cases: list[Case] = []
-    for item, example in owned_items()[entry.id]:
+    for item, example in _owned_of(entry.id):
         if example.rule is None:
             continue
         graph = example.defect.apply(example.graph)
@@ -303,11 +363,9 @@ def rule_setting_cases(entry: PatternEntry) -> list[Case]:
     return cases
 
 
-def inside_cases(entry: PatternEntry) -> list[Case]:
-    """One valid case per inside item `entry` owns: the defect that the other value of the
-    setting makes ill-formed, here still valid."""
+def _inside_cases(entry: PatternEntry) -> list[Case]:
     cases: list[Case] = []
-    for item, example in owned_items()[entry.id]:
+    for item, example in _owned_of(entry.id):
         if example.rule is not None:
             continue
         graph = example.defect.apply(example.graph).finalize()

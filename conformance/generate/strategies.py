@@ -52,7 +52,7 @@ from .near_miss import near_misses
 from .pairs import case_pairs, pair_design, steered, value_text
 from .plan import draw_skeleton
 from .stable import source_independent
-from .values import ValuePlan, draw_values, with_values
+from .values import ValuePlan, draw_values, value_choices, values_for, with_values
 
 _T = TypeVar("_T")
 
@@ -157,8 +157,9 @@ def design_cases(entry: PatternEntry | str, count: int) -> list[Case]:
         if built is None:
             continue
         covered |= _held(built)
-        plans = _examples(draw_values(built.graph), key, 2)
-        found.append(valid_case(built, plans[-1] if plans else None))
+        choices = _examples(value_choices(built.graph), key, 2)
+        found.append(valid_case(built, values_for(built.graph, choices[-1]) if choices
+                                else None))
     return found
 
 

@@ -28,7 +28,7 @@ the tensor it was put into), so the report's coverage counts both.
 from __future__ import annotations
 
 import random
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -38,7 +38,7 @@ from fusionspec.reference import execute, fill_inputs
 from fusionspec.reference.filling import CLEAN_DOMAINS
 from fusionspec.reference.partitioner import partition
 from fusionspec.spec.errors import FusionspecError
-from fusionspec.spec.graph import Graph, LogicalTensor, Op
+from fusionspec.spec.graph import Graph, LogicalTensor, Op, Partition
 from fusionspec.spec.opschemas import carries_shape
 
 from ..cases import Case, CaseKind
@@ -48,7 +48,8 @@ from .ids import case_id
 from .model import SPECIAL_KINDS, SPECIAL_VALUES, graph_features
 
 __all__ = ["ValuePlan", "CORNER_EVERY", "EXP_LIKE", "TARGETED", "corner_candidates",
-           "targeted_corners", "clean_plan", "draw_values", "with_values", "output_health",
+           "targeted_corners", "clean_plan", "draw_values", "value_choices", "values_for",
+           "with_values", "output_health",
            "narrow_products", "value_items",
            "NONFINITE_LIMIT", "WEAK_LIMIT"]
 
@@ -134,15 +135,16 @@ def corner_candidates(graph: Graph) -> list[tuple[int, str, str]]:
 
 
 def output_health(graph: Graph, domains: Mapping[int, str], seed: int = CHECK_SEED,
-                  ) -> tuple[float, float]:
+                  parts: Sequence[Partition] | None = None) -> tuple[float, float]:
     """(share of NaN/inf outputs, share of outputs with weak signal) of the reference on
-    `graph` filled from `domains` with `seed`."""
+    `graph` filled from `domains` with `seed` (`parts`: the reference's partitions of the
+    finalized `graph`, when the caller has them)."""
     graph = graph if graph.finalized else graph.finalize()
     inputs = fill_inputs(graph, seed, domains)
-    parts = partition(graph)
+    found = list(parts) if parts is not None else partition(graph)
     with np.errstate(all="ignore"):
-        outputs = execute(graph, inputs)
-        radii = error_bounds(graph, inputs, parts)
+        outputs = execute(graph, inputs, partitioner=lambda _: found)
+        radii = error_bounds(graph, inputs, found)
     total = nonfinite = weak = 0
     for t in graph.output_tensors:
         v = np.asarray(outputs[t.id], dtype=np.float64)
@@ -161,12 +163,14 @@ def clean_plan(graph: Graph, base: str = "grid") -> ValuePlan:
     floats = [t.id for t, _ in _data_inputs(graph) if t.dtype.is_float]
     inexact = narrow_products(graph)
     best: tuple[float, ValuePlan] | None = None
+    parts: list[Partition] | None = None  # the same for every plan: partitioned once
     for domain in dict.fromkeys((base, "positive", "small")):
         domains = {} if domain == "grid" else {tid: domain for tid in floats}
         if domain == "grid":
             domains.update({tid: "dense" for tid in inexact})
         try:
-            nonfinite, weak = output_health(graph, domains)
+            parts = partition(graph) if parts is None else parts
+            nonfinite, weak = output_health(graph, domains, parts=parts)
         except FusionspecError:  # a graph the reference cannot run is judged as such later
             return ValuePlan({}, {"signal": "clean", "values": base})
         features = {"signal": "clean", "values": domain}
@@ -194,11 +198,23 @@ def narrow_products(graph: Graph) -> list[int]:
 @st.composite
 def draw_values(draw: st.DrawFn, graph: Graph) -> ValuePlan:
     """A corner (one case in `CORNER_EVERY`) or a clean plan (grid or dense) for `graph`."""
+    return values_for(graph, draw(st.integers(0, 2 ** 32), label="values"))
+
+
+@st.composite
+def value_choices(draw: st.DrawFn, graph: Graph) -> int:
+    """What `draw_values` draws for `graph`, the plan left to `values_for`: a run that keeps
+    one of its draws makes the plan of that one only (a clean plan runs the reference)."""
+    return draw(st.integers(0, 2 ** 32), label="values")
+
+
+def values_for(graph: Graph, choice: int) -> ValuePlan:
+    """The plan `draw_values` gives `graph` for its drawn `choice`."""
     # Choices come from a Random seeded by the graph's own hash (and a drawn number) rather
     # than from sampled_from, whose derandomized draws favour the first options: every corner
     # should turn up about as often as the others, and the same graph keeps its values.
     digest = case_id("", CaseKind.valid, graph).rsplit("/", 1)[1]
-    rng = random.Random(int(digest, 16) ^ draw(st.integers(0, 2 ** 32), label="values"))
+    rng = random.Random(int(digest, 16) ^ choice)
     corners = corner_candidates(graph)
     if corners and rng.randrange(CORNER_EVERY) == 0:
         domain = rng.choice(sorted({domain for _, domain, _ in corners}))

@@ -60,7 +60,7 @@ class _Reader:
     """One JSON object of a document, at `where`, read field by field with typed errors."""
 
     def __init__(self, data: object, where: str) -> None:
-        if not isinstance(data, Mapping):
+        if type(data) is not dict and not isinstance(data, Mapping):
             raise ResultsFormatError(f"{where} is {_kind(data)}, not an object")
         self.data: Mapping[str, Any] = data
         self.where = where
@@ -180,7 +180,12 @@ def _json(record: object, *, omit_none: Sequence[str] = ()) -> Json:
     return out
 
 
+_SCALARS = (str, int, float, bool, type(None))
+
+
 def _plain(value: Any) -> Any:
+    if type(value) in _SCALARS:  # most values: no need for the checks below
+        return value
     if hasattr(value, "to_json"):
         return value.to_json()
     if isinstance(value, list | tuple):

@@ -53,6 +53,7 @@ from ..answers import (
     BackendFailure,
     Failure,
     Foreign,
+    OneTrip,
     clip,
     describe_exception,
     rejection_types,
@@ -444,17 +445,17 @@ def _numerics(case: Case, graph: Graph, backend: Backend, device: Device,
     values: dict[int, object] = dict(inputs)
     sources: list[str] = []
     for part in _order(parts):
-        compiled = _call_backend("compile", backend, partial(backend.compile, part, device),
-                                 rejection=Status.rejected_valid)
-        sources.append(_kernel_source(compiled, part))
         unfed = [t.id for t in part.inputs if t.id not in values]
         if unfed:  # an intermediate the backend keeps inside another partition
+            # Its compile failure, if any, still comes first.
+            _call_backend("compile", backend, partial(backend.compile, part, device),
+                          rejection=Status.rejected_valid)
             raise _contract(Status.fusion_mismatch, "unfed-input", f"partition "
                             f"{_kinds(part.ops)} reads tensor(s) {unfed}, which no partition "
                             "outputs", tensors=unfed, actual_partitions=_describe_all(parts))
         feed: dict[int, Any] = {t.id: values[t.id] for t in part.inputs}
-        produced: object = _call_backend("execute", backend, partial(compiled.execute, feed),
-                                         rejection=None)
+        compiled, produced = _compile_and_execute(backend, part, device, feed)
+        sources.append(_kernel_source(compiled, part))
         if not isinstance(produced, Mapping):
             kind = produced.type_name if isinstance(produced, Foreign) else \
                 type(produced).__name__
@@ -504,6 +505,21 @@ def _numerics(case: Case, graph: Graph, backend: Backend, device: Device,
     context = {"inputs": inputs, "reference": reference, "values": values, "radii": radii,
                "partitions": expected}
     return {"summary": summary, "failure": failure, "context": context}
+
+
+def _compile_and_execute(backend: Backend, part: Partition, device: Device,
+                         feed: Mapping[int, Any]) -> tuple[Any, object]:
+    """Compile `part`, then execute it on `feed`: each step graded as its own call, in one
+    round trip where the backend runs in a worker (`OneTrip`)."""
+    if isinstance(backend, OneTrip):
+        trip = backend.compile_and_execute(part, device, feed)
+        compiled = _call_backend("compile", backend, trip.compiled,
+                                 rejection=Status.rejected_valid)
+        return compiled, _call_backend("execute", backend, trip.outputs, rejection=None)
+    compiled = _call_backend("compile", backend, partial(backend.compile, part, device),
+                             rejection=Status.rejected_valid)
+    return compiled, _call_backend("execute", backend, partial(compiled.execute, feed),
+                                   rejection=None)
 
 
 def _diagnose(graph: Graph, backend: Backend, device: Device, parts: Sequence[Partition],

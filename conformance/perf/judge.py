@@ -12,7 +12,7 @@ saw; everything that decides a record is computed here, in the command's process
 2. **The outputs.** The worker sends each side's graph outputs. They are checked against
    fusionspec's reference, computed here from the same seeded inputs (a side that is fast
    because it computes something else must not win, even when the other side agrees with it:
-   `REFERENCE_SLACK`), and against each other (`fusionspec.conformance.perf.sides.TOLERANCES`).
+   `REFERENCE_SLACK`), and against each other (`fusionspec.backend.agreement`).
    Only then is the workload timed.
 3. **The timings.** The worker sends each side's raw samples in seconds. Each must be a finite
    number, 0 or more, and there must be as many as the timing policy allows; a side whose

@@ -20,9 +20,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-import numpy as np
-
 from fusionspec.backend import Backend, CompiledPartition, Device
+from fusionspec.backend.agreement import agreement
 from fusionspec.backend.timing import DeviceTimed, wall_clock
 from fusionspec.reference import execute, fill_inputs
 from fusionspec.reference.partitioner import partition as reference_partition
@@ -33,7 +32,7 @@ from fusionspec.spec.types import Array
 from ..grade.bounds import in_order
 from .workloads import Workload
 
-__all__ = ["PerfError", "Chain", "Prepared", "prepare", "outputs_agree", "TOLERANCES",
+__all__ = ["PerfError", "Chain", "Prepared", "prepare", "outputs_agree",
            "REFERENCE_SLACK"]
 
 
@@ -167,13 +166,6 @@ def prepare(workload: Workload, size: str, backend: Backend, device: Device, see
                     reference)
 
 
-#: Relative tolerance of the fused against the op-by-op output, by output dtype: the two
-#: legitimately round intermediates differently (a fused kernel may keep them in f32), so
-#: they agree to a few units of the output's precision, scaled by the output's magnitude;
-#: integer outputs (requantized) may differ by one step.
-TOLERANCES = {"f32": 1e-4, "f16": 4e-3, "bf16": 3e-2}
-
-
 #: How much further a side may lie from fusionspec's reference than from the other side: the
 #: reference rounds its intermediates its own way, and the check against it only has to catch
 #: a side that computes something else (the conformance suite grades accuracy).
@@ -183,29 +175,12 @@ REFERENCE_SLACK = 10.0
 def outputs_agree(fused: Mapping[int, Array], opbyop: Mapping[int, Array],
                   tensors: Sequence[LogicalTensor], *, slack: float = 1.0
                   ) -> tuple[bool, float]:
-    """Whether the two sides' outputs agree (see `TOLERANCES`, each widened `slack` times;
-    integer outputs one step apart, two with a `slack` above 1), and the largest
-    difference relative to the output's largest magnitude (absolute steps for integer
-    outputs)."""
+    """Whether the two sides' outputs agree (`fusionspec.backend.agreement`, `slack` times
+    wider), and the largest difference found."""
     worst, ok = 0.0, True
-    steps = 1.0 if slack <= 1 else 2.0
     for t in tensors:
-        a = np.asarray(fused[t.id], dtype=np.float64)
-        b = np.asarray(opbyop[t.id], dtype=np.float64)
-        if a.shape != b.shape:
-            return False, float("inf")
-        if a.size == 0:
-            continue
-        both_nan = np.isnan(a) & np.isnan(b)
-        diff = np.where(both_nan, 0.0, np.abs(a - b))
-        if t.dtype.value in TOLERANCES:
-            scale = max(float(np.nanmax(np.abs(b))), 1e-30) if np.isfinite(b).any() else 1.0
-            found = float(np.nanmax(diff)) / scale if np.isfinite(diff).all() else float("inf")
-            ok = ok and found <= 8 * slack * TOLERANCES[t.dtype.value]
-        else:
-            found = float(np.max(diff)) if np.isfinite(diff).all() else float("inf")
-            ok = ok and found <= steps
-        worst = max(worst, found)
+        agrees, found = agreement(fused[t.id], opbyop[t.id], t.dtype.value, slack=slack)
+        ok, worst = ok and agrees, max(worst, found)
     return ok, worst
 
 

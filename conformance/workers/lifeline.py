@@ -47,6 +47,10 @@ from typing import Any
 __all__ = ["Ticket", "context", "ticket", "hold", "parent_death_signal"]
 
 _PR_SET_PDEATHSIG = 1
+#: Modules the fork server imports once for all its children: what a backend's worker and a
+#: process preparing the reference's side import before their first request.
+FORK_SERVER_PRELOAD = ("fusionspec.conformance.workers.worker", "fusionspec.reference",
+                       "fusionspec.conformance.grade.prepared")
 _LOCK = threading.Lock()
 _lifeline: tuple[Connection, Connection] | None = None
 
@@ -252,6 +256,10 @@ def _start_helpers(method: str) -> None:
         if method == "forkserver":
             from multiprocessing import forkserver
 
+            # Every child forked from it starts with these imported (a worker, a preparing
+            # process) instead of importing them itself. Only fusionspec's own modules and
+            # NumPy: the fork server must never load a backend's runtime.
+            forkserver.set_forkserver_preload(["__main__", *FORK_SERVER_PRELOAD])
             forkserver.ensure_running()
 
     with contextlib.suppress(Exception):

@@ -70,7 +70,7 @@ from fusionspec.spec.graph import Graph, Partition
 from fusionspec.spec.text import clean_text
 from fusionspec.spec.types import Array
 
-from ..answers import Abandoned, BackendFailure, Failure
+from ..answers import Abandoned, BackendFailure, Failure, OneTrip, Trip
 from ..cases import Case, Status, Verdict
 from ..grade.departures import matching_departures
 from ..grade.facts import Facts, reason
@@ -127,7 +127,7 @@ def worker_context() -> multiprocessing.context.DefaultContext:
     return lifeline.context()
 
 
-class _Remote:
+class _Remote(OneTrip):
     """The backend as grading sees it, its calls answered by the worker."""
 
     def __init__(self, runner: Runner) -> None:
@@ -148,6 +148,24 @@ class _Remote:
         self._handles += 1
         source = self._runner.call(("compile", self._handles, partition, device))
         return _RemoteCompiled(self._runner, self._handles, str(source or ""))
+
+    def compile_and_execute(self, partition: Partition, device: Device, inputs: Any) -> Trip:
+        """Compile and execute in one round trip: the worker answers with the kernel source
+        and the execute step's own reply (a compile failure is the reply's failure)."""
+        self._handles += 1
+        try:
+            answer = self._runner.call(("compile_execute", self._handles, partition, device,
+                                        dict(inputs)))
+        except BackendFailure as failed:
+            return Trip(None, failed.failure)
+        if not (isinstance(answer, tuple) and len(answer) == 2
+                and isinstance(answer[1], Reply)):
+            self._runner._stop()
+            raise _Died("the backend process sent a reply the runner refuses: a compile and "
+                        f"execute answered with a {type(answer).__name__}")
+        source, executed = answer
+        compiled = _RemoteCompiled(self._runner, self._handles, str(source or ""))
+        return Trip(compiled, None, executed.value, executed.failure)
 
 
     def courtesy(self, seconds: float) -> contextlib.AbstractContextManager[None]:
@@ -180,6 +198,9 @@ class Runner:
         self.sys_path = tuple(sys_path)
         self.memory_limit = default_memory_limit() if memory_limit is None else memory_limit
         self.restarts = 0
+        #: The longest reply read, in bytes: the memory budget, read from the environment
+        #: once (every reply is checked against it).
+        self._reply_limit = budget()
         self._process: BaseProcess | None = None
         self._conn: Connection | None = None
         self._backend: Backend | None = None
@@ -301,7 +322,7 @@ class Runner:
             conn.send_bytes(dumps(request))
             if not conn.poll(left):
                 raise _Timeout
-            reply = receive_reply(conn, budget())
+            reply = receive_reply(conn, self._reply_limit)
         except (EOFError, OSError):
             process.join(5)
             said = self._last_words()
@@ -374,7 +395,7 @@ class Runner:
                 self._stop()
                 raise BackendError(f"backend {self.spec!r} did not start within "
                                    f"{STARTUP_TIMEOUT_S:g} s")
-            reply = receive_reply(parent, budget())
+            reply = receive_reply(parent, self._reply_limit)
         except (EOFError, OSError, UnsafeReplyError):
             process.join(5)
             code = process.exitcode

@@ -107,16 +107,46 @@ _ALLOWED: frozenset[tuple[str, str]] = frozenset({
 MAX_REPLY_VALUES = 1_000_000
 
 
+#: What each allowed name resolved to, once (a reply names a few of them many times).
+_RESOLVED: dict[tuple[str, str], Any] = {}
+
+
 class _ReplyUnpickler(pickle.Unpickler):
     def find_class(self, module: str, name: str) -> Any:
+        found = _RESOLVED.get((module, name))
+        if found is not None:
+            return found
         if (module, name) in _ALLOWED:
-            return super().find_class(module, name)
+            found = _RESOLVED[module, name] = super().find_class(module, name)
+            return found
         raise UnsafeReplyError(f"a reply from the backend's process names "
                                f"{clip(module, 80)}.{clip(name, 80)}, which the runner does "
                                "not accept")
 
 
+#: Types whose values hold nothing further, and the plain containers: looked up by exact type,
+#: since every reply is walked and most of what it holds is one of these.
+_ATOMS: frozenset[type] = frozenset({str, bytes, int, float, complex, bool, type(None)})
+_SEQUENCES: frozenset[type] = frozenset({list, tuple, set, frozenset})
+#: Field names of each record type met so far (`dataclasses.fields` is slow to ask each time).
+_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
 def _children(value: object) -> Iterable[object]:
+    kind = type(value)
+    if kind in _ATOMS:
+        return ()
+    if kind is dict or kind is MappingProxyType:
+        return [*value.keys(), *value.values()]  # type: ignore[attr-defined]
+    if kind in _SEQUENCES:
+        return value  # type: ignore[return-value]
+    names = _FIELDS.get(kind)
+    if names is not None:
+        return [getattr(value, name, None) for name in names]
+    return _other_children(value)
+
+
+def _other_children(value: object) -> Iterable[object]:
     if isinstance(value, (str, bytes, int, float, complex, bool)) or value is None:
         return ()
     if isinstance(value, (dict, MappingProxyType)):
@@ -128,7 +158,10 @@ def _children(value: object) -> Iterable[object]:
     if isinstance(value, np.ndarray):
         return value.flat if value.dtype == object else ()
     if dataclasses.is_dataclass(value):
-        return [getattr(value, f.name, None) for f in dataclasses.fields(value)]
+        names = tuple(f.name for f in dataclasses.fields(value))
+        if not isinstance(value, type):
+            _FIELDS[type(value)] = names
+        return [getattr(value, name, None) for name in names]
     return getattr(value, "__dict__", {}).values()
 
 

@@ -15,9 +15,12 @@ change the grades. At start the worker
   allocates without bound fails in its own process instead of exhausting the machine.
 
 Requests (tuples, from `fusionspec.conformance.workers.transport.dumps`): ``("partition", graph)``,
-``("compile", handle, partition, device)``, ``("execute", handle, inputs)``, ``("release",)``
-(forget the compiled partitions of the last case), ``("counters",)``, and ``None`` to stop.
-Every answer is a `Reply`: the value, or a `Failure` describing what the backend raised.
+``("compile", handle, partition, device)``, ``("execute", handle, inputs)``,
+``("compile_execute", handle, partition, device, inputs)`` (both in one round trip, the usual
+way grading runs a partition: the value is the kernel source and execute's own `Reply`),
+``("release",)`` (forget the compiled partitions of the last case), ``("counters",)``, and
+``None`` to stop. Every answer is a `Reply`: the value, or a `Failure` describing what the
+backend raised.
 """
 
 from __future__ import annotations
@@ -103,8 +106,8 @@ class _Server:
 
     def handle(self, request: Sequence[Any]) -> Reply:
         verb = request[0]
-        stage = {"partition": "partition", "compile": "compile",
-                 "execute": "execute"}.get(verb, verb)
+        stage = {"partition": "partition", "compile": "compile", "execute": "execute",
+                 "compile_execute": "compile"}.get(verb, verb)
         try:
             return Reply(value=self._do(verb, request))
         except KeyboardInterrupt:
@@ -120,6 +123,11 @@ class _Server:
             compiled = self.backend.compile(part, device)
             self.compiled[handle] = compiled
             return _source(compiled)
+        if verb == "compile_execute":  # one round trip; execute's outcome is a reply of its own
+            _, handle, part, device, inputs = request
+            compiled = self.backend.compile(part, device)
+            self.compiled[handle] = compiled
+            return _source(compiled), self.handle(("execute", handle, inputs))
         if verb == "execute":
             _, handle, inputs = request
             return _outputs(self.compiled[handle].execute(inputs))

@@ -17,7 +17,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy import special as scipy_special
 
 from fusionspec.spec.types import Array
 
@@ -49,6 +48,10 @@ def _attr(value: float) -> float:
 def erfc(z: Array) -> Array:
     """The complementary error function in float64 (SciPy's implementation: accurate to a few
     ulp over the reals, including the far tail that 1 - erf(z) would cancel away)."""
+    # Imported here: SciPy's import takes a third of a second, and most processes that load
+    # the reference (the suite's runner, a partition-only command) never evaluate erfc.
+    from scipy import special as scipy_special
+
     result: Array = scipy_special.erfc(np.asarray(z, dtype=np.float64))
     return result
 

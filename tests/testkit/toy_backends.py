@@ -505,3 +505,30 @@ def ill_formed_case() -> Case:
     return Case("fp.matmul_post_ops/ill-formed/attr-type", CaseKind.ill_formed,
                 "fp.matmul_post_ops", Graph([bad, graph.ops[1]]), rule="schema.attr.type",
                 description="MatMul transpose_a='yes'")
+
+
+class RejectsAtCompile(_Toy):
+    """Partitions as the reference does, then rejects every partition at compile with its
+    declared rejection type."""
+
+    name = "rejects-at-compile"
+    rejection_errors = (ToyRejection,)
+
+    def compile(self, partition: Partition, device: Device) -> CompiledPartition:
+        raise ToyRejection("no kernel for this partition")
+
+
+class _FailingExecute:
+    def execute(self, inputs: Mapping[int, Array]) -> dict[int, Array]:
+        raise ToyRejection("ran out of something")
+
+
+class FailsInExecute(_Toy):
+    """Compiles every partition, then raises in execute (with its declared rejection type,
+    which execute may not use: a rejection is for partition and compile)."""
+
+    name = "fails-in-execute"
+    rejection_errors = (ToyRejection,)
+
+    def compile(self, partition: Partition, device: Device) -> CompiledPartition:
+        return _FailingExecute()
