@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import signal
 
-__all__ = ["exit_text"]
+__all__ = ["exit_text", "crash_text"]
 
 
 def exit_text(code: int | None) -> str:
@@ -17,3 +17,10 @@ def exit_text(code: int | None) -> str:
         except ValueError:
             pass
     return f"exit code {code}"
+
+
+def crash_text(code: int | None, during: str = "") -> str:
+    """How a backend's worker that died is reported, by the conformance runner and the bench
+    alike: ``the backend's process crashed (exit code -11, signal SIGSEGV) while loading``
+    (`during` names what it was doing, when given)."""
+    return f"the backend's process crashed ({exit_text(code)})" + (f" {during}" if during else "")

@@ -28,7 +28,8 @@ the tensor it was put into), so the report's coverage counts both.
 from __future__ import annotations
 
 import random
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -43,13 +44,14 @@ from fusionspec.spec.opschemas import carries_shape
 
 from ..cases import Case, CaseKind
 from ..grade.bounds import error_bounds
+from ..grade.prepared import Prepared
 from ..grade.tolerances import weak_elements
 from .ids import case_id
 from .model import SPECIAL_KINDS, SPECIAL_VALUES, graph_features
 
 __all__ = ["ValuePlan", "CORNER_EVERY", "EXP_LIKE", "TARGETED", "corner_candidates",
            "targeted_corners", "clean_plan", "draw_values", "value_choices", "values_for",
-           "with_values", "output_health",
+           "with_values", "output_health", "harvesting",
            "narrow_products", "value_items",
            "NONFINITE_LIMIT", "WEAK_LIMIT"]
 
@@ -142,9 +144,13 @@ def output_health(graph: Graph, domains: Mapping[int, str], seed: int = CHECK_SE
     graph = graph if graph.finalized else graph.finalize()
     inputs = fill_inputs(graph, seed, domains)
     found = list(parts) if parts is not None else partition(graph)
+    keep = _HARVEST is not None and seed == CHECK_SEED
     with np.errstate(all="ignore"):
-        outputs = execute(graph, inputs, partitioner=lambda _: found)
+        outputs = execute(graph, inputs, partitioner=lambda _: found, keep_intermediates=keep)
         radii = error_bounds(graph, inputs, found)
+    if keep and _HARVEST is not None:
+        _HARVEST[id(graph), tuple(sorted(domains.items()))] = Prepared(
+            "", seed, graph, tuple(found), dict(inputs), dict(outputs), radii)
     total = nonfinite = weak = 0
     for t in graph.output_tensors:
         v = np.asarray(outputs[t.id], dtype=np.float64)
@@ -154,6 +160,40 @@ def output_health(graph: Graph, domains: Mapping[int, str], seed: int = CHECK_SE
     if not total:
         return 0.0, 0.0
     return nonfinite / total, weak / total
+
+
+#: What `output_health` computed while `harvesting` (None otherwise): the reference's side of
+#: each graph and value plan it checked with `CHECK_SEED`, by (finalized graph, plan).
+_HARVEST: dict[tuple[int, tuple[tuple[int, str], ...]], Prepared] | None = None
+
+
+@contextmanager
+def harvesting() -> Iterator[Callable[[Case], Prepared | None]]:
+    """While drawing, keep what checking each value plan computed: the reference's side of the
+    cases drawn, with `CHECK_SEED` (a run's default seed), which judging would compute again.
+    Yields a lookup: the `Prepared` of a drawn case (its id set), or None where its values were
+    not checked here (a corner, a graph the reference could not run)."""
+    global _HARVEST
+    outer, _HARVEST = _HARVEST, {}
+    kept = _HARVEST
+
+    def lookup(case: Case) -> Prepared | None:
+        if case.kind is CaseKind.ill_formed:
+            return None
+        try:
+            graph = case.graph.finalize()  # the same object output_health held, if it ran
+        except Exception:  # judged (and reported) later
+            return None
+        found = kept.get((id(graph), tuple(sorted(case.values.items()))))
+        # The finalized graph itself is held in the entry, so its id cannot have been reused.
+        if found is None or found.graph is not graph:
+            return None
+        return replace(found, case_id=case.id)
+
+    try:
+        yield lookup
+    finally:
+        _HARVEST = outer
 
 
 def clean_plan(graph: Graph, base: str = "grid") -> ValuePlan:

@@ -29,7 +29,7 @@ interval holds the tie between them.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -43,12 +43,14 @@ from fusionspec.spec.graph import Graph, Op, Partition
 from fusionspec.spec.shapes import channel_axis
 from fusionspec.spec.types import Array
 
+from .op_runner import OpRunner
 from .tolerances import U32, Bound, accuracy_of, chain_of
 
 __all__ = ["error_bounds", "output_bounds", "op_bounds", "ulp32", "granularity",
            "round_radius"]
 
 _F32_MAX = float(np.finfo(np.float32).max)
+_F64_MAX = float(np.finfo(np.float64).max)
 #: Partial sums of terms that are multiples of G stay exact in f32 below this many G.
 _EXACT_RANGE = 2.0 ** 24
 
@@ -77,9 +79,9 @@ def ulp32(y: Array) -> Array:
 
 
 def _rn32(values: Array) -> Array:
-    """Round float64 values to the nearest f32 (overflow gives inf), kept as float64."""
-    with np.errstate(over="ignore", invalid="ignore"):
-        result: Array = np.asarray(values, dtype=np.float64).astype(np.float32).astype(np.float64)
+    """Round float64 values to the nearest f32 (overflow gives inf: callers ignore the
+    warning), kept as float64."""
+    result: Array = np.asarray(values, dtype=np.float64).astype(np.float32).astype(np.float64)
     return result
 
 
@@ -117,11 +119,35 @@ def _settle(v: Array, ends: Sequence[Array], spread: Array, r_in: Array) -> Arra
     `r_in` is, or where the ends and the value disagree on being finite or on their special
     value."""
     special = ~np.isfinite(v)
-    ends_finite = np.all([np.isfinite(e) for e in ends], axis=0)
-    same = np.all([(e == v) | (np.isnan(e) & np.isnan(v)) for e in ends], axis=0)
-    uncertain = np.isinf(r_in) | (~special & ~ends_finite) | (special & ~same)
-    result: Array = np.where(uncertain, np.inf,
-                             np.where(special, 0.0, np.nan_to_num(spread, nan=0.0)))
+    ends_finite = _all_of(np.isfinite(e) for e in ends)
+    uncertain = np.isinf(r_in) | (~special & ~ends_finite)
+    if _any(special):  # most values are finite: then no end need match a special one
+        v_nan = np.isnan(v)
+        same = _all_of((e == v) | (np.isnan(e) & v_nan) for e in ends)
+        uncertain = uncertain | (special & ~same)
+    result: Array = np.where(uncertain, np.inf, np.where(special, 0.0, _nan_to_zero(spread)))
+    return result
+
+
+def _any(flags: Array | float) -> bool:
+    """np.any(flags), at a fraction of its cost on the small arrays of most cases."""
+    return bool(np.count_nonzero(flags))
+
+
+def _all_of(flags: Iterable[Array]) -> Array:
+    """The element-wise AND of `flags` (all of the same shape)."""
+    result: Array | None = None
+    for f in flags:
+        result = f if result is None else result & f
+    assert result is not None, "at least one array of flags"
+    return result
+
+
+def _nan_to_zero(values: Array) -> Array:
+    """np.nan_to_num(values, nan=0.0) for float64 values (inf becomes the largest float64),
+    without its overhead on small arrays."""
+    clipped = np.minimum(np.maximum(values, -_F64_MAX), _F64_MAX)
+    result: Array = np.where(np.isnan(values), 0.0, clipped)
     return result
 
 
@@ -275,36 +301,40 @@ def _own(op: Op, x: Array, y: Array) -> Array | float:
 
 def _elementwise(op: Op, xs: Sequence[Array], rs: Sequence[Array], *,
                  unrounded: bool = False) -> list[tuple[Array, Array]]:
-    y = run_op(op, xs)[0]
+    run = OpRunner(op)
+    y = run(xs)[0]
     y64 = _hp(y)
     radii = list(rs)
     if op.kind == "Quantize":
         radii[0] = radii[0] + _reciprocal_scale_error(op, xs[0])
-    active = [i for i, r in enumerate(radii) if r.size and np.any(r > 0)]
+    active = [i for i, r in enumerate(radii) if _any(r > 0)]
     own = _own(op, xs[0], y) if len(xs) == 1 else 0.0
     float_out = is_float_dtype(y.dtype)
-    if not active and not np.any(own) and not (unrounded and float_out):
+    if not active and not _any(own) and not (unrounded and float_out):
         return [(y, np.zeros(y64.shape))]
     with high_precision(), np.errstate(all="ignore"):
         base = [_hp(x) if is_float_dtype(np.asarray(x).dtype) else np.asarray(x) for x in xs]
-        points = [run_op(op, base)[0]]
-        for signs in itertools.product((-1.0, 1.0), repeat=len(active)):
+        points = [run(base)[0]]
+        corners = itertools.product((-1.0, 1.0), repeat=len(active)) if active else ()
+        for signs in corners:  # without an active input, the only "corner" is the base point
             args = list(base)
             for i, sign in zip(active, signs):
                 args[i] = _hp(base[i]) + sign * radii[i]
-            points.append(run_op(op, args)[0])
+            points.append(run(args)[0])
         if active and len(xs) == 1:
             x, r = _hp(xs[0]), radii[0]
             for c in (0.0, *_EXTREMA.get(op.kind, ())):
                 inside = np.abs(x - c) <= r
-                if np.any(inside):
-                    points.append(run_op(op, [np.where(inside, c, x)])[0])
-    ends = [_rn32(p) if float_out else _hp(p) for p in points]
-    if unrounded and float_out:
-        ends += [_hp(p) for p in points]
-    with np.errstate(invalid="ignore", over="ignore"):
-        stack = np.stack(np.broadcast_arrays(*ends, y64))
-        spread = np.maximum(y64 - stack.min(axis=0), stack.max(axis=0) - y64) + own
+                if _any(inside):
+                    points.append(run([np.where(inside, c, x)])[0])
+        ends = [_rn32(p) if float_out else _hp(p) for p in points]
+        if unrounded and float_out:
+            ends += [_hp(p) for p in points]
+        # the interval's ends: the smallest and largest of the values found (NaN where one is)
+        lo = hi = y64
+        for end in ends:
+            lo, hi = np.minimum(lo, end), np.maximum(hi, end)
+        spread = np.maximum(y64 - lo, hi - y64) + own
     result = _settle(y64, ends, spread, _pole_radius(op, xs, radii, y64.shape))
     return [(y, result)]
 
@@ -368,35 +398,46 @@ def _with(op: Op, kind: str | None = None, **attrs: Any) -> Op:
 
 
 def _bilinear(op: Op, xs: Sequence[Array], rs: Sequence[Array]) -> list[tuple[Array, Array]]:
-    y = run_op(op, xs)[0]
+    run = OpRunner(op)
+    y = run(xs)[0]
     x, w = _hp(xs[0]), _hp(xs[1])
     rest = list(xs[2:])
     bias = op.kind != "ConvolutionBackwardWeights" and bool(rest)
     with high_precision(), np.errstate(all="ignore"):
         tail = [np.abs(_hp(rest[0]))] if bias else [np.asarray(r) for r in rest]
         zero_tail = [np.zeros_like(_hp(rest[0]))] if bias else tail
-        total = run_op(op, [np.abs(x), np.abs(w), *tail])[0]
-        count = run_op(op, [(x != 0).astype(np.float64), (w != 0).astype(np.float64),
-                            *([(_hp(rest[0]) != 0).astype(np.float64)] if bias else tail)])[0]
+        total = run([np.abs(x), np.abs(w), *tail])[0]
         prop = np.zeros(np.shape(total))
         rx, rw = rs[0], rs[1]
         if np.any(rx > 0):
-            prop = prop + run_op(op, [rx, np.abs(w), *zero_tail])[0]
+            prop = prop + run([rx, np.abs(w), *zero_tail])[0]
         if np.any(rw > 0):
-            prop = prop + run_op(op, [np.abs(x), rw, *zero_tail])[0]
+            prop = prop + run([np.abs(x), rw, *zero_tail])[0]
             if np.any(rx > 0):
-                prop = prop + run_op(op, [rx, rw, *zero_tail])[0]
+                prop = prop + run([rx, rw, *zero_tail])[0]
         if bias and np.any(rs[2] > 0):
-            prop = prop + run_op(op, [np.zeros_like(x), np.zeros_like(w), rs[2]])[0]
-        exact_value = run_op(op, [x, w, *([_hp(rest[0])] if bias else tail)])[0]
+            prop = prop + run([np.zeros_like(x), np.zeros_like(w), rs[2]])[0]
     grain = granularity(x) * granularity(w)
     if bias:
         grain = min(grain, granularity(rest[0]))
     exact = total < _EXACT_RANGE * grain
+    # The count of terms matters only where a sum may be inexact, and the exact value only at
+    # a non-finite result (is its overflow certain?): most results need neither evaluation.
+    special = _any(~np.isfinite(y))
+    with high_precision(), np.errstate(all="ignore"):
+        count = run([(x != 0).astype(np.float64), (w != 0).astype(np.float64),
+                     *([(_hp(rest[0]) != 0).astype(np.float64)] if bias else tail)])[0] \
+            if special or _any(~exact) else None
+        exact_value = run([x, w, *([_hp(rest[0])] if bias else tail)])[0] if special else None
+    certain = None
     with np.errstate(invalid="ignore", over="ignore"):
-        own = np.where(exact, 0.0, 2 * np.maximum(count, 1) * U32 * total + ulp32(y))
-        # A non-finite result from finite terms is an overflow: certain only well past the top.
-        certain = ~np.isfinite(total) | (np.abs(exact_value) > _F32_MAX * (1 + 4 * count * U32))
+        own = np.zeros(np.shape(exact)) if count is None else np.where(
+            exact, 0.0, 2 * np.maximum(count, 1) * U32 * total + ulp32(y))
+        if count is not None and exact_value is not None:
+            # A non-finite result from finite terms is an overflow: certain only well past
+            # the top.
+            certain = ~np.isfinite(total) | (
+                np.abs(exact_value) > _F32_MAX * (1 + 4 * count * U32))
     overflow = np.isfinite(total) & _past_f32(total)
     if op.kind in _PADDED and not (np.all(np.isfinite(x)) and np.all(np.isfinite(w))):
         # Whether padding (or the zeros a transposed convolution inserts) is multiplied by the
@@ -407,13 +448,14 @@ def _bilinear(op: Op, xs: Sequence[Array], rs: Sequence[Array]) -> list[tuple[Ar
 
 
 def _pool(op: Op, xs: Sequence[Array], rs: Sequence[Array]) -> list[tuple[Array, Array]]:
-    y = run_op(op, xs)[0]
+    run = OpRunner(op)
+    y = run(xs)[0]
     x, r = _hp(xs[0]), rs[0]
     with high_precision(), np.errstate(all="ignore"):
-        prop = np.maximum(run_op(op, [r])[0], 0.0) if np.any(r > 0) else 0.0
+        prop = np.maximum(run([r])[0], 0.0) if np.any(r > 0) else 0.0
         if op.kind == "MaxPool":
             return [(y, _finish(y, prop, np.zeros(np.shape(y))))]
-        mean_abs = run_op(op, [np.abs(x)])[0]
+        mean_abs = run([np.abs(x)])[0]
     kernel = [int(k) for k in op.attrs.get("kernel", ()) or ()]  # type: ignore[union-attr]
     volume = int(np.prod(kernel)) if kernel else 1
     exact = mean_abs * volume < _EXACT_RANGE * granularity(x)
@@ -429,10 +471,11 @@ def _power_of_two(n: int) -> bool:
 
 
 def _interpolate(op: Op, xs: Sequence[Array], rs: Sequence[Array]) -> list[tuple[Array, Array]]:
-    y = run_op(op, xs)[0]
+    run = OpRunner(op)
+    y = run(xs)[0]
     x, r = _hp(xs[0]), rs[0]
     with high_precision(), np.errstate(all="ignore"):
-        prop = np.maximum(run_op(op, [r, *xs[1:]])[0], 0.0) if np.any(r > 0) else 0.0
+        prop = np.maximum(run([r, *xs[1:]])[0], 0.0) if np.any(r > 0) else 0.0
     if op.attrs.get("mode") == "nearest":
         return [(y, _finish(y, prop, np.zeros(np.shape(y))))]
     spatial = [d for i, d in enumerate(x.shape)
@@ -445,31 +488,32 @@ def _interpolate(op: Op, xs: Sequence[Array], rs: Sequence[Array]) -> list[tuple
 
 
 def _reduce(op: Op, xs: Sequence[Array], rs: Sequence[Array]) -> list[tuple[Array, Array]]:
-    y = run_op(op, xs)[0]
+    run = OpRunner(op)
+    y = run(xs)[0]
     x, r = _hp(xs[0]), rs[0]
     rest = list(xs[1:])
     kind = op.kind
     with high_precision(), np.errstate(all="ignore"):
-        summed = _with(op, "ReduceSum") if kind != "BiasAddBackward" else op
-        count = run_op(summed, [np.ones_like(x), *rest])[0]
+        summed = OpRunner(_with(op, "ReduceSum")) if kind != "BiasAddBackward" else run
+        count = summed([np.ones_like(x), *rest])[0]
         if kind in ("ReduceMax", "ReduceMin"):
-            prop = run_op(_with(op, "ReduceMax"), [r, *rest])[0]
+            prop = OpRunner(_with(op, "ReduceMax"))([r, *rest])[0]
             return [(y, _finish(y, prop, np.zeros(np.shape(y))))]
         if kind == "ReduceL2":
-            prop = run_op(op, [r, *rest])[0]
+            prop = run([r, *rest])[0]
             own = (2 * count + 4) * U32 * np.abs(_hp(y)) + 2 * ulp32(y)
-            squares = run_op(summed, [x * x, *rest])[0]
+            squares = summed([x * x, *rest])[0]
             return [(y, _finish(y, prop, own, overflow=_past_f32(squares)))]
         if kind == "ReduceProd":
-            top = run_op(op, [np.abs(x) + r, *rest])[0]
-            prop = top - np.abs(run_op(op, [np.abs(x), *rest])[0])
+            top = run([np.abs(x) + r, *rest])[0]
+            prop = top - np.abs(run([np.abs(x), *rest])[0])
             # a partial product can pass the f32 range only if the product of the
             # magnitudes above 1 does
-            big = run_op(op, [np.maximum(np.abs(x), 1.0), *rest])[0]
+            big = run([np.maximum(np.abs(x), 1.0), *rest])[0]
             return [(y, _finish(y, prop, 2 * count * U32 * np.abs(top) + 2 * ulp32(y),
                                 overflow=_past_f32(big)))]
-        prop = run_op(summed, [r, *rest])[0]
-        total = run_op(summed, [np.abs(x), *rest])[0]
+        prop = summed([r, *rest])[0]
+        total = summed([np.abs(x), *rest])[0]
     exact = total < _EXACT_RANGE * granularity(x)
     own = np.where(exact, 0.0, 2 * count * U32 * total + ulp32(y))
     if kind == "ReduceMean":

@@ -47,7 +47,7 @@ from fusionspec.backend import (
     select_device,
 )
 from fusionspec.backend.checks import checked_identity
-from fusionspec.backend.processes import exit_text
+from fusionspec.backend.processes import crash_text
 from fusionspec.reference.memory import budget
 from fusionspec.spec.text import clean_text
 
@@ -182,8 +182,8 @@ class BenchWorkers:
             code, said = worker.process.exitcode, last_words(worker.log)
             self._kill(worker)
             what = f": {exc}" if isinstance(exc, UnsafeReplyError) else ""
-            raise BackendError(clean_text(f"backend {spec!r} crashed while loading "
-                                          f"({exit_text(code)}){what}{said}",
+            raise BackendError(clean_text(f"backend {spec!r}: "
+                                          f"{crash_text(code, 'while loading')}{what}{said}",
                                           REASON_LIMIT)) from None
         if isinstance(reply, Failure):
             self._kill(worker)
@@ -308,8 +308,8 @@ class BenchWorkers:
               finish: Callable[[_Worker, dict[str, Any]], None]) -> None:
         worker.process.join(5)
         code = worker.process.exitcode
-        self._lose(worker, f"the backend's process ended ({exit_text(code)}) while measuring "
-                           f"this workload{last_words(worker.log)}", failed, finish)
+        self._lose(worker, crash_text(code, "while measuring this workload")
+                   + last_words(worker.log), failed, finish)
 
     def _lose(self, worker: _Worker, why: str, failed: Failed,
               finish: Callable[[_Worker, dict[str, Any]], None]) -> None:

@@ -19,6 +19,12 @@ again. Entries live in
 folders of other digests untouched for `STALE_DAYS` days are removed.
 ``FUSIONSPEC_ORACLE_CACHE=off`` turns the cache off; an absolute path there puts it in that
 folder instead.
+
+Drawing fills it too. Choosing a case's values runs the reference on the graph with the
+default seed and computes its error bounds (`fusionspec.conformance.generate.values`), which
+is the reference's side of the case for a run with that seed: the drawing process stores it
+here (`fusionspec.conformance.suite`), and the first run finds most of its cases already
+prepared.
 """
 
 from __future__ import annotations

@@ -8,7 +8,8 @@ own process, so a backend only ever returns partitions and arrays and cannot cha
 - A case that takes longer than `timeout_s` (all its requests together) is a ``timeout``; the
   worker's whole process group is killed and a fresh worker starts for the next case.
 - A worker that dies (a segfault in native code, ``os._exit``, a C++ exception escaping a C API,
-  the memory cap) gives ``error`` "backend process crashed (exit code N): <its last words>" and
+  the memory cap) gives ``error`` "the backend's process crashed (exit code N): <its last words>"
+  (`fusionspec.backend.processes.crash_text`, the bench's wording too) and
   is restarted; the run goes on.
 - The worker's standard output and standard error go to a log file (`log_path`, kept for the
   user: ``<out>/worker.log`` in a suite run; else a temporary file removed at the end), never to
@@ -64,7 +65,7 @@ from fusionspec.backend.checks import (
     checked_identity,
     declared_departures,
 )
-from fusionspec.backend.processes import exit_text
+from fusionspec.backend.processes import crash_text
 from fusionspec.reference.memory import budget
 from fusionspec.spec.graph import Graph, Partition
 from fusionspec.spec.text import clean_text
@@ -328,7 +329,7 @@ class Runner:
             said = self._last_words()
             code = process.exitcode
             self._stop()
-            raise _Died(f"backend process crashed ({exit_text(code)}){said}") from None
+            raise _Died(f"{crash_text(code)}{said}") from None
         except UnsafeReplyError as exc:
             self._stop()
             raise _Died(f"the backend process sent a reply the runner refuses: {exc}") from None
@@ -401,8 +402,8 @@ class Runner:
             code = process.exitcode
             said = self._last_words()
             self._stop()
-            raise BackendError(f"backend {self.spec!r} crashed while loading "
-                               f"({exit_text(code)}){said}") from None
+            raise BackendError(f"backend {self.spec!r}: "
+                               f"{crash_text(code, 'while loading')}{said}") from None
         if isinstance(reply, Failure):
             self._stop()
             if reply.stage == "unavailable":

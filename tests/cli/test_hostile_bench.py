@@ -70,7 +70,7 @@ def test_a_worker_that_dies_is_replaced_and_the_run_goes_on() -> None:
 
 
 def test_a_backend_that_exits_while_loading_is_unavailable(tmp_path: Path) -> None:
-    with pytest.raises(BackendError, match="crashed while loading"):
+    with pytest.raises(BackendError, match=r"crashed \(exit code [-0-9]+.*\) while loading"):
         _bench("ExitsAtLoad")
     done = fusionspec(["bench", "--backend", f"{KIT}:ExitsAtLoad", "--workload", ONE[0].id,
                        "--json"], tmp_path)

@@ -24,6 +24,7 @@ from fusionspec.conformance.cases import STRUCTURAL_RULES, CaseKind, Status
 from fusionspec.conformance.generate.ill_formed import ILL_FORMED_RULES
 from fusionspec.conformance.generate.items import required_items
 from fusionspec.conformance.grade.results import ResultsCollector
+from fusionspec.conformance.suite import run_suite
 from fusionspec.reference.filling import DOMAINS
 from fusionspec.reports.findings import group_findings
 from fusionspec.spec.catalog import pattern_ids
@@ -288,8 +289,9 @@ def test_the_project_plants_at_least_50_bugs_across_the_classes() -> None:
 
 @pytest.fixture(scope="module")
 def reference_results() -> ResultsCollector:
-    """The reference on every case of the ci profile (one run shared by the tests below)."""
-    return _run("reference", None, list(CaseKind))
+    """The reference on every case of the ci profile (one run shared by the tests below), run
+    as the main job runs it: drawn in two processes, the reference's side prepared ahead."""
+    return run_suite("reference", kinds=list(CaseKind), jobs=2)
 
 
 def test_ci_profile_draws_every_required_item_of_the_coverage_model(
