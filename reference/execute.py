@@ -45,9 +45,9 @@ from .errors import (
 )
 from .memory import budget, check_budget
 from .partitioner import partition
-from .registry import implementation
+from .registry import OpImpl, implementation
 
-__all__ = ["execute", "execute_partition", "execute_graph", "execute_high_precision",
+__all__ = ["execute", "execute_partition", "execute_graph", "execute_high_precision", "evaluate_op",
            "run_op", "partition_order", "single_op_partitions", "read_input",
            "default_partitioner", "Partitioner"]
 
@@ -197,6 +197,14 @@ def run_op(op: Op, args: Sequence[Array]) -> list[Array]:
     kwargs: dict[str, Any] = dict(op.attrs)
     if impl.wants_dst_dtype:
         kwargs["dst_dtype"] = op.outputs[0].dtype
+    return evaluate_op(op, impl, kwargs, args)
+
+
+def evaluate_op(op: Op, impl: OpImpl, kwargs: Mapping[str, Any],
+                args: Sequence[Array]) -> list[Array]:
+    """`run_op` past its checks: `impl` of the checked `op` on `args`, with `kwargs` (the op's
+    attributes, defaults filled, and ``dst_dtype`` where the implementation takes it). For a
+    caller that evaluates one checked op many times (the error bounds)."""
     try:
         # inf and NaN are IEEE results of the spec's arithmetic here, not accidents to warn of
         with np.errstate(all="ignore"):
