@@ -15,19 +15,17 @@ import sys
 
 from fusionspec.conformance.generate.items import thorough_only
 from fusionspec.conformance.generate.methods import method_table
-from fusionspec.conformance.grade.results import load_results
+from fusionspec.conformance.grade.results import load_document
 from fusionspec.reports.method_coverage import method_coverage, methods_markdown
 from fusionspec.reports.model import observed_coverage
-from fusionspec.reports.runs import RunInput
 
 
 def main(paths: list[str]) -> int:
     if not paths:
         print(__doc__, file=sys.stderr)
         return 2
-    docs = [RunInput(load_results(p), p).doc(f"results document {i + 1}")
-            for i, p in enumerate(paths)]
-    rows = method_coverage(observed_coverage(docs), method_table(thorough_only()))
+    documents = [load_document(p) for p in paths]
+    rows = method_coverage(observed_coverage(documents), method_table(thorough_only()))
     print(methods_markdown(rows), end="")
     for row in rows:
         for item in row.undrawn:

@@ -24,13 +24,16 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from fusionspec.conformance.grade.document import ResultsFormatError
-from fusionspec.conformance.grade.results import load_results
+from fusionspec.conformance.grade.results import load_document
 from fusionspec.spec.text import clean_text
 
 from .output import UsageError, check_paths, emit
+
+if TYPE_CHECKING:
+    from fusionspec.reports.runs import RunInput
 
 HELP = "compare two results documents; exit 1 on new failures (a CI gate)"
 
@@ -54,11 +57,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="machine-readable output")
 
 
-def _load(path: Path) -> dict[str, Any]:
+def _load(path: Path) -> RunInput:
     """The results document at `path`; a `UsageError` (exit 2, never "a regression") for one
     that cannot be read, naming the file and the field."""
+    from fusionspec.reports.runs import RunInput
+
     try:
-        return load_results(path)
+        return RunInput(load_document(path), path)
     except ResultsFormatError as exc:
         raise UsageError(str(exc)) from None
 
@@ -66,7 +71,6 @@ def _load(path: Path) -> dict[str, Any]:
 def run(args: argparse.Namespace) -> int:
     from fusionspec.conformance.perf.document import is_perf_document
     from fusionspec.reports.diff import diff_runs, markdown, pair_baselines
-    from fusionspec.reports.document import Doc
 
     if is_perf_document(args.old) or is_perf_document(args.new):
         from .perf_diff import run_perf
@@ -75,8 +79,8 @@ def run(args: argparse.Namespace) -> int:
         return run_perf(args)
 
     check_paths({"OLD": args.old, "NEW": args.new}, {"--markdown": args.markdown})
-    old = Doc(_load(args.old), str(args.old))
-    new = Doc(_load(args.new), str(args.new))
+    old = _load(args.old)
+    new = _load(args.new)
     pairs, notes = pair_baselines([new], [old])
     (run_doc, base, note), = pairs  # one run and one baseline always pair
     d = diff_runs(run_doc, base, note)

@@ -25,7 +25,7 @@ import argparse
 import json
 from pathlib import Path
 
-from fusionspec.conformance.grade.results import load_results
+from fusionspec.conformance.grade.results import load_document
 from fusionspec.spec.files import atomic_write_text
 
 from .output import check_paths, emit
@@ -53,23 +53,18 @@ def run(args: argparse.Namespace) -> int:
         from .perf_merge import run_perf_merge
 
         return run_perf_merge(args, perf_paths)
-    documents = [load_results(path) for path in args.results]
+    documents = [load_document(path) for path in args.results]
     merged = merge_documents(documents, [str(p) for p in args.results])
-    with gathering(merged, list(args.results), args.out.parent) as copied:
-        atomic_write_text(args.out, json.dumps(merged, indent=1, allow_nan=False) + "\n")
-    failing = [f for f in merged.get("failures", [])
-               if not f.get("expected") and not f.get("minimal_of")]
-    section = merged.get("expectations") or {}
-    stale = bool(section.get("strict") and section.get("unexpected_passes"))
-    verdict = "INCOMPLETE" if merged.get("incomplete") or merged.get("unavailable") else \
-        "FAIL" if failing or stale else "PASS"
-    totals = ", ".join(f"{n} {s}" for s, n in merged["totals"].items()) or "no case"
-    lines = [f"{verdict}: {merged['backend']} on {merged['device']['id']}: {totals} "
+    with gathering(merged, list(args.results), args.out.parent) as (copied, merged):
+        atomic_write_text(args.out, json.dumps(merged.to_json(), indent=1, allow_nan=False)
+                          + "\n")
+    verdict = merged.verdict
+    lines = [f"{verdict}: {merged.backend} on {merged.device.id}: {merged.totals_text()} "
              f"({len(documents)} part(s) merged, {copied} failure folder(s) copied)"]
-    if merged.get("incomplete"):
-        lines.append(f"  the run is incomplete: {merged['incomplete']}")
+    if merged.incomplete:
+        lines.append(f"  the run is incomplete: {merged.incomplete}")
     lines.append(f"results: {args.out}")
     emit(args, "\n".join(lines), {"ok": verdict == "PASS", "verdict": verdict,
-                                  "results": str(args.out), "totals": merged["totals"],
-                                  "parts": len(documents), "incomplete": merged.get("incomplete")})
+                                  "results": str(args.out), "totals": merged.totals,
+                                  "parts": len(documents), "incomplete": merged.incomplete})
     return 0 if verdict == "PASS" else 1

@@ -23,7 +23,7 @@ the results documents (their folder and the two above it); without them the repo
 were not measured. A named file that cannot be read is an error; a found one is named in the
 report with the reason, so a bad score file never stops the main job's report.
 
-Documents are read with `load_results`, so a missing file or one of another schema is a typed
+Documents are read with `load_document`, so a missing file or one of another schema is a typed
 error naming it. The grammar items each pattern must cover come from the suite's strategies
 (`coverage_items`) and the coverage model (`all_items`: the value classes, optional ports and
 ranks the op schemas allow each op of the pattern, the tensor value classes, the dtype row x
@@ -43,7 +43,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from fusionspec.conformance.grade.results import load_results
+from fusionspec.conformance.grade.results import load_document
 from fusionspec.conformance.perf.document import is_perf_document, load_perf
 from fusionspec.spec.text import clean_json
 
@@ -98,12 +98,12 @@ def run(args: argparse.Namespace) -> int:
                  "--real-bugs": args.real_bugs},
                 {"--out": args.out})
     perf_paths = [p for p in args.results if is_perf_document(p)]
-    runs = [RunInput(load_results(path), path) for path in args.results
+    runs = [RunInput(load_document(path), path) for path in args.results
             if path not in perf_paths]
     perf = None
     if perf_paths:
         perf = perf_section([load_perf(p) for p in perf_paths], [str(p) for p in perf_paths])
-    baselines = [RunInput(load_results(path), path) for path in args.baseline]
+    baselines = [RunInput(load_document(path), path) for path in args.baseline]
     required, methods = _coverage()
     mutation = None
     if args.mutation is not None:

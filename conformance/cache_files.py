@@ -17,11 +17,19 @@ import hashlib
 import hmac
 import os
 import stat
+import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
+
+from fusionspec.spec.text import clean_text
 
 __all__ = ["BadEntry", "UnusableKey", "MAC_BYTES", "folder_key", "read_regular", "seal", "unseal",
-           "write_atomic"]
+           "write_atomic", "load_signed", "say_once"]
+
+T = TypeVar("T")
+_SAID: set[str] = set()
 
 #: The length of a signature and of a folder's key (bytes).
 MAC_BYTES = 32
@@ -134,3 +142,38 @@ def write_atomic(path: Path, data: bytes) -> None:
         with contextlib.suppress(OSError):
             os.unlink(temp)
         raise
+
+
+def say_once(cache: str, why: str) -> None:
+    """Say once per process that `cache` is not used: its key is not one it made (it is left
+    alone)."""
+    line = f"fusionspec: {cache} is not used: {clean_text(why, 300)}"
+    if line not in _SAID:
+        _SAID.add(line)
+        print(line, file=sys.stderr)
+
+
+def load_signed(path: Path, read: Callable[[Path, bytes], T], *, cache: str, entry: str,
+                again: str) -> T | None:
+    """What `read(path, secret)` makes of the entry at `path` under its folder's key, or None:
+    not stored, a folder whose key `cache` did not make (said once, left alone), or an entry
+    `read` refuses with `BadEntry` (deleted, with a one-line warning naming it as `entry` and
+    saying what happens `again` instead)."""
+    try:
+        secret = folder_key(path.parent) if path.parent.is_dir() else b""
+    except UnusableKey as exc:
+        say_once(cache, str(exc))
+        return None
+    except OSError:  # a folder it cannot write a key in: nothing was stored there by it
+        return None
+    try:
+        return read(path, secret)
+    except FileNotFoundError:
+        return None
+    except BadEntry as exc:
+        print(f"fusionspec: {entry} {path.name} is refused: {exc}; {again}",
+              file=sys.stderr)
+        if not path.is_dir():
+            with contextlib.suppress(OSError):
+                path.unlink()
+        return None

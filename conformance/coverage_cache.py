@@ -24,14 +24,12 @@ from __future__ import annotations
 
 import contextlib
 import json
-import sys
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 from fusionspec.spec.catalog import CATALOG
-from fusionspec.spec.text import clean_text
 
 from . import draw_cache
 from .cache_files import (
@@ -39,7 +37,9 @@ from .cache_files import (
     BadEntry,
     UnusableKey,
     folder_key,
+    load_signed,
     read_regular,
+    say_once,
     seal,
     unseal,
     write_atomic,
@@ -51,7 +51,6 @@ __all__ = ["ENTRY_LIMIT", "CoverageModel", "compute", "coverage_model", "entry_p
 #: The largest entry read back or written (bytes): the model is about a megabyte.
 ENTRY_LIMIT = 32 * 2**20
 _FORMAT = 1
-_SAID: set[str] = set()
 
 #: A coverage item: (feature, value).
 Item = tuple[str, str]
@@ -137,30 +136,18 @@ def entry_path(key: str) -> Path:
 def load(key: str) -> CoverageModel | None:
     """The model stored under `key`, or None: not stored, or refused (then deleted with a
     one-line warning on standard error)."""
-    path = entry_path(key)
+    return load_signed(entry_path(key), lambda path, secret: _read(path, key, secret),
+                       cache="the coverage model's cache",
+                       entry="the coverage model's cache entry", again="computing it again")
+
+
+def _read(path: Path, key: str, secret: bytes) -> CoverageModel:
+    payload = unseal(secret, read_regular(path, ENTRY_LIMIT), key.encode())
     try:
-        secret = folder_key(path.parent) if path.parent.is_dir() else b""
-    except UnusableKey as exc:
-        _off(str(exc))
-        return None
-    except OSError:  # a folder it cannot write a key in: nothing was stored there by it
-        return None
-    try:
-        payload = unseal(secret, read_regular(path, ENTRY_LIMIT), key.encode())
-        try:
-            data = json.loads(payload)
-        except (ValueError, RecursionError):
-            raise BadEntry("it is not JSON") from None
-        return CoverageModel.from_json(data)
-    except FileNotFoundError:
-        return None
-    except BadEntry as exc:
-        print(f"fusionspec: the coverage model's cache entry {path.name} is refused: {exc}; "
-              "computing it again", file=sys.stderr)
-        if not path.is_dir():
-            with contextlib.suppress(OSError):
-                path.unlink()
-        return None
+        data = json.loads(payload)
+    except (ValueError, RecursionError):
+        raise BadEntry("it is not JSON") from None
+    return CoverageModel.from_json(data)
 
 
 def store(key: str, model: CoverageModel) -> None:
@@ -189,8 +176,4 @@ def store(key: str, model: CoverageModel) -> None:
 
 
 def _off(why: str) -> None:
-    """Say once that the cache is not used: its key is not one it made (it is left alone)."""
-    if why not in _SAID:
-        _SAID.add(why)
-        print(f"fusionspec: the coverage model's cache is not used: {clean_text(why, 300)}",
-              file=sys.stderr)
+    say_once("the coverage model's cache", why)

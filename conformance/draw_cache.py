@@ -35,20 +35,19 @@ import json
 import os
 import pickle
 import platform
-import sys
 from collections.abc import Sequence
 from functools import cache
 from importlib import metadata
 from pathlib import Path
-
-from fusionspec.spec.text import clean_text
 
 from .cache_files import (
     MAC_BYTES,
     BadEntry,
     UnusableKey,
     folder_key,
+    load_signed,
     read_regular,
+    say_once,
     seal,
     unseal,
     write_atomic,
@@ -69,7 +68,6 @@ ENV = "FUSIONSPEC_DRAW_CACHE"
 #: The largest entry read back (bytes): a draw of the ci profile is well under a megabyte.
 ENTRY_LIMIT = 64 * 2**20
 _FORMAT = 1
-_SAID: set[str] = set()
 
 
 def switched_on(variable: str) -> bool:
@@ -125,32 +123,13 @@ def entry_path(key: str) -> Path:
 def load_draw(key: str) -> object | None:
     """The value stored under `key`, or None: not cached, or refused (then dropped with a
     one-line warning on standard error, and drawn again; see the module docstring)."""
-    path = entry_path(key)
-    try:
-        secret = folder_key(path.parent) if path.parent.is_dir() else b""
-    except UnusableKey as exc:
-        _off(str(exc))
-        return None
-    except OSError:  # a folder it cannot write a key in: nothing was stored there by it
-        return None
-    try:
-        return _read(path, key, secret)
-    except FileNotFoundError:
-        return None
-    except BadEntry as exc:
-        print(f"fusionspec: the draw cache's entry {path.name} is refused: {exc}; drawing it "
-              "again", file=sys.stderr)
-        if not path.is_dir():
-            with contextlib.suppress(OSError):
-                path.unlink()
-        return None
+    return load_signed(entry_path(key), lambda path, secret: _read(path, key, secret),
+                       cache="the draw cache", entry="the draw cache's entry",
+                       again="drawing it again")
 
 
 def _off(why: str) -> None:
-    """Say once that the cache is not used: its key is not one it made (it is left alone)."""
-    if why not in _SAID:
-        _SAID.add(why)
-        print(f"fusionspec: the draw cache is not used: {clean_text(why, 300)}", file=sys.stderr)
+    say_once("the draw cache", why)
 
 
 def _read(path: Path, key: str, secret: bytes) -> object:

@@ -49,7 +49,7 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -68,6 +68,7 @@ from .expectations import (
     stale_lines,
     unexpected_pass_note,
 )
+from .grade.document import ResultsDocument
 from .grade.merge import merge_documents
 from .grade.results import ResultsCollector, artifact_name, replay_commands
 from .options import RunOptions, add_flags, read_options, refused_value
@@ -390,17 +391,15 @@ def _write_unavailable(config: pytest.Config, state: _State) -> None:
 def _write_merged(config: pytest.Config, state: _State) -> None:
     collected = max(int(part.pop("_collected", 0)) for part in state.parts)
     merged = _merge_workers(state.parts)
-    ran = len(merged.get("verdicts", [])) + \
-        len((merged.get("expectations") or {}).get("skipped", []))
+    ran = len(merged.verdicts) + len(merged.skipped)
     notes = [*state.lost]
     if ran < collected:
         notes.append(f"{collected - ran} of the {collected} collected case(s) did not run")
-    if notes and "unavailable" not in merged:
-        merged["incomplete"] = "; ".join(filter(None, [merged.get("incomplete"), *notes]))
-    device = merged.get("device") or {}
+    if notes and merged.unavailable is None:
+        merged = replace(merged, incomplete="; ".join(filter(None, [merged.incomplete, *notes])))
     chosen = state.options.out if state.options is not None else None
     out = state.out or chosen or (config.invocation_params.dir / "results" / "conformance" /
-                                  artifact_name(f"{merged.get('backend')}-{device.get('id')}"))
+                                  artifact_name(f"{merged.backend}-{merged.device.id}"))
     path = out / "results.json"
     options = state.options
     try:
@@ -412,17 +411,17 @@ def _write_merged(config: pytest.Config, state: _State) -> None:
         state.usage = str(exc)
         state.summary = [f"usage error: {exc}; nothing was written"]
         return
-    state.incomplete = str(merged.get("incomplete") or merged.get("unavailable") or "")
-    atomic_write_text(path, json.dumps(merged, indent=1, allow_nan=False) + "\n")
-    section = merged.get("expectations") or {}
+    state.incomplete = merged.incomplete or merged.unavailable or ""
+    document = merged.to_json()
+    atomic_write_text(path, json.dumps(document, indent=1, allow_nan=False) + "\n")
     state.summary = [_verdict_line(merged),
-                     *stale_lines(section.get("unexpected_passes") or [],
-                                  bool(section.get("strict"))),
+                     *stale_lines([p.to_json() for p in merged.unexpected_passes],
+                                  merged.strict),
                      *([f"the run is incomplete: {state.incomplete}"] if state.incomplete
                        else []),
                      f"results: {path}"]
     if options is not None and options.write_expectations is not None:
-        state.summary.append(_write_expectations(options, merged, path))
+        state.summary.append(_write_expectations(options, document, path))
 
 
 def _write_expectations(options: RunOptions, document: dict[str, Any], results: Path) -> str:
@@ -446,31 +445,23 @@ def _write_expectations(options: RunOptions, document: dict[str, Any], results: 
     return written.summary(target)
 
 
-def _merge_workers(parts: list[dict[str, Any]]) -> dict[str, Any]:
+def _merge_workers(parts: list[dict[str, Any]]) -> ResultsDocument:
     """Join the workers' parts. Under ``--fs-shard`` every worker judges part of the same
     shard, so the parts are pieces of one shard, not shards to check against each other."""
-    shards = {part.get("shard") for part in parts}
+    sources = [f"part {i + 1}" for i in range(len(parts))]
+    documents = [ResultsDocument.from_json(part, source) for part, source in zip(parts, sources)]
+    shards = {doc.shard for doc in documents}
     shard = shards.pop() if len(shards) == 1 else None
-    pieces = [{**part, "shard": None} for part in parts] if shard else parts
-    merged = merge_documents(pieces, [f"part {i + 1}" for i in range(len(parts))])
-    if shard:
-        merged["shard"] = shard
-    return merged
+    pieces = [replace(doc, shard=None) for doc in documents] if shard else documents
+    merged = merge_documents(pieces, sources)
+    return replace(merged, shard=shard) if shard else merged
 
 
-def _verdict_line(document: dict[str, Any]) -> str:
-    failing = [f for f in document.get("failures", [])
-               if not f.get("expected") and not f.get("minimal_of")]
-    section = document.get("expectations") or {}
-    strict_fail = section.get("strict") and section.get("unexpected_passes")
-    verdict = "INCOMPLETE" if document.get("incomplete") else \
-        "FAIL" if failing or strict_fail else "PASS"
-    totals = ", ".join(f"{n} {s}" for s, n in (document.get("totals") or {}).items())
-    device: dict[str, Any] = document.get("device") or {}
-    note = unexpected_pass_note(section.get("unexpected_passes") or [],
-                                bool(section.get("strict")))
-    return (f"{verdict}: {document.get('backend')} on {device.get('id')}: "
-            f"{totals or 'no case'}{note}")
+def _verdict_line(document: ResultsDocument) -> str:
+    note = unexpected_pass_note([p.to_json() for p in document.unexpected_passes],
+                                document.strict)
+    return (f"{document.verdict}: {document.backend} on {document.device.id}: "
+            f"{document.totals_text()}{note}")
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:

@@ -1,4 +1,9 @@
-"""Which cases a run judges: patterns, families, case kinds, case ids, rules, dtypes, a shard.
+"""Which cases a run judges, and with what data: the profile and the seed that draw them, the
+patterns, families, case kinds, case ids, rules and dtypes selected, a shard.
+
+`RunSettings` holds the four that decide a run's cases (its `Profile`, its seed, its `Selection`
+and its `Shard`): the planner draws from it, every runner fills the cases' inputs from its seed,
+and the results document records it, so one object is the only copy of each.
 
 A `Selection` narrows the suite in two steps. Before drawing, it decides which hypothesis draws
 run at all (a pattern × kind, and for near misses a pattern × rule: `Selection.draws`), so
@@ -46,8 +51,9 @@ from fusionspec.spec.rules import RULES
 
 from .cases import STRUCTURAL_RULES, Case, CaseKind
 
-__all__ = ["HEADLINE_DTYPES", "SelectionError", "Shard", "Selection", "excludes_something",
-           "known_rule_ids", "split_case_id", "is_glob", "case_matches"]
+__all__ = ["HEADLINE_DTYPES", "SelectionError", "Shard", "Selection", "Profile", "PROFILES",
+           "RunSettings", "excludes_something", "known_rule_ids", "split_case_id", "is_glob",
+           "case_matches"]
 
 #: The headline dtypes a case can carry (`Case.dtype`, the report matrix's columns; the
 #: generators' ``headline_dtype`` picks one of these, and the suite's tests check that every
@@ -280,3 +286,55 @@ class Selection:
             if values:
                 args += [flag, ",".join(values)]
         return args
+
+
+@dataclass(frozen=True)
+class Profile:
+    """How many cases of each kind to draw per pattern, and how."""
+
+    name: str
+    valid: int
+    near_miss: int
+    ill_formed: int
+    derandomize: bool
+    database: bool
+    shrink: bool
+    timeout_s: float
+
+    def examples(self, kind: CaseKind) -> int:
+        return {CaseKind.valid: self.valid, CaseKind.near_miss: self.near_miss,
+                CaseKind.ill_formed: self.ill_formed}[kind]
+
+
+PROFILES: dict[str, Profile] = {
+    "ci": Profile("ci", valid=60, near_miss=30, ill_formed=15, derandomize=True,
+                  database=False, shrink=False, timeout_s=60.0),
+    "thorough": Profile("thorough", valid=300, near_miss=100, ill_formed=60, derandomize=False,
+                        database=True, shrink=True, timeout_s=120.0),
+}
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    """What decides the cases of a run and their data: the `profile` and `seed` draw them
+    (``--profile``, ``--seed``), `selection` keeps some, `shard` judges a slice. The seed also
+    fills every case's inputs, so it is each failure's replay seed.
+
+    One object travels to the planner (`fusionspec.conformance.suite.plan_cases`), to each
+    runner (`fusionspec.conformance.workers.Runner`, `RunnerPool`) and to the results collector
+    (`fusionspec.conformance.grade.results.ResultsCollector`), none of which keeps a seed of its
+    own: a run cannot judge cases with one seed and record another. A replay of a saved failure
+    makes its runner from the seed the failure folder recorded.
+
+    >>> RunSettings(seed=3).seed, RunSettings().profile.name
+    (3, 'ci')
+    """
+
+    selection: Selection = field(default_factory=Selection)
+    profile: Profile = field(default_factory=lambda: PROFILES["ci"])
+    seed: int = 0
+    shard: Shard | None = None
+
+    def __post_init__(self) -> None:
+        if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
+            raise ValueError(f"the seed must be an integer, 0 or more, got {self.seed!r}")

@@ -30,9 +30,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from . import markdown as md
-from .document import Doc
 from .labels import run_name
 from .legend import StatusInfo, status_info, status_order
+from .runs import RunInput
 
 __all__ = ["CountChange", "CaseChange", "RunDiff", "diff_runs", "pair_baselines",
            "MAX_LISTED", "markdown", "narrowing"]
@@ -113,21 +113,21 @@ class RunDiff:
                     or self.other_total or self.only_before or self.only_after)
 
 
-def _label(doc: Doc) -> str:
-    return run_name(doc.text("backend", "?"), doc.obj("device").text("id", "?"))
+def _label(run: RunInput) -> str:
+    return run_name(run.document.backend, run.document.device.id)
 
 
-def _key(doc: Doc) -> tuple[str, str]:
-    return doc.text("backend"), doc.obj("device").text("id")
+def _key(run: RunInput) -> tuple[str, str]:
+    return run.document.backend, run.document.device.id
 
 
-def pair_baselines(runs: Sequence[Doc], baselines: Sequence[Doc],
-                   ) -> tuple[list[tuple[Doc, Doc, str]], list[str]]:
+def pair_baselines(runs: Sequence[RunInput], baselines: Sequence[RunInput],
+                   ) -> tuple[list[tuple[RunInput, RunInput, str]], list[str]]:
     """(run, its baseline, note) pairs, and notes on baselines or runs left without a partner."""
-    by_key: dict[tuple[str, str], Doc] = {}
+    by_key: dict[tuple[str, str], RunInput] = {}
     for candidate in baselines:
         by_key.setdefault(_key(candidate), candidate)
-    pairs: list[tuple[Doc, Doc, str]] = []
+    pairs: list[tuple[RunInput, RunInput, str]] = []
     used: set[int] = set()
     notes: list[str] = []
     for run in runs:
@@ -147,14 +147,13 @@ def pair_baselines(runs: Sequence[Doc], baselines: Sequence[Doc],
     return pairs, notes
 
 
-def _verdicts(doc: Doc) -> dict[str, tuple[str, str, str, bool]]:
+def _verdicts(run: RunInput) -> dict[str, tuple[str, str, str, bool]]:
     """case id -> (pattern, status, reason, expected to fail). A case id is judged once per
     run; should a document hold one twice, its first verdict stands (a merge of overlapping
     shards, say), so that no case is counted twice."""
     found: dict[str, tuple[str, str, str, bool]] = {}
-    for v in doc.objects("verdicts"):
-        found.setdefault(v.text("case_id"), (v.text("pattern"), v.text("status"),
-                                             v.text("reason"), bool(v.raw("expected"))))
+    for v in run.document.verdicts:
+        found.setdefault(v.case_id, (v.pattern, v.status, v.reason, bool(v.expected)))
     return found
 
 
@@ -170,33 +169,34 @@ def _shown(value: object) -> str:
     return str(value)
 
 
-def narrowing(before: Doc, after: Doc, left_out: int) -> str:
+def narrowing(before: RunInput, after: RunInput, left_out: int) -> str:
     """Why `after` covers less than `before`, or "" when it covers every case `before` ran.
     `left_out` is the number of the baseline's case ids `after` did not run; the recorded
     selections say why (a narrower --patterns, a shard, another profile or seed, a newer suite
     that no longer draws a case)."""
     if not left_out:
         return ""
-    differences = [f"{label} {_shown(before.raw(key))} -> {_shown(after.raw(key))}"
-                   for key, label in _DRAWN_BY if before.raw(key) != after.raw(key)]
-    old, new = before.obj("selection"), after.obj("selection")
-    for key in sorted(set(old.data) | set(new.data)):
-        if old.raw(key, []) != new.raw(key, []):
-            differences.append(f"{key} {_shown(old.raw(key, []))} -> {_shown(new.raw(key, []))}")
-    if before.raw("suite_version") != after.raw("suite_version"):
-        differences.append(f"suite {before.text('suite_version', '?')} -> "
-                           f"{after.text('suite_version', '?')}")
+    was, now = before.document, after.document
+    differences = [f"{label} {_shown(getattr(was, key))} -> {_shown(getattr(now, key))}"
+                   for key, label in _DRAWN_BY if getattr(was, key) != getattr(now, key)]
+    old, new = was.selection or {}, now.selection or {}
+    for key in sorted(set(old) | set(new)):
+        if old.get(key, []) != new.get(key, []):
+            differences.append(f"{key} {_shown(old.get(key, []))} -> "
+                               f"{_shown(new.get(key, []))}")
+    if was.suite_version != now.suite_version:
+        differences.append(f"suite {was.suite_version or '?'} -> {now.suite_version or '?'}")
     why = "; ".join(differences) if differences else "the recorded selections are the same"
     return (f"this run left out {left_out} case(s) the baseline ran ({why}): it cannot vouch "
             "for them")
 
 
-def _count_changes(before: Doc, after: Doc) -> tuple[CountChange, ...]:
-    old, new = before.obj("patterns"), after.obj("patterns")
+def _count_changes(before: RunInput, after: RunInput) -> tuple[CountChange, ...]:
+    old, new = before.document.patterns, after.document.patterns
     changes = []
-    for pattern in sorted(set(old.data) | set(new.data)):
-        was = old.obj(pattern).counts("counts") if pattern in old.data else {}
-        now = new.obj(pattern).counts("counts") if pattern in new.data else {}
+    for pattern in sorted(set(old) | set(new)):
+        was = old[pattern].counts if pattern in old else {}
+        now = new[pattern].counts if pattern in new else {}
         for status in sorted(set(was) | set(now), key=status_order):
             if was.get(status, 0) != now.get(status, 0):
                 changes.append(CountChange(pattern, status_info(status), was.get(status, 0),
@@ -204,7 +204,7 @@ def _count_changes(before: Doc, after: Doc) -> tuple[CountChange, ...]:
     return tuple(changes)
 
 
-def diff_runs(run: Doc, baseline: Doc, note: str = "") -> RunDiff:
+def diff_runs(run: RunInput, baseline: RunInput, note: str = "") -> RunDiff:
     """The changes from `baseline` to `run` (see the module docstring)."""
     old, new = _verdicts(baseline), _verdicts(run)
     new_failures: list[CaseChange] = []
@@ -231,10 +231,10 @@ def diff_runs(run: Doc, baseline: Doc, note: str = "") -> RunDiff:
     dropped = [CaseChange(c, old[c][0], status_info(old[c][1]), None, "not run this time")
                for c in only_before if status_info(old[c][1]).failing]
     incomplete = ""
-    if run.text("unavailable"):
-        incomplete = f"the run could not start: {run.text('unavailable')}"
-    elif run.text("incomplete"):
-        incomplete = f"the run is incomplete: {run.text('incomplete')}"
+    if run.document.unavailable:
+        incomplete = f"the run could not start: {run.document.unavailable}"
+    elif run.document.incomplete:
+        incomplete = f"the run is incomplete: {run.document.incomplete}"
     elif not new:
         incomplete = "the run judged no case, so it shows nothing"
     return RunDiff(_label(run), _label(baseline), baseline.source, note,

@@ -19,13 +19,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from fusionspec.conformance.grade.document import LimitationRecord, ResultsDocument
 from fusionspec.spec.catalog import CATALOG, PatternFamily
 from fusionspec.spec.pages import PAGES
 
 from .catch_rates import CatchRates
 from .coverage import Required
 from .diff import RunDiff, diff_runs, pair_baselines
-from .document import Doc, ReportError
+from .document import ReportError
 from .labels import run_suffixes
 from .legend import METRICS, STATUSES, StatusInfo, family_title, status_info
 from .method_coverage import MethodCoverage, method_coverage
@@ -108,39 +109,36 @@ class Report:
         return "PASS" if verdicts == {"PASS"} else "EMPTY"
 
 
-def _statements(docs: Sequence[Doc]) -> dict[str, str]:
+def _statements(documents: Sequence[ResultsDocument]) -> dict[str, str]:
     found: dict[str, str] = {}
-    for doc in docs:
-        rules = doc.obj("rules")
-        for rid in rules.data:
-            text = rules.obj(rid).text("statement")
-            if text:
-                found.setdefault(rid, text)
+    for doc in documents:
+        for rid, rule in doc.rules.items():
+            if rule.statement:
+                found.setdefault(rid, rule.statement)
     return found
 
 
-def _limitations(runs: Sequence[RunView], docs: Sequence[Doc],
+def _limitations(runs: Sequence[RunView], documents: Sequence[ResultsDocument],
                  anchors: Mapping[str, str]) -> tuple[LimitationGroup, ...]:
     groups: list[LimitationGroup] = []
-    for run, doc in zip(runs, docs):
-        by_key: dict[tuple[str, str], list[Doc]] = {}
-        for item in doc.objects("limitations"):
-            by_key.setdefault((item.text("pattern"), item.text("reason")), []).append(item)
+    for run, doc in zip(runs, documents):
+        by_key: dict[tuple[str, str], list[LimitationRecord]] = {}
+        for item in doc.limitations:
+            by_key.setdefault((item.pattern, item.reason), []).append(item)
         for (pattern, reason), items in by_key.items():
-            observed = Counter(i.text("observed_status") for i in items
-                               if i.text("observed_status"))
+            observed = Counter(i.observed_status for i in items if i.observed_status)
             groups.append(LimitationGroup(
                 run.label, pattern, anchors.get(pattern, ""), reason, len(items),
-                sum(1 for i in items if i.raw("limitation_passed") is True),
+                sum(1 for i in items if i.limitation_passed),
                 tuple((status_info(s), n) for s, n in sorted(observed.items())),
-                ", ".join(sorted({i.text("dtype") for i in items if i.text("dtype")}))))
+                ", ".join(sorted({i.dtype for i in items if i.dtype}))))
     return tuple(groups)
 
 
-def _labels(docs: Sequence[Doc]) -> list[str]:
+def _labels(documents: Sequence[ResultsDocument]) -> list[str]:
     """The suffix of each run's name (`fusionspec.reports.labels.run_suffixes`)."""
-    return run_suffixes([(doc.text("backend"), doc.obj("device").text("id")) for doc in docs],
-                        [doc.obj("device").text("driver") for doc in docs])
+    return run_suffixes([(doc.backend, doc.device.id) for doc in documents],
+                        [doc.device.driver for doc in documents])
 
 
 def build_report(runs: Sequence[RunInput], *, baselines: Sequence[RunInput] = (),
@@ -158,15 +156,17 @@ def build_report(runs: Sequence[RunInput], *, baselines: Sequence[RunInput] = ()
     if max_drilldowns < 0:
         raise ReportError(f"the number of drill-downs per pattern must be >= 0, got "
                           f"{max_drilldowns}")
-    docs = [r.doc(f"results document {i + 1}") for i, r in enumerate(runs)]
-    views = tuple(run_view(doc, i, suffix)
-                  for i, (doc, suffix) in enumerate(zip(docs, _labels(docs))))
-    statements = _statements(docs)
-    present = {p for doc in docs for p in doc.obj("patterns").data}
+    named = [r.named(f"results document {i + 1}") for i, r in enumerate(runs)]
+    documents = [r.document for r in named]
+    docs = [r.doc(r.name) for r in named]
+    views = tuple(run_view(run, i, suffix)
+                  for i, (run, suffix) in enumerate(zip(named, _labels(documents))))
+    statements = _statements(documents)
+    present = {p for doc in documents for p in doc.patterns}
     order = [e.id for e in CATALOG if e.id in present] + sorted(
         present - {e.id for e in CATALOG})
     anchors = Anchors()
-    patterns = [pattern_view(p, views, docs, [r.path for r in runs], anchors=anchors,
+    patterns = [pattern_view(p, views, documents, docs, [r.path for r in runs], anchors=anchors,
                              required=required.get(p) if required is not None else None,
                              max_drilldowns=max_drilldowns, statements=statements)
                 for p in order]
@@ -175,12 +175,12 @@ def build_report(runs: Sequence[RunInput], *, baselines: Sequence[RunInput] = ()
         members = tuple(p for p in patterns if p.family == family)
         if members:
             families.append(FamilyGroup(family_title(family), members))
-    base_docs = [b.doc(f"baseline {i + 1}") for i, b in enumerate(baselines)]
-    pairs, notes = pair_baselines(docs, base_docs) if base_docs else ([], [])
+    bases = [b.named(f"baseline {i + 1}") for i, b in enumerate(baselines)]
+    pairs, notes = pair_baselines(named, bases) if bases else ([], [])
     seen_statuses = {c.status.name for run in views for c in run.totals.counts}
     statuses = STATUSES + tuple(status_info(s) for s in sorted(seen_statuses)
                                 if s not in {k.name for k in STATUSES})
-    pages = {p.text("file"): p.text("title") for d in docs for p in d.objects("spec_pages")}
+    pages = {p.file: p.title for d in documents for p in d.spec_pages}
     return Report(
         generated=(generated or datetime.now(UTC)).isoformat(timespec="seconds"),
         suite_versions=tuple(sorted({v.suite_version for v in views})),
@@ -188,21 +188,17 @@ def build_report(runs: Sequence[RunInput], *, baselines: Sequence[RunInput] = ()
         spec_pages=tuple(pages.items()) or tuple((p.file, p.title) for p in PAGES),
         runs=views, families=tuple(families),
         not_run=tuple(e.id for e in CATALOG if e.id not in present),
-        limitations=_limitations(views, docs, {p.id: p.anchor for p in patterns}),
+        limitations=_limitations(views, documents, {p.id: p.anchor for p in patterns}),
         diffs=tuple(diff_runs(run, base, note) for run, base, note in pairs),
-        diff_notes=tuple(notes), has_baseline=bool(base_docs), statuses=statuses,
+        diff_notes=tuple(notes), has_baseline=bool(bases), statuses=statuses,
         metrics=METRICS, mutation=mutation, perf=perf,
-        op_coverage=op_coverage(observed_coverage(docs), required) if required is not None else (),
-        method_coverage=method_coverage(observed_coverage(docs), methods),
+        op_coverage=op_coverage(observed_coverage(documents), required)
+        if required is not None else (),
+        method_coverage=method_coverage(observed_coverage(documents), methods),
         catch_rates=catch_rates)
 
 
-def observed_coverage(docs: Sequence[Doc]) -> list[dict[str, dict[str, int]]]:
+def observed_coverage(documents: Sequence[ResultsDocument]) -> list[dict[str, dict[str, int]]]:
     """Every pattern's recorded coverage in every run."""
-    found = []
-    for doc in docs:
-        table = doc.obj("patterns")
-        for pattern in table.data:
-            coverage = table.obj(pattern).obj("coverage")
-            found.append({f: coverage.counts(f) for f in coverage.data})
-    return found
+    return [{f: dict(counts) for f, counts in entry.coverage.items()}
+            for doc in documents for entry in doc.patterns.values()]

@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from fusionspec.conformance.grade.document import PatternCounts, ResultsDocument
 from fusionspec.spec.catalog import CATALOG, PatternEntry
 from fusionspec.spec.rules import RuleKind
 
@@ -119,16 +120,16 @@ _UNSTATED = {"schema": "an op-schema or graph rule: a graph that breaks it is il
              "notation": "a rule the pattern's notation states"}
 
 
-def _rules(entry: PatternEntry | None, per_run: Sequence[Doc | None],
+def _rules(entry: PatternEntry | None, per_run: Sequence[PatternCounts | None],
            statements: Mapping[str, str]) -> tuple[RuleRow, ...]:
     catalog = list(entry.rules) if entry is not None else []
     catalog_ids = [r.id for r in catalog]
-    seen = {rid for p in per_run if p is not None for rid in p.obj("rules").data}
+    seen = {rid for p in per_run if p is not None for rid in p.rules}
     others = sorted(seen - set(catalog_ids),
                     key=lambda r: (_ORIGIN_ORDER[rule_origin(r, catalog_ids)], r))
     rows = []
     for rid in catalog_ids + others:
-        cells = tuple(make_cell(p.obj("rules").counts(rid)) if p is not None else None
+        cells = tuple(make_cell(p.rules.get(rid, {})) if p is not None else None
                       for p in per_run)
         spec_rule = next((r for r in catalog if r.id == rid), None)
         if spec_rule is not None:
@@ -142,9 +143,8 @@ def _rules(entry: PatternEntry | None, per_run: Sequence[Doc | None],
     return tuple(rows)
 
 
-def _breakdown(per_run: Sequence[Doc | None], key: str,
+def _breakdown(tables: Sequence[Mapping[str, Mapping[str, int]] | None],
                order: Callable[[str], tuple[int, str]]) -> tuple[BreakdownRow, ...]:
-    tables = [p.count_table(key) if p is not None else None for p in per_run]
     labels = sorted({label for t in tables if t is not None for label in t}, key=order)
     return tuple(BreakdownRow(label, tuple(make_cell(t.get(label, {})) if t is not None else None
                                            for t in tables)) for label in labels)
@@ -173,15 +173,15 @@ def _pick(failures: Sequence[Doc], limit: int) -> tuple[list[Doc], list[Doc]]:
     return chosen, [f for f in failures if id(f) not in taken]
 
 
-def pattern_view(pattern: str, runs: Sequence[RunView], docs: Sequence[Doc],
-                 paths: Sequence[Path | None], *, anchors: Anchors, required: Required | None,
-                 max_drilldowns: int, statements: Mapping[str, str]) -> PatternView:
-    """The view of `pattern` over `runs` (`docs` are their documents and `paths` their files,
-    in the same order)."""
+def pattern_view(pattern: str, runs: Sequence[RunView], documents: Sequence[ResultsDocument],
+                 docs: Sequence[Doc], paths: Sequence[Path | None], *, anchors: Anchors,
+                 required: Required | None, max_drilldowns: int,
+                 statements: Mapping[str, str]) -> PatternView:
+    """The view of `pattern` over `runs` (`documents` are their documents, `docs` the same as
+    JSON for the failures' drill-downs, and `paths` their files, in the same order)."""
     entry = _CATALOG.get(pattern)
     anchor = anchors.make("p-", pattern)
-    per_run = [d.obj("patterns").obj(pattern) if pattern in d.obj("patterns").data else None
-               for d in docs]
+    per_run = [d.patterns.get(pattern) for d in documents]
     failures: list[RunFailures] = []
     first_link: dict[int, str] = {}
     for run, doc, path in zip(runs, docs, paths):
@@ -197,10 +197,9 @@ def pattern_view(pattern: str, runs: Sequence[RunView], docs: Sequence[Doc],
             first_link[run.index] = "#" + views[0].anchor
         failures.append(RunFailures(run, views, tuple(failure_line(f) for f in rest[:MAX_LINES]),
                                     max(0, len(rest) - MAX_LINES)))
-    cells = tuple(make_cell(p.counts("counts"), link=first_link.get(run.index, "#" + anchor))
+    cells = tuple(make_cell(p.counts, link=first_link.get(run.index, "#" + anchor))
                   if p is not None else None for run, p in zip(runs, per_run))
-    coverage = coverage_views(pattern, [(run.label, {f: p.obj("coverage").counts(f)
-                                                     for f in p.obj("coverage").data})
+    coverage = coverage_views(pattern, [(run.label, {f: dict(c) for f, c in p.coverage.items()})
                                         for run, p in zip(runs, per_run) if p is not None],
                               required)
     return PatternView(
@@ -216,6 +215,8 @@ def pattern_view(pattern: str, runs: Sequence[RunView], docs: Sequence[Doc],
         decisions=tuple((d.id, d.text, d.reason) for d in entry.decisions)
         if entry is not None else (),
         cells=cells, rules=_rules(entry, per_run, statements),
-        by_kind=_breakdown(per_run, "by_kind", lambda k: (_KIND_ORDER.get(k, 9), k)),
-        by_dtype=_breakdown(per_run, "by_dtype", lambda k: (0, k)),
+        by_kind=_breakdown([p.by_kind if p is not None else None for p in per_run],
+                           lambda k: (_KIND_ORDER.get(k, 9), k)),
+        by_dtype=_breakdown([p.by_dtype if p is not None else None for p in per_run],
+                            lambda k: (0, k)),
         coverage=coverage, failures=tuple(failures))

@@ -11,9 +11,10 @@ and its one-line verdict; `Count` and `Cell` are the status counts the matrix an
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+
+from fusionspec.conformance.grade.document import ResultsDocument
 
 from .coverage import percent
 from .document import Doc
@@ -25,14 +26,26 @@ __all__ = ["RunInput", "Count", "Cell", "RunView", "counts_of", "make_cell", "ru
 
 @dataclass(frozen=True)
 class RunInput:
-    """A results document as read by `load_results`, and the file it came from (its folder
-    holds the failure folders)."""
+    """A results document as read by `load_document`, and the file it came from (its folder
+    holds the failure folders); `name` stands for the file in messages when there is none."""
 
-    document: Mapping[str, Any]
+    document: ResultsDocument
     path: Path | None = None
+    name: str = "results document"
+
+    @property
+    def source(self) -> str:
+        """What messages call the document: its file, or its name."""
+        return str(self.path) if self.path is not None else self.name
+
+    def named(self, name: str) -> RunInput:
+        """The same run, called `name` when it has no file."""
+        return replace(self, name=name)
 
     def doc(self, fallback: str) -> Doc:
-        return Doc(self.document, str(self.path) if self.path is not None else fallback)
+        """The document as JSON, for the readers that take it so."""
+        return Doc(self.document.to_json(),
+                   str(self.path) if self.path is not None else fallback)
 
 
 @dataclass(frozen=True)
@@ -129,8 +142,8 @@ class RunView:
         return run_name(self.backend, self.device_id)
 
 
-def _pairs(doc: Doc) -> tuple[tuple[str, str], ...]:
-    return tuple((str(k), v if isinstance(v, str) else str(v)) for k, v in doc.data.items())
+def _pairs(table: Mapping[str, object]) -> tuple[tuple[str, str], ...]:
+    return tuple((str(k), v if isinstance(v, str) else str(v)) for k, v in table.items())
 
 
 def _summary(totals: Cell, limitations: int, suite_errors: int, expected: int = 0,
@@ -158,31 +171,26 @@ def _summary(totals: Cell, limitations: int, suite_errors: int, expected: int = 
     return "PASS", f"no unexpected failure in {totals.cases} cases: {parts}{note}{known}"
 
 
-def run_view(run: Doc, index: int, label_suffix: str = "") -> RunView:
-    device = run.obj("device")
-    totals = make_cell(run.counts("totals"))
-    suite_errors = sum(1 for f in run.objects("failures")
-                       if f.obj("details").raw("suite_error") is True and not f.text("minimal_of"))
-    expected = sum(1 for f in run.objects("failures")
-                   if f.raw("expected") and not f.text("minimal_of"))
-    section = run.obj("expectations")
-    strict_passes = len(section.objects("unexpected_passes")) \
-        if section.raw("strict") is True else 0
-    verdict, summary = _summary(totals, len(run.objects("limitations")), suite_errors,
-                                expected, strict_passes)
-    unavailable, incomplete = run.text("unavailable"), run.text("incomplete")
-    if unavailable:
-        verdict, summary = "UNAVAILABLE", f"the backend could not run: {unavailable}"
-    elif incomplete:
-        verdict, summary = "INCOMPLETE", f"{summary}; the run is incomplete: {incomplete}"
+def run_view(run: RunInput, index: int, label_suffix: str = "") -> RunView:
+    doc = run.document
+    device = doc.device
+    totals = make_cell(doc.totals)
+    suite_errors = sum(1 for f in doc.failures
+                       if f.details.get("suite_error") is True and not f.minimal_of)
+    expected = sum(1 for f in doc.failures if f.expected and not f.minimal_of)
+    strict_passes = len(doc.unexpected_passes) if doc.strict else 0
+    verdict, summary = _summary(totals, len(doc.limitations), suite_errors, expected,
+                                strict_passes)
+    if doc.unavailable:
+        verdict, summary = "UNAVAILABLE", f"the backend could not run: {doc.unavailable}"
+    elif doc.incomplete:
+        verdict, summary = "INCOMPLETE", f"{summary}; the run is incomplete: {doc.incomplete}"
     return RunView(
-        index=index, key=f"run-{index + 1}", backend=run.text("backend", "?") + label_suffix,
-        device_id=device.text("id", "?"), device_kind=device.text("kind"),
-        device_name=device.text("name"), driver=device.text("driver"),
-        runtime=device.text("runtime"), extras=_pairs(device.obj("extras")),
-        environment=_pairs(run.obj("environment")), suite_version=run.text("suite_version"),
-        suite_commit=run.text("suite_commit"), spec_version=run.text("spec_version"),
-        seed=run.text("seed"),
-        started=run.text("started"), finished=run.text("finished"), source=run.source,
-        totals=totals, verdict=verdict, summary=summary,
-        problems=_pairs(run.obj("device_problems")), counters=_pairs(run.obj("backend_counters")))
+        index=index, key=f"run-{index + 1}", backend=doc.backend + label_suffix,
+        device_id=device.id, device_kind=device.kind, device_name=device.name,
+        driver=device.driver, runtime=device.runtime, extras=_pairs(device.extras),
+        environment=_pairs(doc.environment), suite_version=doc.suite_version or "",
+        suite_commit=doc.suite_commit or "", spec_version=doc.spec_version or "",
+        seed=str(doc.seed), started=doc.started or "", finished=doc.finished or "",
+        source=run.source, totals=totals, verdict=verdict, summary=summary,
+        problems=_pairs(doc.device_problems), counters=_pairs(doc.backend_counters))

@@ -502,6 +502,40 @@ class ResultsDocument(_Record):
 
     OMIT_NONE = ("unavailable", "incomplete", "expectations")
 
+    @property
+    def unexpected_failures(self) -> list[FailureRecord]:
+        """The failing cases no expectations entry expects (shrunk copies left out)."""
+        return [f for f in self.failures if not f.expected and not f.minimal_of]
+
+    @property
+    def unexpected_passes(self) -> list[CaseRecord]:
+        """Cases an expectations entry expected to fail that did not."""
+        return self.expectations.unexpected_passes if self.expectations is not None else []
+
+    @property
+    def skipped(self) -> list[CaseRecord]:
+        """Cases an expectations entry kept from running."""
+        return self.expectations.skipped if self.expectations is not None else []
+
+    @property
+    def strict(self) -> bool:
+        return self.expectations is not None and self.expectations.strict
+
+    @property
+    def verdict(self) -> str:
+        """The run's verdict: INCOMPLETE when it could not run or did not judge what it was
+        asked to, FAIL on a failure no expectations entry expects (or, in strict mode, an
+        expected failure that passed), PASS otherwise."""
+        if self.incomplete or self.unavailable:
+            return "INCOMPLETE"
+        if self.unexpected_failures or (self.strict and self.unexpected_passes):
+            return "FAIL"
+        return "PASS"
+
+    def totals_text(self) -> str:
+        """The totals as ``N status, ...`` (``no case`` for none)."""
+        return ", ".join(f"{n} {s}" for s, n in self.totals.items()) or "no case"
+
 
 #: Every record of the document, by the name `results.schema.json` gives its definition.
 RECORDS: Mapping[str, type] = {

@@ -46,19 +46,27 @@ __all__ = ["shows_nothing", "MIN_JUDGED_FRACTION"]
 MIN_JUDGED_FRACTION = 0.25
 
 
+def _status_and_kind(verdict: object) -> tuple[object, object]:
+    """A verdict line's status and case kind, from a `VerdictLine` or its JSON object."""
+    if isinstance(verdict, Mapping):
+        return verdict.get("status"), verdict.get("kind")
+    return getattr(verdict, "status", None), getattr(verdict, "kind", None)
+
+
 def shows_nothing(verdicts: Sequence[Any], skipped: Sequence[Any]) -> str | None:
-    """Why a run with these verdict records and skipped cases falls below the floor of the
-    module docstring, or None when it does not (skipped cases are not run)."""
+    """Why a run with these verdict lines (`VerdictLine` records or their JSON objects) and
+    skipped cases falls below the floor of the module docstring, or None when it does not
+    (skipped cases are not run)."""
     if not verdicts:
         return "no case was judged" + (f" ({len(skipped)} skipped by the expectations file)"
                                        if skipped else "")
     unsupported = Status.unsupported.value
-    records = [v if isinstance(v, Mapping) else {} for v in verdicts]
-    if all(r.get("status") == unsupported for r in records):
+    records = [_status_and_kind(v) for v in verdicts]
+    if all(status == unsupported for status, _ in records):
         return ("every case judged is declared unsupported by the backend, so no case was "
                 "judged conforming")
-    ran = Counter(r.get("kind") for r in records)
-    judged = Counter(r.get("kind") for r in records if r.get("status") != unsupported)
+    ran = Counter(kind for _, kind in records)
+    judged = Counter(kind for status, kind in records if status != unsupported)
     for kind in CaseKind:
         if ran[kind.value] and not judged[kind.value]:
             return (f"every {kind.value} case ({ran[kind.value]}) is declared unsupported by "

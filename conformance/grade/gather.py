@@ -22,14 +22,13 @@ import os
 import shutil
 import tempfile
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
-from typing import Any
 
 from fusionspec.spec.files import inside
 from fusionspec.spec.text import clip
 
-from .results import ResultsFormatError
+from .document import FailureRecord, ResultsDocument, ResultsFormatError
 
 __all__ = ["gather_artifacts", "gathering", "checked_relative"]
 
@@ -78,18 +77,18 @@ def _source(folders: Sequence[Path], relative: PurePosixPath, where: str) -> Pat
     return None
 
 
-def _plan(document: Mapping[str, Any], sources: Sequence[Path], target: Path,
+def _plan(document: ResultsDocument, sources: Sequence[Path], target: Path,
           ) -> tuple[list[_Copy], dict[int, Path]]:
     folders = [source.parent for source in sources]
     base = target.resolve()
     copies: dict[Path, _Copy] = {}
     dirs: dict[int, Path] = {}
     inputs = {source.resolve() for source in sources}
-    for n, record in enumerate([*document.get("failures", []), *document.get("extensions", [])]):
-        replay = record.get("replay") if isinstance(record, Mapping) else None
-        if not isinstance(replay, Mapping) or not replay.get("path"):
+    for n, record in enumerate([*document.failures, *document.extensions]):
+        replay = record.replay
+        if not replay.get("path"):
             continue
-        where = f"case {clip(str(record.get('case_id', n)), 200)!r}"
+        where = f"case {clip(record.case_id, 200)!r}"
         relative = checked_relative(replay.get("path"), where)
         found = _source(folders, relative, where)
         if found is None:
@@ -141,29 +140,39 @@ def _copy(job: _Copy, created: list[Path]) -> None:
 
 
 @contextlib.contextmanager
-def gathering(document: dict[str, Any], sources: Sequence[Path], target: Path,
-              ) -> Iterator[int]:
+def gathering(document: ResultsDocument, sources: Sequence[Path], target: Path,
+              ) -> Iterator[tuple[int, ResultsDocument]]:
     """`gather_artifacts` whose copies are removed again when the block fails (the merged
-    document could not be written, say): yields how many folders were copied."""
+    document could not be written, say): yields how many folders were copied and the document
+    with its records' ``dir`` pointing at the copies."""
     copies, dirs = _plan(document, sources, target)
     created: list[Path] = []
     try:
         for job in copies:
             _copy(job, created)
-        records = [*document.get("failures", []), *document.get("extensions", [])]
-        for n, destination in dirs.items():
-            records[n]["replay"]["dir"] = str(destination)
-        yield len(copies)
+        yield len(copies), _pointed(document, dirs)
     except BaseException:
         for path in reversed(created):  # only what this run created goes again
             shutil.rmtree(path, ignore_errors=True)
         raise
 
 
-def gather_artifacts(document: dict[str, Any], sources: Sequence[Path], target: Path) -> int:
+def _pointed(document: ResultsDocument, dirs: Mapping[int, Path]) -> ResultsDocument:
+    """`document` with the ``dir`` of record `n` (failures, then extensions) set to `dirs[n]`."""
+    def moved(records: Sequence[FailureRecord], first: int) -> list[FailureRecord]:
+        return [replace(r, replay={**r.replay, "dir": str(dirs[first + n])})
+                if first + n in dirs else r for n, r in enumerate(records)]
+
+    return replace(document, failures=moved(document.failures, 0),
+                   extensions=moved(document.extensions, len(document.failures)))
+
+
+def gather_artifacts(document: ResultsDocument, sources: Sequence[Path], target: Path,
+                     ) -> tuple[int, ResultsDocument]:
     """Copy the failure and extension folders of the parts read from `sources` (the results
-    files) under `target` (the merged document's folder), pointing the records' ``dir`` there;
-    returns how many folders were copied. Every path is checked before anything is copied
-    (see the module docstring); a folder already in place (the part's own) is left alone."""
-    with gathering(document, sources, target) as copied:
-        return copied
+    files) under `target` (the merged document's folder); returns how many folders were copied
+    and the document with its records' ``dir`` pointing there. Every path is checked before
+    anything is copied (see the module docstring); a folder already in place (the part's own)
+    is left alone."""
+    with gathering(document, sources, target) as done:
+        return done

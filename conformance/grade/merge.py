@@ -21,56 +21,107 @@ there; it checks every path the documents name before it copies anything.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
+from typing import TypeVar
 
-from .document import ResultsDocument
+from .document import ExpectationsSummary, PatternCounts, ResultsDocument, RuleCounts
 from .emptiness import shows_nothing
 from .gather import gather_artifacts
-from .results import ResultsFormatError, by_index, canonical_counts
+from .results import ResultsFormatError, canonical_counts
 
-__all__ = ["merge_documents", "gather_artifacts", "SAME_FIELDS"]
+__all__ = ["merge_documents", "gather_artifacts", "SAME_FIELDS", "in_plan_order"]
 
 #: Fields every part of one run has in common (compared before merging).
 SAME_FIELDS = ("schema", "suite_version", "spec_version", "backend", "backend_spec", "seed",
                "profile", "selection", "planned")
 
-_CASE_LISTS = ("verdicts", "failures", "limitations", "extensions")
+_R = TypeVar("_R")
 
 
-def _sum_counts(into: dict[str, Any], more: Mapping[str, Any]) -> None:
-    """Add nested ``name -> count`` objects of `more` into `into`."""
-    for key, value in more.items():
-        if isinstance(value, Mapping):
-            _sum_counts(into.setdefault(key, {}), value)
-        elif isinstance(value, int) and not isinstance(value, bool):
-            into[key] = into.get(key, 0) + value
+def in_plan_order(records: Iterable[_R]) -> list[_R]:
+    """`records` in plan order (their ``index``; one without an index first), the order of
+    every list of cases of a document."""
+    return sorted(records, key=lambda r: getattr(r, "index", None) or 0)
 
 
-def _check_alike(documents: Sequence[Mapping[str, Any]], sources: Sequence[str]) -> None:
+def _summed(counts: Iterable[Mapping[str, int]]) -> dict[str, int]:
+    total: Counter[str] = Counter()
+    for part in counts:
+        total.update(part)
+    return canonical_counts(total)
+
+
+def _summed_tables(tables: Iterable[Mapping[str, Mapping[str, int]]],
+                   ) -> dict[str, dict[str, int]]:
+    rows: dict[str, list[Mapping[str, int]]] = {}
+    for table in tables:
+        for name, counts in table.items():
+            rows.setdefault(name, []).append(counts)
+    return canonical_counts({name: _summed(parts) for name, parts in rows.items()})
+
+
+def _added(counts: Iterable[Mapping[str, int]]) -> dict[str, int]:
+    """The counts added up, keys in the order they first appear (the backend's counters)."""
+    total: dict[str, int] = {}
+    for part in counts:
+        for key, n in part.items():
+            total[key] = total.get(key, 0) + n
+    return total
+
+
+def _patterns(documents: Sequence[ResultsDocument]) -> dict[str, PatternCounts]:
+    parts: dict[str, list[PatternCounts]] = {}
+    for doc in documents:
+        for pattern, entry in doc.patterns.items():
+            parts.setdefault(pattern, []).append(entry)
+    return {pattern: PatternCounts(
+        counts=_summed(e.counts for e in entries),
+        by_kind=_summed_tables(e.by_kind for e in entries),
+        by_dtype=_summed_tables(e.by_dtype for e in entries),
+        rules=_summed_tables(e.rules for e in entries),
+        coverage=_summed_tables(e.coverage for e in entries))
+        for pattern, entries in sorted(parts.items())}
+
+
+def _rules(documents: Sequence[ResultsDocument]) -> dict[str, RuleCounts]:
+    parts: dict[str, list[RuleCounts]] = {}
+    for doc in documents:
+        for rule, entry in doc.rules.items():
+            parts.setdefault(rule, []).append(entry)
+    return {rule: RuleCounts(statement=entries[0].statement,
+                             counts=_summed(e.counts for e in entries),
+                             patterns=_summed(e.patterns for e in entries))
+            for rule, entries in sorted(parts.items())}
+
+
+def _check_alike(documents: Sequence[ResultsDocument], sources: Sequence[str]) -> None:
     first, first_source = documents[0], sources[0]
     for doc, source in zip(documents[1:], sources[1:]):
         for name in SAME_FIELDS:
-            if name == "planned" and (doc.get("shard") or first.get("shard")):
+            if name == "planned" and (doc.shard or first.shard):
                 continue  # a shard plans its own draws' cases: the shards' counts add up
-            if doc.get(name) != first.get(name):
+            if getattr(doc, name) != getattr(first, name):
                 raise ResultsFormatError(
                     f"cannot merge {source} with {first_source}: they differ in {name} "
-                    f"({doc.get(name)!r} vs {first.get(name)!r}); the parts of one run share it")
-        device, first_device = doc.get("device") or {}, first.get("device") or {}
-        if device.get("id") != first_device.get("id"):
+                    f"({getattr(doc, name)!r} vs {getattr(first, name)!r}); the parts of one "
+                    "run share it")
+        if doc.device.id != first.device.id:
             raise ResultsFormatError(f"cannot merge {source} with {first_source}: device "
-                                     f"{device.get('id')!r} vs {first_device.get('id')!r}")
-        theirs = (doc.get("expectations") or {}).get("sha256")
-        ours = (first.get("expectations") or {}).get("sha256")
-        if theirs != ours:
+                                     f"{doc.device.id!r} vs {first.device.id!r}")
+        if _digest(doc) != _digest(first):
             raise ResultsFormatError(f"cannot merge {source} with {first_source}: they used "
                                      "different expectations files")
 
 
-def _shards(documents: Sequence[Mapping[str, Any]], sources: Sequence[str]) -> list[str]:
+def _digest(document: ResultsDocument) -> str | None:
+    return document.expectations.sha256 if document.expectations is not None else None
+
+
+def _shards(documents: Sequence[ResultsDocument], sources: Sequence[str]) -> list[str]:
     """Check the parts' shards; the notes on missing shards (empty when complete)."""
-    labels = [doc.get("shard") for doc in documents]
+    labels = [doc.shard for doc in documents]
     if not any(labels):
         return []
     if not all(labels):
@@ -92,87 +143,70 @@ def _shards(documents: Sequence[Mapping[str, Any]], sources: Sequence[str]) -> l
     return [f"shard {m} is missing" for m in missing]
 
 
-def merge_documents(documents: Sequence[Mapping[str, Any]], sources: Sequence[str],
-                    ) -> dict[str, Any]:
-    """The results document of the run whose parts are `documents` (read with `load_results`;
-    `sources` name them in messages). See the module docstring."""
+def _part_notes(documents: Sequence[ResultsDocument], sources: Sequence[str]) -> list[str]:
+    notes = []
+    for doc, source in zip(documents, sources):
+        label = f"shard {doc.shard}" if doc.shard else source
+        if doc.unavailable:
+            notes.append(f"{label} could not run: {doc.unavailable}")
+        elif doc.incomplete:
+            notes.append(f"{label} is incomplete: {doc.incomplete}")
+    return notes
+
+
+def _expectations(documents: Sequence[ResultsDocument]) -> ExpectationsSummary | None:
+    first = documents[0].expectations
+    if first is None:
+        return None
+    sections = [doc.expectations for doc in documents if doc.expectations is not None]
+    return replace(first, expected_failures=sum(s.expected_failures for s in sections),
+                   unexpected_passes=in_plan_order(p for s in sections
+                                                   for p in s.unexpected_passes),
+                   skipped=in_plan_order(c for s in sections for c in s.skipped))
+
+
+def merge_documents(documents: Sequence[ResultsDocument], sources: Sequence[str],
+                    ) -> ResultsDocument:
+    """The results document of the run whose parts are `documents` (`sources` name them in
+    messages). See the module docstring."""
     if not documents:
         raise ResultsFormatError("nothing to merge")
     _check_alike(documents, sources)
-    notes = _shards(documents, sources)
+    notes = _shards(documents, sources) + _part_notes(documents, sources)
     first = documents[0]
-    merged: dict[str, Any] = {key: first[key] for key in first}
-    merged["shard"] = None
-    if first.get("shard"):
-        counts = [doc.get("planned") for doc in documents]
-        merged["planned"] = sum(counts) if all(isinstance(c, int) for c in counts) else None
-    merged["started"] = min(str(d.get("started") or "") for d in documents)
-    merged["finished"] = max(str(d.get("finished") or "") for d in documents)
-    totals: dict[str, Any] = {}
-    patterns: dict[str, Any] = {}
-    rules: dict[str, Any] = {}
-    problems: dict[str, Any] = {}
-    counters: dict[str, Any] = {}
-    lists: dict[str, list[Any]] = {name: [] for name in _CASE_LISTS}
-    expected = 0
-    passes: list[Any] = []
-    skipped: list[Any] = []
-    for doc, source in zip(documents, sources):
-        _sum_counts(totals, doc.get("totals") or {})
-        for pattern, entry in (doc.get("patterns") or {}).items():
-            _sum_counts(patterns.setdefault(pattern, {}), entry)
-        for rule, entry in (doc.get("rules") or {}).items():
-            into = rules.setdefault(rule, {"statement": entry.get("statement", ""),
-                                           "counts": {}, "patterns": {}})
-            _sum_counts(into["counts"], entry.get("counts") or {})
-            _sum_counts(into["patterns"], entry.get("patterns") or {})
-        for name in _CASE_LISTS:
-            lists[name] += list(doc.get(name) or [])
-        problems.update(doc.get("device_problems") or {})
-        _sum_counts(counters, doc.get("backend_counters") or {})
-        section = doc.get("expectations") or {}
-        expected += int(section.get("expected_failures", 0) or 0)
-        passes += list(section.get("unexpected_passes") or [])
-        skipped += list(section.get("skipped") or [])
-        label = f"shard {doc['shard']}" if doc.get("shard") else source
-        if doc.get("unavailable"):
-            notes.append(f"{label} could not run: {doc['unavailable']}")
-        elif doc.get("incomplete"):
-            notes.append(f"{label} is incomplete: {doc['incomplete']}")
-    indices = [v.get("index") for v in lists["verdicts"]] + [s.get("index") for s in skipped]
+    expectations = _expectations(documents)
+    verdicts = [v for doc in documents for v in doc.verdicts]
+    skipped = expectations.skipped if expectations is not None else []
+    indices = [v.index for v in verdicts] + [s.index for s in skipped]
     if any(i is None for i in indices):
         raise ResultsFormatError("cannot merge documents whose verdicts have no plan index "
                                  "(written by an older fusionspec)")
     if len(set(indices)) != len(indices):
         raise ResultsFormatError("the documents overlap: some case is in two of them (the same "
                                  "shard or results file given twice?)")
-    merged["totals"] = canonical_counts(totals)
-    merged["patterns"] = {p: canonical_counts(patterns[p]) for p in sorted(patterns)}
-    merged["rules"] = {r: {"statement": rules[r]["statement"],
-                           "counts": canonical_counts(rules[r]["counts"]),
-                           "patterns": canonical_counts(rules[r]["patterns"])}
-                       for r in sorted(rules)}
-    for name in _CASE_LISTS:
-        merged[name] = by_index(lists[name])
-    merged["device_problems"] = problems
-    merged["backend_counters"] = counters
-    if "expectations" in first:
-        merged["expectations"] = {**first["expectations"], "expected_failures": expected,
-                                  "unexpected_passes": by_index(passes),
-                                  "skipped": by_index(skipped)}
-    merged.pop("unavailable", None)
-    merged.pop("incomplete", None)
-    if all(doc.get("unavailable") for doc in documents):
-        merged["unavailable"] = first["unavailable"]
-    elif notes:
-        merged["incomplete"] = "; ".join(notes)
-    _mark_empty(merged, skipped)
-    # Through the typed model, as every document written: a merge writes what readers read.
-    return ResultsDocument.from_json(merged, "the merged document").to_json()
-
-
-def _mark_empty(merged: dict[str, Any], skipped: list[Any]) -> None:
-    """A merged run that shows nothing (`shows_nothing`) is incomplete, never a PASS."""
-    why = shows_nothing(merged["verdicts"], skipped)
-    if why is not None and not merged.get("unavailable"):
-        merged["incomplete"] = "; ".join(filter(None, [merged.get("incomplete"), why]))
+    planned = first.planned
+    if first.shard:
+        counts = [doc.planned for doc in documents]
+        planned = sum(c for c in counts if c is not None) if None not in counts else None
+    problems: dict[str, str] = {}
+    for doc in documents:
+        problems.update(doc.device_problems)
+    unavailable = first.unavailable if all(d.unavailable for d in documents) else None
+    incomplete = "; ".join(notes) if notes and unavailable is None else None
+    ordered = in_plan_order(verdicts)
+    hollow = None if unavailable is not None else shows_nothing(ordered, skipped)
+    if hollow is not None:
+        # A merged run that shows nothing is incomplete, never a PASS.
+        incomplete = "; ".join(filter(None, [incomplete, hollow]))
+    return replace(
+        first, shard=None, planned=planned,
+        started=min(d.started or "" for d in documents),
+        finished=max(d.finished or "" for d in documents),
+        totals=_summed(d.totals for d in documents), patterns=_patterns(documents),
+        rules=_rules(documents), verdicts=ordered,
+        failures=in_plan_order(f for d in documents for f in d.failures),
+        limitations=in_plan_order(lim for d in documents for lim in d.limitations),
+        extensions=in_plan_order(e for d in documents for e in d.extensions),
+        device_problems=problems, backend_counters=_added(d.backend_counters
+                                                          for d in documents),
+        unavailable=unavailable, incomplete=incomplete, expectations=expectations)

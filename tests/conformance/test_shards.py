@@ -5,13 +5,14 @@ same document as ``--jobs 1``."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 from testkit.cli import comparable, fusionspec
 
 from fusionspec.conformance.grade.merge import merge_documents
-from fusionspec.conformance.grade.results import ResultsFormatError, load_results
+from fusionspec.conformance.grade.results import ResultsFormatError, load_document, load_results
 
 #: A selection with valid, near-miss and ill-formed cases, and failures (the backend's
 #: Convolution partitions are wrong), small enough for four runs.
@@ -68,8 +69,8 @@ def test_a_missing_shard_leaves_the_merge_incomplete(runs: Path) -> None:
 
 
 def test_parts_of_different_runs_are_refused(runs: Path) -> None:
-    one = load_results(runs / "shard-1" / "results.json")
-    other = dict(load_results(runs / "shard-2" / "results.json"), seed=7)
+    one = load_document(runs / "shard-1" / "results.json")
+    other = replace(load_document(runs / "shard-2" / "results.json"), seed=7)
     with pytest.raises(ResultsFormatError, match="seed"):
         merge_documents([one, other], ["a", "b"])
     with pytest.raises(ResultsFormatError, match="twice"):

@@ -11,9 +11,9 @@ import pytest
 from testkit.report import failing_count, load, render, save
 
 from fusionspec.cli.main import main
-from fusionspec.conformance.grade.results import load_results
+from fusionspec.conformance.grade.results import load_document
 from fusionspec.reports.diff import MAX_LISTED, diff_runs, pair_baselines
-from fusionspec.reports.document import Doc
+from fusionspec.reports.runs import RunInput
 
 
 def _renamed(source: Path, target: Path, backend: str) -> Path:
@@ -23,8 +23,8 @@ def _renamed(source: Path, target: Path, backend: str) -> Path:
     return save(target, doc)
 
 
-def _doc(path: Path) -> Doc:
-    return Doc(load_results(path), str(path))
+def _doc(path: Path) -> RunInput:
+    return RunInput(load_document(path), path)
 
 
 def _failing_ids(document: dict[str, Any]) -> set[str]:
@@ -89,7 +89,7 @@ def test_baseline_pairing(reference_results: Path, never_fuses_results: Path,
     assert any("no baseline for never-fuses" in n for n in notes) and \
         any("matches no run" in n for n in notes), f"the unpaired are named: {notes}"
     pairs, notes = pair_baselines([ref, never], [never, ref])
-    assert [(r.text("backend"), b.text("backend")) for r, b, _ in pairs] == \
+    assert [(r.document.backend, b.document.backend) for r, b, _ in pairs] == \
         [("reference", "reference"), ("never-fuses", "never-fuses")] and not notes, \
         f"runs pair with the baseline of the same backend and device: {pairs}"
 
