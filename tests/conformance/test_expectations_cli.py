@@ -17,6 +17,7 @@ from testkit.cli import fusionspec, pytest_run
 
 from fusionspec.cli.conform import _summary
 from fusionspec.conformance.expectations import Expectations
+from fusionspec.conformance.grade.document import ResultsDocument
 from fusionspec.conformance.grade.results import ResultsCollector
 from fusionspec.conformance.grade.verdicts import judge
 from fusionspec.conformance.plugin import _verdict_line
@@ -200,7 +201,7 @@ def test_a_lenient_run_notes_stale_entries_without_failing(
 
 
 def test_the_plugin_verdict_line_counts_unexpected_passes() -> None:
-    document = _stale_collector(2, strict=True).to_dict()
+    document = ResultsDocument.from_json(_stale_collector(2, strict=True).to_dict())
     line = _verdict_line(document)
     assert line.startswith("FAIL:") and "4 unexpected passes (2 stale entries, strict)" in line, \
         f"the pytest summary says why the run fails: {line}"
