@@ -28,13 +28,13 @@ FORMS = ("specialised", "auto")
 
 def count(profile_name: str, device_id: str | None) -> dict[str, Any]:
     from fusionspec.accel.backend import AccelBackend
-    from fusionspec.conformance.selection import Selection
-    from fusionspec.conformance.suite import PROFILES, plan_cases
+    from fusionspec.conformance.selection import PROFILES, RunSettings
+    from fusionspec.conformance.suite import plan_cases
     from fusionspec.reference.partitioner import partition
     from fusionspec.spec.errors import FusionspecError
 
     start = time.perf_counter()
-    plan = plan_cases(Selection(), PROFILES[profile_name])
+    plan = plan_cases(RunSettings(profile=PROFILES[profile_name]))
     parts = []
     for planned in plan.cases:
         try:

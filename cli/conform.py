@@ -49,7 +49,7 @@ from fusionspec.conformance.grade.results import (
     artifact_name,
     replay_commands,
 )
-from fusionspec.conformance.selection import SelectionError
+from fusionspec.conformance.selection import RunSettings, SelectionError
 from fusionspec.spec.files import atomic_write_text
 from fusionspec.spec.text import clean_text
 
@@ -145,13 +145,13 @@ def run(args: argparse.Namespace) -> int:
     try:
         with RunProgress() as progress:
             collector = run_suite(
-                backend, device=options.device, selection=options.selection,
-                profile=options.profile, out_dir=out, isolate=not args.no_isolate,
-                seed=options.seed, progress=progress, jobs=args.jobs,
-                memory_limit=options.memory_limit, shard=options.shard,
-                expectations=options.expectations, strict=options.strict)
+                backend, run_settings=options.run_settings, device=options.device,
+                out_dir=out, isolate=not args.no_isolate, progress=progress, jobs=args.jobs,
+                memory_limit=options.memory_limit, expectations=options.expectations,
+                strict=options.strict)
     except BackendError as exc:  # unavailable, or it cannot be loaded at all
-        return _unavailable(args, backend, options.device, options.seed, options.out, exc)
+        return _unavailable(args, backend, options.device, options.run_settings, options.out,
+                            exc)
     except SelectionError as exc:
         return _usage(args, str(exc))
     empty_shard = not collector.cases and not collector.skipped and options.shard is not None \
@@ -246,14 +246,14 @@ def _write_junit(args: argparse.Namespace, collector: ResultsCollector) -> None:
     atomic_write_text(args.junit, junit_xml(collector.to_dict()))
 
 
-def _unavailable(args: argparse.Namespace, backend: str, device: str | None, seed: int,
-                 out: Path | None, exc: BackendError) -> int:
+def _unavailable(args: argparse.Namespace, backend: str, device: str | None,
+                 run_settings: RunSettings, out: Path | None, exc: BackendError) -> int:
     """Say why the backend cannot run (it has no usable device, or does not load); leave a
     results document that says it."""
     reason = exc.reason if isinstance(exc, BackendUnavailableError) else str(exc)
     folder = out if out is not None else default_out(backend, device or "unavailable")
-    collector = ResultsCollector(backend, Device(id=device or "none", kind=""), seed=seed,
-                                 unavailable=reason)
+    collector = ResultsCollector(backend, Device(id=device or "none", kind=""),
+                                 run_settings=run_settings, unavailable=reason)
     written = collector.write(folder / "results.json")
     _write_junit(args, collector)
     text = f"UNAVAILABLE: {exc}\nresults: {written}"
@@ -297,11 +297,12 @@ def _replay(args: argparse.Namespace) -> int:
     # worker started below inherits this).
     os.environ[WHOLE_TRACEBACK_ENV] = "1"
     try:
-        with Runner(backend, device, 120.0, isolate=not args.no_isolate, seed=seed,
-                    memory_limit=args.memory_limit) as runner:
+        # The failure's recorded seed, not --seed: it filled the inputs the failure saw.
+        with Runner(backend, device, 120.0, run_settings=RunSettings(seed=seed),
+                    isolate=not args.no_isolate, memory_limit=args.memory_limit) as runner:
             verdict = runner.run(case)
             device_id = runner.device.id
-            saved = save_outputs(runner, case, seed, args.replay) if verdict.failed else []
+            saved = save_outputs(runner, case, args.replay) if verdict.failed else []
     except BackendError as exc:
         print(f"fusionspec conform: UNAVAILABLE: {clean_text(str(exc), 2000)}", file=sys.stderr)
         return UNAVAILABLE_EXIT

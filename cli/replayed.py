@@ -21,9 +21,10 @@ from fusionspec.spec.errors import FusionspecError
 __all__ = ["save_outputs", "verdict_lines"]
 
 
-def save_outputs(runner: Runner, case: Case, seed: int, folder: Path) -> list[str]:
-    """Write ``expected.npz`` and ``actual.npz`` into `folder`; lines saying what was written
-    (or why an output could not be had)."""
+def save_outputs(runner: Runner, case: Case, folder: Path) -> list[str]:
+    """Write ``expected.npz`` and ``actual.npz`` into `folder` (inputs not saved there are
+    filled from the seed `runner` judges with); lines saying what was written (or why an
+    output could not be had)."""
     try:
         graph = case.graph if case.graph.finalized else case.graph.finalize()
     except FusionspecError:
@@ -32,7 +33,7 @@ def save_outputs(runner: Runner, case: Case, seed: int, folder: Path) -> list[st
     try:
         saved = folder / "inputs.npz"
         inputs = read_npz(saved, graph.input_tensors) if saved.is_file() else \
-            fill_inputs(graph, seed, case.values)
+            fill_inputs(graph, runner.run_settings.seed, case.values)
         write_npz(folder / "expected.npz", execute(graph, inputs), graph.tensors)
         lines.append(f"expected: {folder / 'expected.npz'} (the reference)")
     except (FusionspecError, OSError, ValueError) as exc:

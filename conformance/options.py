@@ -32,13 +32,15 @@ from .cases import CaseKind
 from .expectations import Expectations, check_write_options
 from .selection import (
     HEADLINE_DTYPES,
+    PROFILES,
+    Profile,
+    RunSettings,
     Selection,
     Shard,
     excludes_something,
     known_rule_ids,
     split_case_id,
 )
-from .suite import PROFILES, Profile
 
 __all__ = ["Flag", "FLAGS", "RunOptions", "read_options", "add_flags", "gigabytes",
            "LIST_FILE_LIMIT", "RefusedValue", "refused_value"]
@@ -344,20 +346,34 @@ def refused_value(get: Callable[[str], Any]) -> str | None:
 
 @dataclass(frozen=True)
 class RunOptions:
-    """The options of a run as the suite takes them."""
+    """The options of a run as the suite takes them: `run_settings` (profile, seed, selection
+    and shard) is the one object the run's planner, runners and collector are given."""
 
     backend: str | None
     device: str | None
-    profile: Profile
-    seed: int
-    selection: Selection
-    shard: Shard | None
+    run_settings: RunSettings
     expectations: Expectations | None
     strict: bool
     out: Path | None
     memory_limit: int | None
     write_expectations: Path | None = None
     prune_expectations: bool = False
+
+    @property
+    def profile(self) -> Profile:
+        return self.run_settings.profile
+
+    @property
+    def seed(self) -> int:
+        return self.run_settings.seed
+
+    @property
+    def selection(self) -> Selection:
+        return self.run_settings.selection
+
+    @property
+    def shard(self) -> Shard | None:
+        return self.run_settings.shard
 
 
 def read_options(get: Callable[[str], Any]) -> RunOptions:
@@ -372,9 +388,9 @@ def read_options(get: Callable[[str], Any]) -> RunOptions:
         excludes=tuple(dict.fromkeys(get("exclude") or ()))).validate()
     check_write_options(get("expectations"), get("write_expectations"),
                         bool(get("prune_expectations")), get("shard") is not None)
-    return RunOptions(backend=get("backend"), device=get("device"),
-                      profile=PROFILES[get("profile")], seed=int(get("seed")),
-                      selection=selection, shard=get("shard"),
+    run_settings = RunSettings(selection, PROFILES[get("profile")], int(get("seed")),
+                               get("shard"))
+    return RunOptions(backend=get("backend"), device=get("device"), run_settings=run_settings,
                       expectations=get("expectations"),
                       strict=bool(get("strict_expectations")), out=get("out"),
                       memory_limit=get("memory_limit"),

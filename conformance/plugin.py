@@ -191,23 +191,21 @@ def _start(config: pytest.Config, state: _State) -> None:
         if base is None:
             # The default folder names the device the backend picks: start first, log beside.
             state.runner = Runner(options.backend, options.device,
-                                  options.profile.timeout_s, seed=options.seed,
+                                  options.profile.timeout_s, run_settings=options.run_settings,
                                   memory_limit=options.memory_limit)
             base = config.invocation_params.dir / "results" / "conformance" / artifact_name(
                 f"{state.runner.backend_name}-{state.runner.device.id}")
         else:
             state.runner = Runner(options.backend, options.device, options.profile.timeout_s,
-                                  seed=options.seed, memory_limit=options.memory_limit,
-                                  log_path=base / log_name)
+                                  run_settings=options.run_settings,
+                                  memory_limit=options.memory_limit, log_path=base / log_name)
     except BackendError as exc:
         state.problem = str(exc)
         return
     state.out = base
     runner = state.runner
-    state.collector = run_collector(
-        runner, options.backend, base, seed=options.seed, profile=options.profile,
-        selection=options.selection, shard=options.shard, expectations=options.expectations,
-        strict=options.strict)
+    state.collector = run_collector(runner, options.backend, base,
+                                    expectations=options.expectations, strict=options.strict)
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -224,8 +222,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         metafunc.parametrize(_TEST_ARG, [None], ids=["backend-unavailable"])
         return
     options = state.options
-    plan = plan_cases(options.selection, options.profile, run_seed=options.seed,
-                      shard=options.shard, expectations=options.expectations,
+    plan = plan_cases(state.runner.run_settings, expectations=options.expectations,
                       device=state.runner.device)
     state.collector.planned = plan.selected
     params = []
@@ -383,7 +380,7 @@ def _write_unavailable(config: pytest.Config, state: _State) -> None:
     out = state.out or options.out or (config.invocation_params.dir / "results" /
                                        "conformance" / artifact_name(f"{options.backend}-{device}"))
     collector = ResultsCollector(options.backend, Device(id=options.device or "none", kind=""),
-                                 seed=options.seed, unavailable=state.problem,
+                                 run_settings=options.run_settings, unavailable=state.problem,
                                  backend_spec=options.backend)
     collector.write(out / "results.json")
 

@@ -2,8 +2,9 @@
 
 A run has two phases.
 
-**Planning** (`plan_cases`). For each selected catalog pattern and case kind (valid, near-miss,
-ill-formed), hypothesis draws cases from the catalog-derived strategies
+**Planning** (`plan_cases`, from the run's `RunSettings`: profile, seed, selection, shard).
+For each selected catalog pattern and case kind (valid, near-miss, ill-formed), hypothesis
+draws cases from the catalog-derived strategies
 (`fusionspec.conformance.generate.strategies`); valid cases start from the catalog instances of
 `fusionspec.conformance.generate.instances` (every category member and repetition count, in f32
 or int8), a deterministic floor under the random draws; near misses are drawn rule by rule, so
@@ -25,9 +26,12 @@ process while the drawing processes start on the other draws, and handed to the 
 
 **Judging** (`judge_plan`). The planned cases go to a `RunnerPool` (isolated workers, `jobs`
 at a time), all in one stream so that no worker waits at the end of a pattern, and each verdict
-and its wall time is recorded (`ResultsCollector`).
+and its wall time is recorded (`ResultsCollector`). The pool and the collector take the same
+`RunSettings` as the planner: the seed that drew the cases fills their inputs and is the one
+the document records.
 
-Profiles:
+Profiles (`PROFILES`; `Profile` and `RunSettings` live in
+`fusionspec.conformance.selection`, beside the selection they go with):
 
 - ``ci``: a bounded number of examples per pattern and kind, no example database;
 - ``thorough``: many more examples, hypothesis' example database (so a failure found once is
@@ -77,39 +81,23 @@ from .generate.strategies import design_cases, ill_formed_cases, near_miss_cases
 from .generate.values import CHECK_SEED, harvesting
 from .grade.prepared import Prepared
 from .grade.results import ResultsCollector
-from .selection import Selection, SelectionError, Shard, case_matches, split_case_id
+from .selection import (
+    PROFILES,
+    Profile,
+    RunSettings,
+    Selection,
+    SelectionError,
+    Shard,
+    case_matches,
+    split_case_id,
+)
 from .workers import Runner, RunnerPool, lifeline, use_cache_home
 from .workers.oracle_cache import OracleCache
 from .workers.transport import dumps
 
-__all__ = ["Profile", "PROFILES", "Progress", "PlannedCase", "Plan", "draw_seed", "draw_cases",
-           "plan_cases", "judge_plan", "run_suite", "run_collector", "OutDir", "INDEX_STRIDE"]
-
-
-@dataclass(frozen=True)
-class Profile:
-    """How many cases of each kind to draw per pattern, and how."""
-
-    name: str
-    valid: int
-    near_miss: int
-    ill_formed: int
-    derandomize: bool
-    database: bool
-    shrink: bool
-    timeout_s: float
-
-    def examples(self, kind: CaseKind) -> int:
-        return {CaseKind.valid: self.valid, CaseKind.near_miss: self.near_miss,
-                CaseKind.ill_formed: self.ill_formed}[kind]
-
-
-PROFILES: dict[str, Profile] = {
-    "ci": Profile("ci", valid=60, near_miss=30, ill_formed=15, derandomize=True,
-                  database=False, shrink=False, timeout_s=60.0),
-    "thorough": Profile("thorough", valid=300, near_miss=100, ill_formed=60, derandomize=False,
-                        database=True, shrink=True, timeout_s=120.0),
-}
+__all__ = ["Profile", "PROFILES", "RunSettings", "Progress", "PlannedCase", "Plan", "draw_seed",
+           "draw_cases", "plan_cases", "judge_plan", "run_suite", "run_collector", "OutDir",
+           "INDEX_STRIDE"]
 
 
 class Progress(Protocol):
@@ -384,14 +372,15 @@ def _drawn(draws: Sequence[_Draw], profile: Profile, run_seed: int, database_dir
             raise
 
 
-def plan_cases(selection: Selection, profile: Profile, *, run_seed: int = 0,
-               shard: Shard | None = None, expectations: Expectations | None = None,
+def plan_cases(run_settings: RunSettings, *, expectations: Expectations | None = None,
                device: Device | None = None, jobs: int = 1, database_dir: Path | None = None,
                progress: Progress | None = None) -> Plan:
-    """Draw and select the cases of a run, or of its `shard` (see the module docstring).
-    SelectionError when a case id given without wildcards is not among the cases drawn (a
-    shard: among those of its own draws), or an unsharded run selects nothing (a shard may
-    hold nothing: its plan is empty)."""
+    """Draw and select the cases of a run, or of its shard: `run_settings` says which profile,
+    seed, selection and shard (see the module docstring). SelectionError when a case id given
+    without wildcards is not among the cases drawn (a shard: among those of its own draws), or
+    an unsharded run selects nothing (a shard may hold nothing: its plan is empty)."""
+    selection, profile, shard = run_settings.selection, run_settings.profile, run_settings.shard
+    run_seed = run_settings.seed
     draws = [d for pattern in selection.entries() for kind in selection.kinds
              for d in _draws(pattern, kind, profile, selection)]
     own = _own_draws(draws, shard)
@@ -481,16 +470,15 @@ def _timed(runner: Runner, cases: Sequence[Case]) -> Iterator[tuple[Verdict, flo
 
 
 def run_collector(runner: Runner | RunnerPool, backend: str, out_dir: Path | None, *,
-                  seed: int, profile: Profile, selection: Selection, shard: Shard | None,
                   expectations: Expectations | None, strict: bool) -> ResultsCollector:
     """The collector of one run on `runner`'s backend and device (`backend` as the run was
-    given it), its document headed by the run's options: the one place a command and the
-    pytest plugin say what a run's document records about how it was asked for."""
+    given it), its document headed by the run's options, its settings the runner's own: the
+    one place a command and the pytest plugin say what a run's document records about how it
+    was asked for."""
     return ResultsCollector(
-        runner.backend_name, runner.device, seed=seed, out_dir=out_dir,
+        runner.backend_name, runner.device, run_settings=runner.run_settings, out_dir=out_dir,
         device_problems=runner.device_problems, departures=runner.departures,
-        backend_spec=backend, profile=profile.name, selection=selection.to_dict(),
-        shard=str(shard) if shard else None,
+        backend_spec=backend,
         expectations=expectations.header() if expectations else None, strict=strict)
 
 
@@ -512,19 +500,22 @@ def _add_minimal_cases(strategy: st.SearchStrategy[Case], failing: list[tuple[Ca
         collector.add_minimal(smallest, runner.run(smallest), of_case=first.id)
 
 
-def run_suite(backend: str, *, device: str | None = None, patterns: Sequence[str] | None = None,
-              kinds: Sequence[CaseKind] = tuple(CaseKind), selection: Selection | None = None,
-              profile: Profile = PROFILES["ci"], out_dir: OutDir = None, isolate: bool = True,
-              seed: int = 0, sys_path: Sequence[str] = (), progress: Progress | None = None,
-              jobs: int = 1, memory_limit: int | None = None, shard: Shard | None = None,
-              expectations: Expectations | None = None, strict: bool = False,
-              ) -> ResultsCollector:
-    """Grade `backend` (a registered name or ``module:attr``, recorded as given) on the
-    selected cases (`selection`, or the patterns and kinds given), `jobs` cases at a time.
-    Ctrl-C stops the run: what was judged is kept, and the collector is marked `interrupted`
-    (its document `incomplete`). SelectionError when the selection names nothing."""
-    chosen = (selection or Selection(patterns=tuple(patterns or ()), kinds=tuple(kinds)))
-    chosen = replace(chosen, kinds=tuple(chosen.kinds)).validate()
+def run_suite(backend: str, *, run_settings: RunSettings | None = None,
+              device: str | None = None, patterns: Sequence[str] | None = None,
+              kinds: Sequence[CaseKind] | None = None, selection: Selection | None = None,
+              profile: Profile | None = None, seed: int | None = None,
+              shard: Shard | None = None, out_dir: OutDir = None, isolate: bool = True,
+              sys_path: Sequence[str] = (), progress: Progress | None = None, jobs: int = 1,
+              memory_limit: int | None = None, expectations: Expectations | None = None,
+              strict: bool = False) -> ResultsCollector:
+    """Grade `backend` (a registered name or ``module:attr``, recorded as given) on the cases
+    `run_settings` plans, `jobs` cases at a time. Instead of `run_settings`, its parts may be
+    given: `selection` (or the `patterns` and `kinds` given), `profile` (default ci), `seed`
+    (default 0) and `shard`; giving both is a TypeError. Ctrl-C stops the run: what was judged
+    is kept, and the collector is marked `interrupted` (its document `incomplete`).
+    SelectionError when the selection names nothing."""
+    chosen = _settings_of(run_settings, patterns=patterns, kinds=kinds, selection=selection,
+                          profile=profile, seed=seed, shard=shard)
     log_dir = out_dir if isinstance(out_dir, Path) else None
     scratch: Path | None = None
     if callable(out_dir):
@@ -533,9 +524,8 @@ def run_suite(backend: str, *, device: str | None = None, patterns: Sequence[str
         scratch = log_dir = Path(tempfile.mkdtemp(prefix="fusionspec-logs-"))
     log_path = log_dir / "worker.log" if log_dir is not None else None
     try:
-        collector = _run_in_pool(backend, device, chosen, profile, out_dir, isolate, seed,
-                                 sys_path, progress, jobs, memory_limit, shard, expectations,
-                                 strict, log_path)
+        collector = _run_in_pool(backend, device, chosen, out_dir, isolate, sys_path,
+                                 progress, jobs, memory_limit, expectations, strict, log_path)
     finally:
         if scratch is not None:
             # Also when the workers never started: the scratch folder is this run's alone.
@@ -543,26 +533,45 @@ def run_suite(backend: str, *, device: str | None = None, patterns: Sequence[str
     return collector
 
 
-def _run_in_pool(backend: str, device: str | None, chosen: Selection, profile: Profile,
-                 out_dir: OutDir, isolate: bool, seed: int, sys_path: Sequence[str],
-                 progress: Progress | None, jobs: int, memory_limit: int | None,
-                 shard: Shard | None, expectations: Expectations | None, strict: bool,
+def _settings_of(given: RunSettings | None, *, patterns: Sequence[str] | None,
+                 kinds: Sequence[CaseKind] | None, selection: Selection | None,
+                 profile: Profile | None, seed: int | None, shard: Shard | None,
+                 ) -> RunSettings:
+    """The settings `run_suite` runs with, their selection checked."""
+    parts = {"patterns": patterns, "kinds": kinds, "selection": selection, "profile": profile,
+             "seed": seed, "shard": shard}
+    if given is not None:
+        mixed = [name for name, value in parts.items() if value is not None]
+        if mixed:
+            raise TypeError(f"run_suite takes run_settings or {', '.join(mixed)}, not both")
+    else:
+        given = RunSettings(
+            selection or Selection(patterns=tuple(patterns or ()),
+                                   kinds=tuple(CaseKind if kinds is None else kinds)),
+            PROFILES["ci"] if profile is None else profile, 0 if seed is None else seed, shard)
+    chosen = replace(given.selection, kinds=tuple(given.selection.kinds)).validate()
+    return replace(given, selection=chosen)
+
+
+def _run_in_pool(backend: str, device: str | None, run_settings: RunSettings, out_dir: OutDir,
+                 isolate: bool, sys_path: Sequence[str], progress: Progress | None, jobs: int,
+                 memory_limit: int | None, expectations: Expectations | None, strict: bool,
                  log_path: Path | None) -> ResultsCollector:
     # One worker first (the plan needs its device); the others once the plan says how many
     # cases there are to share.
     clock = time.perf_counter()
-    with RunnerPool(backend, device, profile.timeout_s, jobs=jobs, isolate=isolate, seed=seed,
-                    sys_path=sys_path, log_path=log_path, memory_limit=memory_limit,
-                    start=1) as runner:
+    profile = run_settings.profile
+    with RunnerPool(backend, device, profile.timeout_s, run_settings=run_settings, jobs=jobs,
+                    isolate=isolate, sys_path=sys_path, log_path=log_path,
+                    memory_limit=memory_limit, start=1) as runner:
         target = out_dir(runner.backend_name, runner.device) if callable(out_dir) else out_dir
-        collector = run_collector(runner, backend, target, seed=seed, profile=profile,
-                                  selection=chosen, shard=shard, expectations=expectations,
+        collector = run_collector(runner, backend, target, expectations=expectations,
                                   strict=strict)
         timings = collector.timings
         timings["starting"], clock = time.perf_counter() - clock, time.perf_counter()
         try:
-            plan = plan_cases(chosen, profile, run_seed=seed, shard=shard,
-                              expectations=expectations, device=runner.device, jobs=jobs,
+            plan = plan_cases(runner.run_settings, expectations=expectations,
+                              device=runner.device, jobs=jobs,
                               database_dir=target / "hypothesis-db" if target else None,
                               progress=progress)
             collector.planned = plan.selected

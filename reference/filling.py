@@ -67,6 +67,7 @@ from enum import IntEnum
 
 import numpy as np
 
+from fusionspec.spec.attrs import attr_value
 from fusionspec.spec.dtypes import DataType
 from fusionspec.spec.graph import Graph, LogicalTensor, Op, Partition
 from fusionspec.spec.opschemas import carries_shape
@@ -347,7 +348,7 @@ def _neg_inf_rows(rng: np.random.Generator, values: Array,
     softmax = next((op for op, _ in uses if op.kind == "SoftMax"), None)
     if result.ndim == 0:
         return result
-    attr = softmax.attrs.get("axis", 1) if softmax is not None else -1
+    attr = attr_value(softmax, "axis") if softmax is not None else -1
     axis = (attr if isinstance(attr, int) else 1) % result.ndim
     rows_shape = list(result.shape)
     rows_shape[axis] = 1
@@ -399,10 +400,10 @@ def _quantize_source(rng: np.random.Generator, shape: tuple[int, ...], op: Op, *
     lo, hi = _INT_RANGES.get(dst, (-8, 8))
     if saturate:
         lo, hi = (-400, 400)
-    scales = np.asarray(op.attrs.get("scales") or (1.0,), dtype=np.float32)
+    scales = np.asarray(attr_value(op, "scales"), dtype=np.float32)
     zps_attr = op.attrs.get("zps") or (0,) * scales.size
     zps = np.asarray(zps_attr, dtype=np.float32)
-    axis_attr = op.attrs.get("axis", 1)
+    axis_attr = attr_value(op, "axis")
     axis = (axis_attr if isinstance(axis_attr, int) else 1) % max(len(shape), 1)
     if (op.attrs.get("qtype") == "per_channel" and len(shape) > 0
             and shape[axis] == scales.size == zps.size):
@@ -428,12 +429,12 @@ def _shape_values(tensor: LogicalTensor, op: Op) -> Array:
         raise ExecutionError(f"cannot fill this shape input of op {op.id} ({op.kind}): its "
                              "output shape is not known", tensor_id=tensor.id)
     if op.kind == "Interpolate":
-        values = list(spatial_dims(out_shape, str(op.attrs.get("data_format", "NXC"))))
+        values = list(spatial_dims(out_shape, str(attr_value(op, "data_format"))))
     elif op.kind == "ConvolutionBackwardWeights":
         values = list(out_shape)
     else:
         values = _reduce_axes(src_shape or (), out_shape, count,
-                              bool(op.attrs.get("keep_dims", False)))
+                              bool(attr_value(op, "keep_dims")))
     if len(values) != count:
         raise ExecutionError(f"op {op.id} ({op.kind}) implies {len(values)} values for this "
                              f"input, but it holds {count}", tensor_id=tensor.id)

@@ -39,6 +39,7 @@ from typing import Any
 
 import numpy as np
 
+from fusionspec.spec.attrs import attr_value
 from fusionspec.spec.dtypes import DataType
 from fusionspec.spec.graph import LogicalTensor, Op
 from fusionspec.spec.types import Array
@@ -76,7 +77,7 @@ class Edge:
 
 
 def _beta(op: Op) -> float:
-    value = op.attrs.get("beta", 1.0)
+    value = attr_value(op, "beta")
     return float(np.float32(value)) if isinstance(value, int | float) else 1.0
 
 

@@ -17,6 +17,7 @@ __all__ = [
     "UnknownOpError",
     "ArityError",
     "AttributeRuleError",
+    "MissingAttributeError",
     "DTypeRuleError",
     "ShapeRuleError",
     "TopologyError",
@@ -93,6 +94,24 @@ class ArityError(GraphError):
 
 class AttributeRuleError(GraphError):
     """A missing required attribute, an unknown one, a wrong type or a value not allowed."""
+
+
+class MissingAttributeError(FusionspecError):
+    """An attribute read from an op that does not give it, where its op schema has no default
+    to fall back on: the attribute is required, optional without a default, not one the schema
+    names, or the kind has no schema at all. A finalized graph never raises it for a required
+    attribute (validation rejects the op first); it marks code asking for a value that the op
+    and its schema leave undefined. `op_id` is None for attributes read before the op exists.
+    """
+
+    def __init__(self, message: str, *, op_kind: str, attribute: str,
+                 op_id: int | None = None) -> None:
+        self.op_kind = op_kind
+        self.op_id = op_id
+        self.attribute = attribute
+        self.detail = message
+        op = f"op {op_id} ({op_kind})" if op_id is not None else op_kind
+        super().__init__(f"{op}, attribute {attribute}: {message}")
 
 
 class DTypeRuleError(GraphError):

@@ -140,9 +140,6 @@ class Op:
         outs = ", ".join(str(t.id) for t in self.outputs)
         return f"Op({self.id}, {self.kind!r}, in=[{ins}], out=[{outs}])"
 
-    def attr(self, name: str, default: AttrValue | None = None) -> AttrValue | None:
-        return self.attrs.get(name, default)
-
 
 def ops_in_order(ops: Sequence[Op]) -> tuple[Op, ...]:
     """`ops` sorted by id: the canonical order used when printing partitions."""

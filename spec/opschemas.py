@@ -11,9 +11,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from .attrs import install_schemas
 from .categories import BINARY, REDUCTION, UNARY
 from .dtypes import FLOAT_TYPES, DataType
-from .ir import AttrValue, Op
+from .ir import Op
 from .schema import AttrKind, AttrSpec, Constraint, OpSchema, PortSpec
 from .shapes import (
     filled_default,
@@ -37,8 +38,7 @@ from .shapes_operands import (
     infer_relu_backward,
 )
 
-__all__ = ["SCHEMAS", "OPAQUE_KINDS", "COMMUTATIVE_KINDS", "schema_for", "carries_shape",
-           "attribute"]
+__all__ = ["SCHEMAS", "OPAQUE_KINDS", "COMMUTATIVE_KINDS", "schema_for", "carries_shape"]
 
 D = DataType
 F = FLOAT_TYPES
@@ -71,7 +71,7 @@ def _ports(*names: str, symbol: str = "T", optional: tuple[str, ...] = ()) -> tu
 
 def _non_negative_pads(op: Op) -> str | None:
     for name in ("pads_begin", "pads_end"):
-        values = op.attrs.get(name, ())
+        values = op.attrs[name]
         if isinstance(values, tuple) and any(v < 0 for v in values):
             return f"{name} must not be negative, got {list(values)}"
     return None
@@ -256,7 +256,7 @@ def _interp_sizes_scales(op: Op) -> str | None:
 # -- data movement, quantization, softmax, normalization, training -------------------------
 
 def _quant_scales_zps(op: Op) -> str | None:
-    scales = op.attrs.get("scales", ())
+    scales = op.attrs["scales"]
     assert isinstance(scales, tuple)
     if not scales:
         return "scales must not be empty"
@@ -265,7 +265,7 @@ def _quant_scales_zps(op: Op) -> str | None:
     if any(scale == 0 for scale in scales):
         return f"scales must not be 0, got {list(scales)}"
     shape = op.inputs[0].shape if op.inputs else None
-    axis = op.attrs.get("axis", 1)
+    axis = op.attrs["axis"]
     if op.attrs.get("qtype") == "per_channel" and shape is not None and \
             isinstance(axis, int) and not -len(shape) <= axis < len(shape):
         return f"axis {axis} is out of range for src of rank {len(shape)}"
@@ -534,6 +534,7 @@ def _quant_attrs() -> tuple[AttrSpec, ...]:
 
 #: The 47 op kinds of the pages, by kind.
 SCHEMAS: Mapping[str, OpSchema] = _build()
+install_schemas(SCHEMAS)
 
 #: The binary ops whose two inputs may swap (a chain may enter them on either operand); the one
 #: statement of it is each schema's `commutative_inputs`.
@@ -551,16 +552,6 @@ OPAQUE_KINDS: frozenset[str] = frozenset({
     "SoftPlusBackward", "SqrtBackward", "SquaredDifference", "StaticReshape", "StaticTranspose",
     "TanhBackward", "Wildcard",
 })
-
-
-def attribute(op: Op, name: str) -> AttrValue | None:
-    """Attribute `name` of `op` as given, else its schema default, else None (the one reading
-    of "the attribute's value" for code that also serves ops not yet finalized)."""
-    if name in op.attrs:
-        return op.attrs[name]
-    schema = SCHEMAS.get(op.kind)
-    spec = schema.attr_spec(name) if schema is not None else None
-    return None if spec is None else spec.default
 
 
 def schema_for(kind: str) -> OpSchema | None:

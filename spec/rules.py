@@ -20,6 +20,7 @@ from enum import StrEnum
 from types import MappingProxyType
 from typing import Any, TypeAlias
 
+from .attrs import attr_value
 from .dtypes import DataType
 from .errors import FusionspecError
 from .ir import Op
@@ -217,7 +218,7 @@ def _gpu_zero_zps(match: Match) -> str | None:
     for matched in match.ops:
         op = matched.op
         if matched.role in _ROLE_WORDS and op.kind in ("Quantize", "Dequantize"):
-            zps = op.attrs.get("zps", ())
+            zps = op.attrs.get("zps")  # optional, without a default: no zero points
             if isinstance(zps, tuple) and any(z != 0 for z in zps):
                 return (f"{_ROLE_WORDS[matched.role]} {op.kind} (op {op.id}) has zps "
                         f"{list(zps)}; on GPU they must all be 0")
@@ -226,10 +227,10 @@ def _gpu_zero_zps(match: Match) -> str | None:
 
 def _gpu_f2q_per_tensor(match: Match) -> str | None:
     for op in match.with_role(Role.f2q):
-        qtype = op.attrs.get("qtype", "per_tensor")
+        qtype = attr_value(op, "qtype")
         if qtype != "per_tensor":
             return f"F2Q Quantize (op {op.id}) is {qtype}; on GPU it must be per_tensor"
-        scales = op.attrs.get("scales", ())
+        scales = attr_value(op, "scales")
         if isinstance(scales, tuple) and any(s != 1.0 for s in scales):
             return (f"F2Q Quantize (op {op.id}) has scales {list(scales)}; on GPU they must "
                     "all be 1")

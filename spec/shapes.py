@@ -1,9 +1,10 @@
 """Shape inference for the ops the pages name.
 
-Each function takes an op (defaults already filled) and its input shapes, and returns its output
-shapes. A shape may be None (rank unknown) and a dim may be negative (size unknown): inference
-infers what it can and leaves the rest unknown, as oneDNN does. Contradictions raise
-`InferenceFailure`.
+Each function takes an op and its input shapes, and returns its output shapes; an attribute the
+op leaves out reads as its schema default (`fusionspec.spec.attrs`), so an op not yet finalized
+infers as its finalized form does. A shape may be None (rank unknown) and a dim may be negative
+(size unknown): inference infers what it can and leaves the rest unknown, as oneDNN does.
+Contradictions raise `InferenceFailure`.
 
 The arithmetic follows oneDNN's shape inference (graph-style dilations, auto_pad rules,
 ``data_format`` NXC/NCX, weight formats OIX/XIO for Convolution and IOX/XOI for ConvTranspose).
@@ -15,6 +16,7 @@ import math
 import struct
 from collections.abc import Sequence
 
+from .attrs import attr_value
 from .ir import UNKNOWN_DIM, Op
 from .schema import InferenceFailure, Shape
 
@@ -59,19 +61,33 @@ def _f32(x: float) -> float:
 
 
 def _ints(op: Op, name: str) -> tuple[int, ...]:
-    value = op.attrs.get(name, ())
+    value = attr_value(op, name)
     assert isinstance(value, tuple)
     return tuple(int(v) for v in value)
 
 
+def _given(op: Op, name: str) -> tuple[float, ...]:
+    """An optional list attribute without a default (Interpolate's sizes and scales, the zero
+    points of quantization): its values, or none when the op leaves it out."""
+    value = op.attrs.get(name)
+    if value is None:
+        return ()
+    assert isinstance(value, tuple)
+    return value
+
+
+def _given_ints(op: Op, name: str) -> tuple[int, ...]:
+    return tuple(int(v) for v in _given(op, name))
+
+
 def _int(op: Op, name: str) -> int:
-    value = op.attrs[name]
+    value = attr_value(op, name)
     assert isinstance(value, int)
     return value
 
 
 def _str(op: Op, name: str) -> str:
-    value = op.attrs[name]
+    value = attr_value(op, name)
     assert isinstance(value, str)
     return value
 
@@ -121,7 +137,7 @@ def pads_for(op: Op, src_sp: Sequence[int], kernel: Sequence[int], strides: Sequ
              dilations: Sequence[int], *, transposed: bool = False,
              ) -> tuple[tuple[int, ...], tuple[int, ...]]:
     """pads_begin/pads_end after applying `auto_pad` (which overrides the explicit pads)."""
-    auto_pad = str(op.attrs.get("auto_pad", "None"))
+    auto_pad = str(attr_value(op, "auto_pad"))
     begin, end = _ints(op, "pads_begin"), _ints(op, "pads_end")
     nsp = len(src_sp)
     begin = begin or (0,) * nsp
@@ -164,7 +180,7 @@ def infer_identity(op: Op, shapes: Sequence[Shape]) -> Sequence[Shape]:
 
 
 def infer_elementwise(op: Op, shapes: Sequence[Shape]) -> Sequence[Shape]:
-    mode = str(op.attrs.get("auto_broadcast", "numpy"))
+    mode = str(attr_value(op, "auto_broadcast"))
     return [broadcast_shapes(shapes[0], shapes[1], auto_broadcast=mode)]
 
 
@@ -211,7 +227,7 @@ def infer_reduce(op: Op, shapes: Sequence[Shape]) -> Sequence[Shape]:
             raise InferenceFailure(f"axis {a % rank} is listed twice in axes {list(axes)}",
                                    where="attribute axes")
         norm.add(a % rank)
-    keep = bool(op.attrs.get("keep_dims", False))
+    keep = bool(attr_value(op, "keep_dims"))
     if keep:
         return [tuple(1 if i in norm else d for i, d in enumerate(src))]
     return [tuple(d for i, d in enumerate(src) if i not in norm)]
@@ -336,8 +352,8 @@ def infer_matmul(op: Op, shapes: Sequence[Shape]) -> Sequence[Shape]:
         return [None]
     if not a or not b:
         raise InferenceFailure("MatMul operands must have rank >= 1")
-    ta = bool(op.attrs.get("transpose_a", False)) and len(a) >= 2
-    tb = bool(op.attrs.get("transpose_b", False)) and len(b) >= 2
+    ta = bool(attr_value(op, "transpose_a")) and len(a) >= 2
+    tb = bool(attr_value(op, "transpose_b")) and len(b) >= 2
     a2 = (1, *a) if len(a) == 1 else a
     b2 = (*b, 1) if len(b) == 1 else b
     if ta:
@@ -376,14 +392,16 @@ def infer_pool(op: Op, shapes: Sequence[Shape]) -> Sequence[Shape]:
         raise InferenceFailure(f"src must have rank >= 3, got {list(src)}", where="input 0")
     sp = spatial_dims(src, fmt)
     kernel, strides = _ints(op, "kernel"), _ints(op, "strides")
-    dil = filled_default(_ints(op, "dilations"), 1, len(sp)) or (1,) * len(sp)
+    # Only MaxPool has dilations; an AvgPool window is dense.
+    given = _ints(op, "dilations") if op.kind == "MaxPool" else ()
+    dil = filled_default(given, 1, len(sp)) or (1,) * len(sp)
     for name, vals in (("kernel", kernel), ("strides", strides), ("dilations", dil)):
         _check_len(name, vals, len(sp))
     _check_positive(op, "kernel", "strides")
     pb, pe = pads_for(op, sp, kernel, strides, dil)
     _check_len("pads_begin", pb, len(sp))
     _check_len("pads_end", pe, len(sp))
-    ceil = op.attrs.get("rounding_type", "floor") == "ceil"
+    ceil = attr_value(op, "rounding_type") == "ceil"
     out_sp: list[int] = []
     for j in range(len(sp)):
         if not _known(sp[j]):
@@ -409,9 +427,8 @@ def infer_interpolate(op: Op, shapes: Sequence[Shape]) -> Sequence[Shape]:
     c = src[channel_axis(fmt, len(src))]
     if len(shapes) > 1:
         return [_make_data_shape(fmt, src[0], c, [U] * len(sp))]
-    sizes = _ints(op, "sizes")
-    scales = op.attrs.get("scales", ())
-    assert isinstance(scales, tuple)
+    sizes = _given_ints(op, "sizes")
+    scales = _given(op, "scales")
     if sizes:
         _check_len("sizes", sizes, len(sp))
         out_sp = list(sizes)

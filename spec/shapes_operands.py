@@ -13,9 +13,10 @@ from __future__ import annotations
 import itertools
 from collections.abc import Mapping, Sequence
 
+from .attrs import attr_value
 from .ir import Op
 from .schema import InferenceFailure, Shape
-from .shapes import _ints, _known, _str, channel_axis, infer_conv
+from .shapes import _given_ints, _ints, _known, _str, channel_axis, infer_conv
 from .shapes import infer_reduce as reduce_by_attribute
 
 __all__ = ["infer_batchnorm", "infer_batchnorm_backward", "infer_relu_backward",
@@ -80,14 +81,14 @@ def infer_quantize(op: Op, shapes: Sequence[Shape]) -> Sequence[Shape]:
     """dst is src; per channel, there is one scale (and zero point) per element of the axis."""
     src = shapes[0]
     if src is not None and op.attrs.get("qtype") == "per_channel":
-        axis = op.attrs.get("axis", 1)
+        axis = attr_value(op, "axis")
         assert isinstance(axis, int)
         if not -len(src) <= axis < len(src):
             raise InferenceFailure(f"axis {axis} is out of range for rank {len(src)}",
                                    where="attribute axis")
         n = src[axis % len(src)]
         for name in ("scales", "zps"):
-            values = _ints(op, name) if name == "zps" else op.attrs.get(name, ())
+            values = _given_ints(op, name) if name == "zps" else attr_value(op, name)
             assert isinstance(values, tuple)
             if _known(n) and len(values) > 1 and len(values) != n:
                 raise InferenceFailure(f"{len(values)} {name} for the {n} channels of axis "
@@ -112,7 +113,7 @@ def _check_axes_input(op: Op, shapes: Sequence[Shape], declared: Shape) -> None:
                                where="input 1 (axes)")
     if src is None or axes is None or not _known(axes[0]) or declared is None:
         return
-    count, keep = axes[0], bool(op.attrs.get("keep_dims", False))
+    count, keep = axes[0], bool(attr_value(op, "keep_dims"))
     if count > len(src):
         raise InferenceFailure(f"{count} axes for a rank-{len(src)} src", where="input 1 (axes)")
     for chosen in itertools.combinations(range(len(src)), count):

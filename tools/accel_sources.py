@@ -65,12 +65,12 @@ def _gpu_variant(device: Any) -> Any:
 
 def freeze(profile: str, out: Path) -> None:
     from fusionspec.accel.devices import select_device
-    from fusionspec.conformance.selection import Selection
-    from fusionspec.conformance.suite import PROFILES, plan_cases
+    from fusionspec.conformance.selection import PROFILES, RunSettings
+    from fusionspec.conformance.suite import plan_cases
     from fusionspec.reference.partitioner import partition
     from fusionspec.spec.errors import FusionspecError
 
-    plan = plan_cases(Selection(), PROFILES[profile])
+    plan = plan_cases(RunSettings(profile=PROFILES[profile]))
     parts = []
     for planned in plan.cases:
         try:

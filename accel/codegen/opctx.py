@@ -13,8 +13,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from fusionspec.spec.attrs import attr_value
+from fusionspec.spec.errors import MissingAttributeError
 from fusionspec.spec.graph import AttrValue, LogicalTensor, Op
-from fusionspec.spec.opschemas import attribute
 
 from ..errors import UnsupportedPartitionError
 from .access import Domain
@@ -55,11 +56,10 @@ def attr_of(op: Op, name: str) -> AttrValue:
     """Attribute `name` of `op`, or its schema default (validated graphs have every default
     filled in; this also serves partitions built by hand); UnsupportedPartitionError when it
     has neither."""
-    value = attribute(op, name)
-    if value is None:
-        raise UnsupportedPartitionError(f"op {op.id} ({op.kind}) has no attribute {name!r} "
-                                        "(finalize the graph first)")
-    return value
+    try:
+        return attr_value(op, name)
+    except MissingAttributeError as exc:
+        raise UnsupportedPartitionError(f"{exc} (finalize the graph first)") from None
 
 
 def fattr_of(op: Op, name: str) -> float:

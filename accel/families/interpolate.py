@@ -24,6 +24,7 @@ from fusionspec.spec.graph import Op, Partition
 from ..codegen.access import Domain, known_shape, stride_exprs
 from ..codegen.args import KernelArgs
 from ..codegen.epilogue import supported_kinds
+from ..codegen.opctx import attr_of
 from ..codegen.source import render
 from ..codegen.types import TypePolicy, check_supported
 from ..errors import UnsupportedPartitionError
@@ -52,8 +53,8 @@ def _taps(main: Op, in_sp: list[int], out_sp: list[int], axes: list[int], args: 
           ) -> tuple[list[str], list[list[tuple[str, str]]]]:
     """Statements declaring each spatial axis's source indices and weights at idx[], and per
     axis its (index variable, weight expression) taps."""
-    mode = str(main.attrs.get("mode", "nearest"))
-    ctm = str(main.attrs.get("coordinate_transformation_mode", "half_pixel"))
+    mode = str(attr_of(main, "mode"))
+    ctm = str(attr_of(main, "coordinate_transformation_mode"))
     lines: list[str] = []
     taps: list[list[tuple[str, str]]] = []
     # A table index converts through int (it is a source position, exact in f32): Intel's CPU
@@ -109,7 +110,7 @@ def build_interpolate(partition: Partition, ctx: BuildContext) -> KernelPlan:
         check_supported(t.dtype, f"tensor {t.id} of Interpolate")
     in_shape, out_shape = known_shape(src), known_shape(dst)
     rank = len(in_shape)
-    fmt = str(main.attrs.get("data_format", "NXC"))
+    fmt = str(attr_of(main, "data_format"))
     if rank < 3 or len(out_shape) != rank or fmt not in ("NCX", "NXC"):
         raise fail(f"Interpolate needs src and dst of equal rank >= 3 in NCX or NXC (src "
                    f"{list(in_shape)}, dst {list(out_shape)}, {fmt})")
@@ -119,7 +120,7 @@ def build_interpolate(partition: Partition, ctx: BuildContext) -> KernelPlan:
         raise fail(f"Interpolate spatial sizes {in_sp} -> {out_sp} are not supported")
     check_post_ops(post, shape=out_shape, outputs=partition.outputs, given=dst.id, fail=fail)
     size = math.prod(out_shape)
-    taps_per_output = 1 if str(main.attrs.get("mode", "nearest")) == "nearest" \
+    taps_per_output = 1 if str(attr_of(main, "mode")) == "nearest" \
         else 2 ** len(axes)
     return build_in_form(ctx, size, size * taps_per_output,
                          table=lambda: _table(partition, ctx, main, post, axes),

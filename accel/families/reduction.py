@@ -45,6 +45,7 @@ from fusionspec.spec.graph import Op, Partition
 from ..codegen.access import Domain, is_dense, known_shape
 from ..codegen.args import KernelArgs
 from ..codegen.epilogue import Value, emit_epilogue, supported_kinds
+from ..codegen.opctx import attr_of
 from ..codegen.source import render
 from ..codegen.types import check_supported
 from ..errors import UnsupportedPartitionError
@@ -128,13 +129,13 @@ def build_reduction(partition: Partition, ctx: BuildContext) -> KernelPlan:
         check_supported(t.dtype, f"tensor {t.id} of {main.kind}")
     in_shape, out_shape = known_shape(src), known_shape(dst)
     rank = len(in_shape)
-    raw = main.attrs.get("axes", ())
+    raw = attr_of(main, "axes")
     if not isinstance(raw, tuple | list) or not all(isinstance(a, int) for a in raw):
         raise fail(f"{main.kind} axes {raw!r} is not a list of integers")
     axes = sorted({int(a) % rank for a in raw if -rank <= int(a) < rank}) if rank else []
     if len(axes) != len(raw):
         raise fail(f"{main.kind} axes {list(raw)} are out of range or repeated for rank {rank}")
-    keep = bool(main.attrs.get("keep_dims", False))
+    keep = bool(attr_of(main, "keep_dims"))
     kept_axes = [k for k in range(rank) if k not in axes]
     want = tuple(1 if k in axes else d for k, d in enumerate(in_shape)) if keep else \
         tuple(in_shape[k] for k in kept_axes)

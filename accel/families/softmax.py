@@ -49,6 +49,7 @@ from fusionspec.spec.graph import Op, Partition
 from ..codegen.access import Domain, is_dense, known_shape
 from ..codegen.args import KernelArgs
 from ..codegen.epilogue import Value, emit_epilogue, supported_kinds
+from ..codegen.opctx import attr_of
 from ..codegen.source import render
 from ..codegen.types import check_supported
 from ..errors import UnsupportedPartitionError
@@ -102,7 +103,7 @@ def build_softmax(partition: Partition, ctx: BuildContext) -> KernelPlan:
         raise UnsupportedPartitionError("post-ops that read the SoftMax statistics are not "
                                         "supported", pattern=partition.pattern, kinds=kinds)
     rank = len(shape)
-    axis_attr = main.attrs.get("axis", 1)
+    axis_attr = attr_of(main, "axis")
     axis = int(axis_attr) if isinstance(axis_attr, int) else 1
     if not -rank <= axis < rank:
         raise UnsupportedPartitionError(f"SoftMax axis {axis} is out of range for rank {rank}",
@@ -182,7 +183,7 @@ def _specialised(partition: Partition, ctx: BuildContext, main: Op, post: list[O
                     w=width, vector_load=vector_load, tail_load=tail_load,
                     chunk_loads=chunk_loads, exps=exps,
                     axis=axis, length=length_arg, load=load,
-                    inf_as_zero=main.attrs.get("mode", "none") == "inf_as_zero",
+                    inf_as_zero=attr_of(main, "mode") == "inf_as_zero",
                     stats=stats_name, body=body)
     launches: tuple[Launch, ...] = ()
     if rows and per_row:

@@ -35,6 +35,7 @@ from fusionspec.spec.shapes import channel_axis
 from ..codegen.access import Domain, channel_offset, known_shape
 from ..codegen.args import INT_LIMIT, KernelArgs
 from ..codegen.formulas import FORMULAS, Formula
+from ..codegen.opctx import attr_of
 from ..codegen.source import Preamble, render
 from ..codegen.types import TypePolicy, check_supported
 from ..errors import UnsupportedPartitionError
@@ -177,7 +178,7 @@ def _validate(partition: Partition, main: Op, relu: Op | None, shape: tuple[int,
         x_value()
         store(main.outputs[0])
         return
-    fmt = str(main.attrs.get("data_format", "NXC"))
+    fmt = str(attr_of(main, "data_format"))
     if len(shape) < 2 or fmt not in ("NCX", "NXC"):
         raise fail(f"{main.kind} needs rank >= 2 and NCX or NXC (shape {list(shape)})")
     outputs = {t.id for t in partition.outputs}
@@ -227,7 +228,7 @@ def _specialised(partition: Partition, ctx: BuildContext, main: Op, relu: Op | N
                       store=kernel.store(main.outputs[0], "i", "value"))
         elementwise(kernel)
     else:
-        fmt = str(main.attrs.get("data_format", "NXC"))
+        fmt = str(attr_of(main, "data_format"))
         if rank < 2 or fmt not in ("NCX", "NXC"):
             raise fail(f"{main.kind} needs rank >= 2 and NCX or NXC (shape {list(shape)})")
         caxis = channel_axis(fmt, rank)

@@ -27,6 +27,7 @@ from fusionspec.spec.graph import LogicalTensor, Op, Partition
 from fusionspec.spec.shapes import channel_axis
 
 from ..codegen.access import is_dense, known_shape
+from ..codegen.opctx import attr_of
 from ..codegen.table_instructions import DTYPE_CODES
 from ..codegen.table_translate import translate_operand
 from ..plan import (
@@ -75,7 +76,7 @@ def training_table_plan(partition: Partition, main: Op, relu: Op | None, epsilon
         plan = build_table(partition, ctx, shape)
         return None if plan is None else KernelPlan(
             "training", plan.source, plan.launches, plan.reads, plan.writes)
-    caxis = channel_axis(str(main.attrs.get("data_format", "NXC")), len(shape))
+    caxis = channel_axis(str(attr_of(main, "data_format")), len(shape))
     where = reduction_map(shape, [a for a in range(len(shape)) if a != caxis])
     if main.kind == "BiasAddBackward":
         plan = window_plan(partition, "training", main, [], [], where, None, "sum", ctx)

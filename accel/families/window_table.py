@@ -34,6 +34,7 @@ from fusionspec.spec.graph import Op, Partition
 from fusionspec.spec.types import Array
 
 from ..codegen.access import known_shape
+from ..codegen.opctx import attr_of
 from ..codegen.table_translate import translate_operand, translate_ops
 from ..plan import BufferArg, KernelPlan, Launch, ScalarArg, Scratch, ScratchArg, TableArg
 from .base import BuildContext
@@ -95,8 +96,8 @@ def interpolate_map(main: Op, in_shape: tuple[int, ...], out_shape: tuple[int, .
                     axes: Sequence[int]) -> tuple[Array, Array | None]:
     """Per dst element, the linear source index of each tap and, for linear modes, its weight
     (the product of the per-axis weights); nearest has one tap and no weights."""
-    mode = str(main.attrs.get("mode", "nearest"))
-    ctm = str(main.attrs.get("coordinate_transformation_mode", "half_pixel"))
+    mode = str(attr_of(main, "mode"))
+    ctm = str(attr_of(main, "coordinate_transformation_mode"))
     rank = len(out_shape)
     per_axis: list[list[tuple[Array, Array]]] = []
     for a in axes:
@@ -196,7 +197,7 @@ def softmax_plan(partition: Partition, main: Op, post: Sequence[Op], axis: int,
             launches.append(gather_launch(ctx, scratch.name, where_arg, operand, shape))
             bindings = [ScratchArg(scratch.name), where_arg, ScalarArg("long", rows),
                         ScalarArg("long", length),
-                        ScalarArg("int", int(main.attrs.get("mode", "none") == "inf_as_zero")),
+                        ScalarArg("int", int(attr_of(main, "mode") == "inf_as_zero")),
                         BufferArg(stats.id) if stored and stats is not None else where_arg,
                         ScalarArg("int", int(stored)), *table_bindings(epilogue, shape)]
             launches.append(launch_1d(ctx, SOFTMAX_KERNEL, params(SOFTMAX, bindings), rows))

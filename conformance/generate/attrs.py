@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 
 from hypothesis import strategies as st
 
+from fusionspec.spec.attrs import attr_value_in
 from fusionspec.spec.graph import AttrValue, Op
 from fusionspec.spec.shapes import channel_axis, pads_for
 
@@ -97,10 +98,12 @@ class MatMulSpec(HeadSpec):
     chain_format: str = "NXC"
 
 
-def maybe_default(draw: st.DrawFn, attrs: dict[str, AttrValue], name: str, value: AttrValue,
-                  default: AttrValue) -> None:
-    """Set `name`; when `value` is the schema default, sometimes leave it to the default."""
-    if value != default or draw(st.booleans(), label=f"write default {name}"):
+def maybe_default(draw: st.DrawFn, attrs: dict[str, AttrValue], kind: str, name: str,
+                  value: AttrValue) -> None:
+    """Set attribute `name` of an op of `kind`; when `value` is the schema default, sometimes
+    leave it to the default."""
+    if value != attr_value_in(kind, {}, name) or draw(st.booleans(),
+                                                      label=f"write default {name}"):
         attrs[name] = value
 
 
@@ -188,12 +191,12 @@ def draw_conv(draw: st.DrawFn, transposed: bool, bias: bool | None = None) -> Co
     c = ic_g * groups
     attrs: dict[str, AttrValue] = {"strides": tuple(strides), "pads_begin": tuple(begin),
                                    "pads_end": tuple(end), "dilations": tuple(dil)}
-    maybe_default(draw, attrs, "auto_pad", auto_pad, "None")
-    maybe_default(draw, attrs, "groups", groups, 1)
-    maybe_default(draw, attrs, "data_format", fmt, "NXC")
+    maybe_default(draw, attrs, kind, "auto_pad", auto_pad)
+    maybe_default(draw, attrs, kind, "groups", groups)
+    maybe_default(draw, attrs, kind, "data_format", fmt)
     formats = ("IOX", "XOI") if transposed else ("OIX", "XIO")
     wfmt = draw(st.sampled_from(formats), label="weights_format")
-    maybe_default(draw, attrs, "weights_format", wfmt, formats[1])
+    maybe_default(draw, attrs, kind, "weights_format", wfmt)
     k = tuple(kernel)
     if transposed:
         pads_out = [draw(st.integers(0, s - 1), label="output_padding") for s in strides]
@@ -245,9 +248,9 @@ def draw_pool(draw: st.DrawFn, kind: str) -> PoolSpec:
     rounding = draw(st.sampled_from(("floor", "ceil")), label="rounding_type")
     attrs: dict[str, AttrValue] = {"kernel": tuple(kernel), "strides": tuple(strides),
                                    "pads_begin": tuple(begin), "pads_end": tuple(end)}
-    maybe_default(draw, attrs, "auto_pad", auto_pad, "None")
-    maybe_default(draw, attrs, "rounding_type", rounding, "floor")
-    maybe_default(draw, attrs, "data_format", fmt, "NXC")
+    maybe_default(draw, attrs, kind, "auto_pad", auto_pad)
+    maybe_default(draw, attrs, kind, "rounding_type", rounding)
+    maybe_default(draw, attrs, kind, "data_format", fmt)
     if kind == "AvgPool":
         attrs["exclude_pad"] = draw(st.booleans(), label="exclude_pad")
     elif any(d > 1 for d in dil) or draw(st.booleans(), label="write dilations"):
@@ -302,11 +305,11 @@ def draw_matmul(draw: st.DrawFn, bias: bool | None = None, vector_dst: bool = Tr
     src = (k,) if rank == 1 else (*batch_a, *((k, m) if ta else (m, k)))
     weights = (k,) if w_rank == 1 else (*batch_w, *((n, k) if tb else (k, n)))
     attrs: dict[str, AttrValue] = {}
-    maybe_default(draw, attrs, "transpose_a", ta, False)
-    maybe_default(draw, attrs, "transpose_b", tb, False)
+    maybe_default(draw, attrs, "MatMul", "transpose_a", ta)
+    maybe_default(draw, attrs, "MatMul", "transpose_b", tb)
     # Modes that only license a lower-precision sum: the exact value stays right under each.
-    maybe_default(draw, attrs, "accumulation_mode", draw(st.sampled_from(
-        ("strict", "relaxed", "any", "f32")), label="accumulation_mode"), "strict")
+    maybe_default(draw, attrs, "MatMul", "accumulation_mode", draw(st.sampled_from(
+        ("strict", "relaxed", "any", "f32")), label="accumulation_mode"))
     bias_shape: tuple[int, ...] | None = None
     if w_rank != 1 and _bias_input(draw, bias):
         shapes = ((n,),) if rank == 1 else ((n,), (1, n))
@@ -350,8 +353,8 @@ def draw_interpolate(draw: st.DrawFn) -> InterpolateSpec:
             sizes_input = sizes
     ctm = draw(st.sampled_from(("half_pixel", "align_corners")),
                label="coordinate_transformation_mode")
-    maybe_default(draw, attrs, "coordinate_transformation_mode", ctm, "half_pixel")
-    maybe_default(draw, attrs, "data_format", layout.data_format, "NXC")
+    maybe_default(draw, attrs, "Interpolate", "coordinate_transformation_mode", ctm)
+    maybe_default(draw, attrs, "Interpolate", "data_format", layout.data_format)
     words = (f"Interpolate {layout.data_format} {mode} {detail}"
              + (" (sizes input)" if sizes_input else "") + (f" {ctm}" if ctm != "half_pixel"
                                                             else ""))
@@ -373,7 +376,7 @@ def draw_reduce(draw: st.DrawFn, kind: str) -> ReduceSpec:
     written = tuple(a - rank if draw(st.booleans(), label="negative axis") else a
                     for a in sorted(axes))
     attrs: dict[str, AttrValue] = {"axes": written}
-    maybe_default(draw, attrs, "keep_dims", keep, False)
+    maybe_default(draw, attrs, kind, "keep_dims", keep)
     # The axes may come from the optional s32 input instead of the attribute.
     from_input = draw(st.sampled_from((False, False, True)), label="axes input")
     words = (f"{kind} axes {list(written)}" + (" (axes input)" if from_input else "")
@@ -387,9 +390,9 @@ def draw_softmax(draw: st.DrawFn) -> HeadSpec:
     rank = len(layout.shape)
     axis = draw(st.sampled_from(range(-rank, rank)), label="axis")
     attrs: dict[str, AttrValue] = {}
-    maybe_default(draw, attrs, "axis", axis, 1)
+    maybe_default(draw, attrs, "SoftMax", "axis", axis)
     mode = draw(st.sampled_from(("none", "inf_as_zero")), label="mode")
-    maybe_default(draw, attrs, "mode", mode, "none")
+    maybe_default(draw, attrs, "SoftMax", "mode", mode)
     return HeadSpec(layout, attrs, f"SoftMax axis {axis}" + (" inf_as_zero" if mode != "none"
                                                              else ""),
                     {"softmax_mode": mode, "axis": axis})
@@ -415,13 +418,13 @@ def draw_unary_attrs(draw: st.DrawFn, kind: str) -> dict[str, AttrValue]:
         attrs: dict[str, AttrValue] = {}
         # Negative betas too: the function mirrors (-softplus(-x) scaled), and the switch to
         # x past the exp bound must follow beta's sign.
-        maybe_default(draw, attrs, "beta", draw(st.sampled_from((1.0, 2.0, -1.0, 0.5, -0.5)),
-                                                label="beta"), 1.0)
+        maybe_default(draw, attrs, kind, "beta", draw(
+            st.sampled_from((1.0, 2.0, -1.0, 0.5, -0.5)), label="beta"))
         return attrs
     if kind == "GELU":
         attrs = {}
-        maybe_default(draw, attrs, "mode", draw(st.sampled_from(("gelu_erf", "gelu_tanh")),
-                                                label="mode"), "gelu_erf")
+        maybe_default(draw, attrs, kind, "mode", draw(
+            st.sampled_from(("gelu_erf", "gelu_tanh")), label="mode"))
         return attrs
     return {}
 
@@ -442,7 +445,8 @@ def draw_qparams(draw: st.DrawFn, qdtype: str, *, channels: int | None = None,
         scales = scales[:1] * count
     attrs: dict[str, AttrValue] = {"scales": scales}
     if channels is None:
-        maybe_default(draw, attrs, "qtype", "per_tensor", "per_tensor")
+        # Quantize and Dequantize share their attributes and defaults.
+        maybe_default(draw, attrs, "Quantize", "qtype", "per_tensor")
     else:
         negative = rank is not None and draw(st.booleans(), label="negative axis")
         attrs.update(qtype="per_channel", axis=axis - rank if negative and rank else axis)

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 from hypothesis import strategies as st
 
+from fusionspec.spec.attrs import attr_value_in
 from fusionspec.spec.catalog import PatternEntry
 from fusionspec.spec.categories import BINARY, UNARY
 from fusionspec.spec.dtypes import DataType
@@ -275,7 +276,7 @@ class _Builder:
                 self.note("leaky_relu_alpha", "above 1" if isinstance(alpha, float)
                           and alpha > 1 else "at most 1")
             if kind == "SoftPlus":
-                beta = attrs.get("beta", 1.0)
+                beta = attr_value_in(kind, attrs, "beta")
                 self.note("softplus_beta", "negative" if isinstance(beta, float) and beta < 0
                           else "positive")
             if attrs:
@@ -283,7 +284,7 @@ class _Builder:
                                          for k, v in attrs.items()) + ")"
         elif kind == "BiasAdd":
             inputs.append(self.tensor((chain.layout.channels,), dt))
-            maybe_default(draw, attrs, "data_format", chain.data_format, "NXC")
+            maybe_default(draw, attrs, kind, "data_format", chain.data_format)
             self.columns["bias"] = dt.value
         elif kind in ("BatchNormInference", "BatchNormTrainingBackward"):
             return self.batchnorm(kind, chain, head)
@@ -300,10 +301,10 @@ class _Builder:
             return self.reorder(chain)
         elif kind == "ReLUBackward":
             inputs.append(self.tensor(shape, dt))
-            maybe_default(draw, attrs, "use_dst", draw(st.booleans(), label="use_dst"), True)
+            maybe_default(draw, attrs, kind, "use_dst", draw(st.booleans(), label="use_dst"))
         elif kind == "BiasAddBackward":
             fmt = draw(st.sampled_from(("NCX", "NXC")), label="data_format")
-            maybe_default(draw, attrs, "data_format", fmt, "NXC")
+            maybe_default(draw, attrs, kind, "data_format", fmt)
             words = f"BiasAddBackward {fmt}"
         elif kind == "Dequantize":
             qdtype = self.plan.src
@@ -345,7 +346,7 @@ class _Builder:
         attrs: dict[str, AttrValue] = {}
         mode = draw(st.sampled_from(("numpy", "none")), label="auto_broadcast") if (
             how == "full") else "numpy"
-        maybe_default(draw, attrs, "auto_broadcast", mode, "numpy")
+        maybe_default(draw, attrs, step.kind, "auto_broadcast", mode)
         out = F32 if F32 in (x.dtype, other.dtype) else x.dtype
         op = self.add(step.kind, [x, other] if port == 0 else [other, x], attrs, [out])
         self.note("broadcast", how)
@@ -366,7 +367,7 @@ class _Builder:
         vec = (layout.channels,)
         attrs: dict[str, AttrValue] = {"epsilon": draw(st.sampled_from(
             (1e-5, 1e-3, 0.0625, 0.0, 1.0)), label="epsilon")}
-        maybe_default(draw, attrs, "data_format", chain.data_format, "NXC")
+        maybe_default(draw, attrs, kind, "data_format", chain.data_format)
         if kind == "BatchNormInference":
             inputs = [x, *(self.tensor(vec, stats) for _ in range(4))]
             op = self.add(kind, inputs, attrs, [x.dtype])

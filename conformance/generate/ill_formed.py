@@ -47,6 +47,7 @@ from typing import cast
 from hypothesis import HealthCheck, Phase, assume, given, seed, settings
 from hypothesis import strategies as st
 
+from fusionspec.spec.attrs import attr_value, attr_value_or_none
 from fusionspec.spec.catalog import PatternEntry
 from fusionspec.spec.catalog import entry as catalog_entry
 from fusionspec.spec.categories import BINARY, REDUCTION
@@ -192,7 +193,7 @@ def _infer_edits(graph: Graph) -> list[Edit]:
         elif op.kind == "BiasAdd" and port == 1:
             axis, shape[0] = 0, shape[0] + 1
         elif op.kind in ("Convolution", "ConvTranspose") and port == 1:
-            fmt = op.attrs.get("weights_format", "XIO" if op.kind == "Convolution" else "XOI")
+            fmt = attr_value(op, "weights_format")
             axis = {"OIX": 1, "XIO": -2, "IOX": 0, "XOI": -1}[str(fmt)]
             shape[axis] += 1
         elif op.kind == "MatMul" and port == 1:
@@ -304,7 +305,7 @@ def _settings(rule: str, edit: Edit, graph: Graph) -> dict[str, str]:
         return {}
     found = {}
     for spec in SCHEMAS[op.kind].attrs:
-        value = op.attrs.get(spec.name, spec.default)
+        value = attr_value_or_none(op, spec.name)
         if spec.name in LAYOUT_ATTRS and value is not None:
             found[f"ill-formed {rule} {op.kind}.{spec.name}"] = value_text(value)
     return found

@@ -51,6 +51,7 @@ from hypothesis import assume
 from hypothesis import strategies as st
 
 from fusionspec.reference.partitioner import partition
+from fusionspec.spec.attrs import attr_value
 from fusionspec.spec.catalog import PatternEntry
 from fusionspec.spec.catalog import entry as catalog_entry
 from fusionspec.spec.categories import BINARY
@@ -246,7 +247,7 @@ def _convex(draw: st.DrawFn, entry: PatternEntry, label: str) -> Draft:
     head = graph.op_by_id[built.step_ops[base]]
     op_id, tensor_id = fresh_ids(graph)
     src = head.inputs[0].shape or ()
-    axis = head.attrs.get("axis", 1)
+    axis = attr_value(head, "axis")
     assert isinstance(axis, int)
     if len(head.outputs) < 2:
         stats = LogicalTensor(tensor_id, DataType.f32, tuple(

@@ -28,6 +28,7 @@ from typing import Any
 from hypothesis import strategies as st
 from hypothesis.strategies._internal.strategies import SampledFromStrategy
 
+from fusionspec.spec.attrs import attr_value_or_none
 from fusionspec.spec.catalog import PatternEntry
 from fusionspec.spec.catalog import entry as catalog_entry
 from fusionspec.spec.graph import AttrValue, Graph
@@ -127,8 +128,7 @@ def case_pairs(pattern: str, row: str, graph: Graph) -> dict[str, str]:
         if op.kind not in kinds:
             continue
         for attr, _ in pair_attributes(pattern):
-            spec = SCHEMAS[op.kind].attr_spec(attr)
-            value = op.attrs.get(attr, spec.default if spec is not None else None)
+            value = attr_value_or_none(op, attr)
             if value is not None:
                 found.setdefault(_key(pattern, attr), set()).add(
                     f"{row} x {value_text(value)}")

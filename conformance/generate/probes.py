@@ -26,6 +26,7 @@ import math
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
+from fusionspec.spec.attrs import attr_value_or_none
 from fusionspec.spec.dtypes import DataType
 from fusionspec.spec.errors import FusionspecError, GraphError
 from fusionspec.spec.graph import AttrValue, Graph, LogicalTensor, Op
@@ -179,7 +180,7 @@ def _attr_defects(op: Op) -> Iterator[Defect]:
     schema = SCHEMAS[op.kind]
     for spec in schema.attrs:
         given = spec.name in op.attrs
-        value = op.attrs.get(spec.name, spec.default)
+        value = attr_value_or_none(op, spec.name)
         changes: list[tuple[str, AttrValue | None]] = []
         if given:
             changes.append(("removed", None))
@@ -270,7 +271,7 @@ def settings_of(graph: Graph, op: Op) -> dict[str, str]:
     found: dict[str, str] = {}
     for spec in schema.attrs:
         if spec.allowed is not None or spec.kind is AttrKind.boolean:
-            value = op.attrs.get(spec.name, spec.default)
+            value = attr_value_or_none(op, spec.name)
             if value is not None:
                 found[f"{op.kind}.{spec.name}"] = value_text(value)
     for t, port_spec in zip(op.inputs, schema.inputs):
@@ -325,7 +326,7 @@ def variations(graph: Graph, op: Op) -> Iterator[tuple[str, str, Graph]]:
     for spec in schema.attrs:
         if spec.allowed is None and spec.kind is not AttrKind.boolean:
             continue
-        current = op.attrs.get(spec.name, spec.default)
+        current = attr_value_or_none(op, spec.name)
         values: tuple[AttrValue, ...] = spec.allowed or (False, True)
         for value in values:
             if value != current:

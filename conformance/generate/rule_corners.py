@@ -28,6 +28,7 @@ import itertools
 from collections.abc import Callable, Container, Iterator, Sequence
 from dataclasses import replace
 
+from fusionspec.spec.attrs import attr_value_or_none
 from fusionspec.spec.errors import GraphError, GraphRule
 from fusionspec.spec.graph import Graph, LogicalTensor, Op
 from fusionspec.spec.opschemas import SCHEMAS
@@ -69,7 +70,7 @@ def _output_defect(op: Op) -> Defect | None:
 def _with_value(op: Op, spec: AttrSpec, value: int) -> Op | None:
     """`op` with `spec` set to `value` (an integer list: its first value), or None where the
     op holds no such value to change."""
-    given = op.attrs.get(spec.name, spec.default)
+    given = attr_value_or_none(op, spec.name)
     if spec.kind is AttrKind.s64_list:
         if not isinstance(given, tuple) or not given:
             return None

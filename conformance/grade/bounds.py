@@ -37,6 +37,7 @@ import numpy as np
 from fusionspec.reference.dtypes import cast_to, high_precision, is_float_dtype, widen
 from fusionspec.reference.execute import partition_order, read_input, run_op
 from fusionspec.reference.partitioner import partition
+from fusionspec.spec.attrs import attr_value
 from fusionspec.spec.categories import REDUCTION
 from fusionspec.spec.dtypes import DataType
 from fusionspec.spec.graph import Graph, Op, Partition
@@ -344,7 +345,7 @@ def _pole_radius(op: Op, xs: Sequence[Array], rs: Sequence[Array],
     """inf where an input interval holds a pole of the op (a division by an interval holding
     0; Pow with a negative exponent at a base interval holding 0), else 0."""
     port = _POLES.get(op.kind)
-    if op.kind == "Pow" and float(op.attrs.get("beta", 1.0)) < 0:  # type: ignore[arg-type]
+    if op.kind == "Pow" and float(attr_value(op, "beta")) < 0:  # type: ignore[arg-type]
         port = 0
     if port is None or port >= len(xs):
         return np.zeros(shape)
@@ -357,7 +358,7 @@ def _pole_radius(op: Op, xs: Sequence[Array], rs: Sequence[Array],
 def _reciprocal_scale_error(op: Op, x: Array) -> Array | float:
     """A backend may quantize as x*(1/scale); where 1/scale is inexact that product is off by
     a relative u, which widens the exact value's interval (in input units: 2u|x|)."""
-    scales = np.asarray(op.attrs.get("scales") or (1.0,), dtype=np.float64)
+    scales = np.asarray(attr_value(op, "scales"), dtype=np.float64)
     mantissa, _ = np.frexp(scales)
     if np.all(mantissa == 0.5):
         return 0.0
@@ -456,11 +457,11 @@ def _pool(op: Op, xs: Sequence[Array], rs: Sequence[Array]) -> list[tuple[Array,
         if op.kind == "MaxPool":
             return [(y, _finish(y, prop, np.zeros(np.shape(y))))]
         mean_abs = run([np.abs(x)])[0]
-    kernel = [int(k) for k in op.attrs.get("kernel", ()) or ()]  # type: ignore[union-attr]
+    kernel = [int(k) for k in attr_value(op, "kernel")]  # type: ignore[union-attr]
     volume = int(np.prod(kernel)) if kernel else 1
     exact = mean_abs * volume < _EXACT_RANGE * granularity(x)
-    plain = op.attrs.get("exclude_pad") is False and op.attrs.get(
-        "rounding_type", "floor") != "ceil" and _power_of_two(volume)
+    plain = op.attrs.get("exclude_pad") is False and attr_value(
+        op, "rounding_type") != "ceil" and _power_of_two(volume)
     own = np.where(exact, 0.0, 2 * volume * U32 * mean_abs + ulp32(y)) + (
         np.where(exact, 0.0, ulp32(y)) if plain else ulp32(y))
     return [(y, _finish(y, prop, own, overflow=_past_f32(mean_abs * volume)))]
@@ -479,7 +480,7 @@ def _interpolate(op: Op, xs: Sequence[Array], rs: Sequence[Array]) -> list[tuple
     if op.attrs.get("mode") == "nearest":
         return [(y, _finish(y, prop, np.zeros(np.shape(y))))]
     spatial = [d for i, d in enumerate(x.shape)
-               if i != 0 and i != channel_axis(str(op.attrs.get("data_format", "NXC")), x.ndim)]
+               if i != 0 and i != channel_axis(str(attr_value(op, "data_format")), x.ndim)]
     finite = np.abs(x[np.isfinite(x)])
     largest = float(finite.max()) if finite.size else 0.0
     dims = max(len(spatial), 1)
@@ -526,7 +527,7 @@ def _reduce(op: Op, xs: Sequence[Array], rs: Sequence[Array]) -> list[tuple[Arra
 def _softmax(op: Op, xs: Sequence[Array], rs: Sequence[Array]) -> list[tuple[Array, Array]]:
     outs = run_op(op, xs)
     x, r = _hp(xs[0]), rs[0]
-    axis = int(op.attrs.get("axis", 1)) % max(x.ndim, 1)  # type: ignore[arg-type]
+    axis = int(attr_value(op, "axis")) % max(x.ndim, 1)  # type: ignore[arg-type]
     y = _hp(outs[0])
     n = x.shape[axis] if x.ndim else 1
     with np.errstate(all="ignore"):
@@ -548,7 +549,7 @@ def _softmax(op: Op, xs: Sequence[Array], rs: Sequence[Array]) -> list[tuple[Arr
 
 
 def _channel_params(op: Op, x: Array, params: Sequence[Array]) -> list[Array]:
-    axis = channel_axis(str(op.attrs.get("data_format", "NXC")), x.ndim)
+    axis = channel_axis(str(attr_value(op, "data_format")), x.ndim)
     shape = [1] * x.ndim
     shape[axis] = x.shape[axis]
     return [_hp(p).reshape(shape) for p in params]
@@ -559,7 +560,7 @@ def _batchnorm(op: Op, xs: Sequence[Array], rs: Sequence[Array]) -> list[tuple[A
     x = _hp(xs[0])
     gamma, beta, mean, var = _channel_params(op, x, xs[1:5])
     rg, rb, rm, rv = _channel_params(op, x, rs[1:5])
-    eps = float(np.float32(op.attrs.get("epsilon", 0.0)))  # type: ignore[arg-type]
+    eps = float(np.float32(attr_value(op, "epsilon")))  # type: ignore[arg-type]
     with np.errstate(all="ignore"):
         sigma = np.sqrt(var + eps)
         scale = np.abs(gamma) / sigma
@@ -578,11 +579,11 @@ def _batchnorm_backward(op: Op, xs: Sequence[Array], rs: Sequence[Array],
     outs = run_op(op, xs)
     x, dy = _hp(xs[0]), _hp(xs[1])
     rx, rdy = rs[0], rs[1]
-    axis = channel_axis(str(op.attrs.get("data_format", "NXC")), x.ndim)
+    axis = channel_axis(str(attr_value(op, "data_format")), x.ndim)
     others = tuple(a for a in range(x.ndim) if a != axis)
     mean, var = _channel_params(op, x, xs[2:4])
     gamma = _channel_params(op, x, xs[4:5])[0] if len(xs) > 4 else np.ones_like(mean)
-    eps = float(np.float32(op.attrs.get("epsilon", 0.0)))  # type: ignore[arg-type]
+    eps = float(np.float32(attr_value(op, "epsilon")))  # type: ignore[arg-type]
     m = max(x.size // max(x.shape[axis], 1), 1)
     with np.errstate(all="ignore"):
         sigma = np.sqrt(var + eps)

@@ -15,8 +15,9 @@ Every record of a case names it ``case_id``. Its top-level keys:
   a registered name or ``module:attr``, what replay commands use), ``device`` (every `Device`
   field), ``environment`` (Python, NumPy, ml_dtypes, platform, hypothesis and pytest when
   installed), ``seed``, ``profile``, ``selection`` (what was asked for), ``shard`` (``"K/N"``
-  or null), ``planned`` (cases the selection drew; a shard's, in its own draws), ``started``,
-  ``finished``;
+  or null): the run's `fusionspec.conformance.selection.RunSettings`, the ones its cases were
+  drawn and judged with (an unavailable run's document records its seed only), ``planned``
+  (cases the selection drew; a shard's, in its own draws), ``started``, ``finished``;
 - ``totals``: cases per status;
 - ``patterns``: per catalog pattern, counts by status, by case kind, by dtype and by rule, and
   the grammar coverage (`Case.features`: feature -> value -> number of cases);
@@ -75,7 +76,7 @@ from datetime import UTC, datetime
 from importlib import resources
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fusionspec.backend import Departure, Device
 from fusionspec.backend.departures import departure_data
@@ -95,6 +96,9 @@ from .culprit import CULPRIT_FILE, CULPRIT_INPUTS, culprit_inputs
 from .document import SCHEMA_VERSION, ResultsDocument, ResultsFormatError, upgrade
 from .schema_check import Predicate, Unsupported, compile_schema
 from .verdicts import rule_statement
+
+if TYPE_CHECKING:
+    from ..selection import RunSettings
 
 __all__ = ["SCHEMA_VERSION", "SPEC_VERSION", "ResultsFormatError", "ResultsCollector",
            "load_results", "load_document", "write_failure", "load_failure", "suite_version",
@@ -176,22 +180,20 @@ def by_index(records: Sequence[Any]) -> list[Any]:
 class ResultsCollector:
     """Collects verdicts of one run; see the module docstring for the document it builds."""
 
-    def __init__(self, backend: str, device: Device, *, seed: int = 0,
+    def __init__(self, backend: str, device: Device, *, run_settings: RunSettings | None = None,
                  out_dir: str | Path | None = None,
                  device_problems: Mapping[str, str] | None = None,
                  departures: Sequence[Departure] = (),
                  unavailable: str | None = None, backend_spec: str | None = None,
-                 profile: str | None = None, selection: Mapping[str, Any] | None = None,
-                 shard: str | None = None, expectations: Mapping[str, Any] | None = None,
-                 strict: bool = False) -> None:
+                 expectations: Mapping[str, Any] | None = None, strict: bool = False) -> None:
         self.backend = backend
         #: The backend as the run was given it (what replay commands name).
         self.backend_spec = backend_spec or backend
         self.device = device
-        self.seed = seed
-        self.profile = profile
-        self.selection = dict(selection) if selection is not None else None
-        self.shard = shard
+        #: The run's settings, shared with its planner and runners (None: verdicts recorded
+        #: outside a suite run, seed 0): the document's ``seed``, ``profile``, ``selection``
+        #: and ``shard`` are read from them, never kept apart.
+        self.run_settings = run_settings
         #: How many cases the selection drew before sharding (None: not planned by the suite).
         self.planned: int | None = None
         self.expectations = dict(expectations) if expectations is not None else None
@@ -229,6 +231,33 @@ class ResultsCollector:
         self._used_names: set[str] = set()
 
     @property
+    def seed(self) -> int:
+        """The seed the cases' inputs were filled from: every failure's replay seed."""
+        return self.run_settings.seed if self.run_settings is not None else 0
+
+    @property
+    def profile(self) -> str | None:
+        """The profile's name; None for verdicts not drawn by a run, or a run that could not
+        start (unavailable: nothing was drawn, so only the seed asked for is recorded)."""
+        drawn = self._drawn()
+        return drawn.profile.name if drawn is not None else None
+
+    @property
+    def selection(self) -> dict[str, Any] | None:
+        """The selection as the document records it (None as for `profile`)."""
+        drawn = self._drawn()
+        return drawn.selection.to_dict() if drawn is not None else None
+
+    @property
+    def shard(self) -> str | None:
+        """``"K/N"`` for a shard's run, else None."""
+        drawn = self._drawn()
+        return str(drawn.shard) if drawn is not None and drawn.shard is not None else None
+
+    def _drawn(self) -> RunSettings | None:
+        return self.run_settings if self.unavailable is None else None
+
+    @property
     def cases(self) -> int:
         """How many cases have been recorded."""
         return len(self.verdicts)
@@ -254,16 +283,16 @@ class ResultsCollector:
             record["occurrence"] = occurrence
         self.skipped.append({**record, **dict(expectation or {})})
 
-    def add(self, case: Case, verdict: Verdict, *, seed: int | None = None,
-            index: int | None = None, occurrence: int = 1, seconds: float | None = None,
+    def add(self, case: Case, verdict: Verdict, *, index: int | None = None,
+            occurrence: int = 1, seconds: float | None = None,
             expectation: Mapping[str, Any] | None = None) -> None:
-        """Record `verdict` on `case`; a failing one is listed (and saved under out_dir).
+        """Record `verdict` on `case`, judged with the run's seed; a failing one is listed (and
+        saved under out_dir).
 
         `index` is the case's position in the plan (default: after the cases recorded so far),
         `seconds` its wall time, `expectation` the expectations entry matching it (with
         ``met``: whether the verdict is the failure it expects)."""
         status = verdict.status.value
-        use_seed = self.seed if seed is None else seed
         if index is None:
             index = len(self.verdicts) + len(self.skipped)
         met = bool(expectation is not None and expectation.get("met"))
@@ -294,7 +323,7 @@ class ResultsCollector:
                 "limitation_passed": bool(verdict.details.get("limitation_passed", False)),
                 "observed_status": verdict.details.get("observed_status")})
         if verdict.failed:
-            record = self._failure(case, verdict, use_seed, index=index, occurrence=occurrence)
+            record = self._failure(case, verdict, index=index, occurrence=occurrence)
             if met:
                 record["expected"] = expected
             elif expectation is not None:
@@ -303,7 +332,7 @@ class ResultsCollector:
                 record["unexpected_status"] = expected
             self.failures.append(record)
         elif verdict.status is Status.extension:
-            self.extensions.append(self._failure(case, verdict, use_seed, folder="extensions",
+            self.extensions.append(self._failure(case, verdict, folder="extensions",
                                                  index=index, occurrence=occurrence))
         if expectation is not None and not verdict.failed:
             # The entry is cited, but the status is the one the case got: the entry's own
@@ -320,15 +349,15 @@ class ResultsCollector:
             return
         original = next((f for f in self.failures if f["case_id"] == of_case), None)
         index = int(original["index"]) if original is not None else len(self.verdicts)
-        record = self._failure(case, verdict, self.seed, index=index)
+        record = self._failure(case, verdict, index=index)
         record["minimal_of"] = of_case
         if original is not None and original.get("expected"):
             record["expected"] = original["expected"]
         self.failures.append(record)
 
-    def _failure(self, case: Case, verdict: Verdict, seed: int, *, index: int,
-                 occurrence: int = 1, folder: str = "failures") -> dict[str, Any]:
-        replay: dict[str, Any] = {"seed": seed, "case_id": case.id,
+    def _failure(self, case: Case, verdict: Verdict, *, index: int, occurrence: int = 1,
+                 folder: str = "failures") -> dict[str, Any]:
+        replay: dict[str, Any] = {"seed": self.seed, "case_id": case.id,
                                   "rerun": shlex.join(self._rerun(case.id))}
         if self.out_dir is not None:
             # Named after the case (and its occurrence), so any process judging it picks the
@@ -340,7 +369,7 @@ class ResultsCollector:
             self._used_names.add(name)
             saved = write_failure(self.out_dir / folder / name, case, verdict,
                                   backend=self.backend_spec, device_id=self.device.id,
-                                  seed=seed, backend_name=self.backend)
+                                  seed=self.seed, backend_name=self.backend)
             inputs = (saved / "inputs.npz").exists()
             replay.update(dir=str(saved), path=f"{folder}/{name}", commands=replay_commands(
                 Path(folder, name), self.backend_spec, self.device.id, inputs))
@@ -568,7 +597,10 @@ def load_failure(folder: str | Path) -> tuple[Case, int]:
                     features=dict(record.get("features") or {}),
                     description=str(record.get("description", "")),
                     values={int(k): str(v) for k, v in (record.get("values") or {}).items()})
-        return case, int(record.get("seed", 0))
+        seed = int(record.get("seed", 0))
+        if seed < 0:
+            raise ValueError(f"seed {seed} is negative")
+        return case, seed
     except (OSError, json.JSONDecodeError, KeyError, ValueError, TypeError, AttributeError,
             RecursionError, FusionspecError) as exc:
         raise ResultsFormatError(f"{target}: not a failure folder: {type(exc).__name__}: "

@@ -18,6 +18,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 
+from fusionspec.spec.attrs import attr_value
 from fusionspec.spec.dtypes import DataType
 from fusionspec.spec.graph import LogicalTensor, Op, Partition
 
@@ -54,7 +55,7 @@ def _conv_macs(op: Op) -> int:
         weights = op.inputs[1]
         big = op.outputs[0] if op.kind == "Convolution" else op.inputs[0]
     shape = big.shape or (1, 1)
-    channel_axis = 1 if op.attrs.get("data_format", "NXC") == "NCX" else len(shape) - 1
+    channel_axis = 1 if attr_value(op, "data_format") == "NCX" else len(shape) - 1
     return _elements(weights) * (_elements(big) // max(shape[channel_axis], 1))
 
 
@@ -68,7 +69,7 @@ def op_flops(op: Op) -> int:
     if op.kind in ("Convolution", "ConvTranspose", "ConvolutionBackwardWeights"):
         return 2 * _conv_macs(op)
     if op.kind in ("AvgPool", "MaxPool"):
-        kernel = op.attrs.get("kernel", ())
+        kernel = attr_value(op, "kernel")
         window = [int(k) for k in kernel] if isinstance(kernel, list | tuple) else []
         return out * math.prod(window)
     if op.kind == "SoftMax":

@@ -29,6 +29,7 @@ from types import TracebackType
 
 from ..cases import Case, CaseKind
 from ..grade.prepared import Prepared, prepare
+from ..selection import RunSettings
 from .lifeline import hold, ticket
 from .oracle_cache import OracleCache
 from .runner import worker_context
@@ -56,12 +57,13 @@ def _prepare_pickled(case: bytes, seed: int) -> bytes:
 
 
 class Ahead:
-    """`prepared(i)` is the reference's side of ``cases[i]`` (or None), prepared in
-    `processes` processes a window ahead of the highest index asked for so far."""
+    """`prepared(i)` is the reference's side of ``cases[i]`` (or None), inputs filled from the
+    seed of `run_settings` (the runners', so that each preparation serves its case), prepared
+    in `processes` processes a window ahead of the highest index asked for so far."""
 
-    def __init__(self, cases: Sequence[Case], seed: int, processes: int) -> None:
+    def __init__(self, cases: Sequence[Case], run_settings: RunSettings, processes: int) -> None:
         self.cases = cases
-        self.seed = seed
+        self.run_settings = run_settings
         self.window = max(1, processes) * WINDOW_PER_PROCESS
         context = worker_context()
         self._pool = ProcessPoolExecutor(max(1, processes), mp_context=context,
@@ -91,7 +93,7 @@ class Ahead:
                 if future is None:
                     return None
                 payload = future.result()
-                self.cache.store(self.cases[index], self.seed, payload)
+                self.cache.store(self.cases[index], self.run_settings.seed, payload)
             found = pickle.loads(payload)
         except Exception:  # a process that died or a result that did not come back
             return None
@@ -102,7 +104,7 @@ class Ahead:
         while self._submitted < end:
             case = self.cases[self._submitted]
             if case.kind is not CaseKind.ill_formed:  # nothing to prepare for those
-                kept = self.cache.load(case, self.seed)
+                kept = self.cache.load(case, self.run_settings.seed)
                 if kept is not None:
                     self._cached[self._submitted] = kept
                     self.hits += 1
@@ -112,7 +114,7 @@ class Ahead:
                     # before.
                     with contextlib.suppress(RuntimeError):
                         self._futures[self._submitted] = self._pool.submit(
-                            _prepare_pickled, dumps(case), self.seed)
+                            _prepare_pickled, dumps(case), self.run_settings.seed)
             self._submitted += 1
 
     def close(self) -> None:

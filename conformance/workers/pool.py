@@ -28,6 +28,7 @@ from fusionspec.backend import BackendError
 
 from ..cases import Case, Verdict
 from ..grade.prepared import Prepared
+from ..selection import RunSettings
 from .ahead import MIN_CASES, Ahead
 from .runner import Runner, worker_context
 
@@ -36,11 +37,12 @@ __all__ = ["RunnerPool"]
 
 class RunnerPool:
     """Up to `jobs` runners (see the module docstring), `start` of them (default: all)
-    started now; the other arguments are `Runner`'s. Worker `i > 0` logs to
-    ``<log stem>.<i><suffix>`` beside the first one's log."""
+    started now; the other arguments are `Runner`'s, `run_settings` the one object every
+    runner shares. Worker `i > 0` logs to ``<log stem>.<i><suffix>`` beside the first one's
+    log."""
 
     def __init__(self, backend: str, device_id: str | None = None, timeout_s: float = 60.0, *,
-                 jobs: int = 1, isolate: bool = True, seed: int = 0,
+                 run_settings: RunSettings | None = None, jobs: int = 1, isolate: bool = True,
                  sys_path: Sequence[str] = (), log_path: Path | None = None,
                  memory_limit: int | None = None, start: int | None = None) -> None:
         if jobs < 1:
@@ -48,6 +50,7 @@ class RunnerPool:
         if jobs > 1 and not isolate:
             raise BackendError("several jobs need isolated workers (drop --no-isolate)")
         self.jobs = jobs
+        self.run_settings = run_settings if run_settings is not None else RunSettings()
         #: Cases whose reference side was read back from the oracle cache / computed ahead.
         self.oracle = {"read back": 0, "computed": 0}
         self.runners: list[Runner] = []
@@ -57,8 +60,9 @@ class RunnerPool:
         def make(index: int) -> Runner:
             log = log_path if log_path is None or index == 0 else \
                 log_path.with_name(f"{log_path.stem}.{index}{log_path.suffix}")
-            return Runner(backend, device_id, timeout_s, isolate=isolate, seed=seed,
-                          sys_path=sys_path, log_path=log, memory_limit=memory_limit)
+            return Runner(backend, device_id, timeout_s, run_settings=self.run_settings,
+                          isolate=isolate, sys_path=sys_path, log_path=log,
+                          memory_limit=memory_limit)
 
         self._make = make
         if isolate:
@@ -118,11 +122,10 @@ class RunnerPool:
                 total[name] = total.get(name, 0) + value
         return total
 
-    def run(self, case: Case, *, seed: int | None = None,
-            prepared: Prepared | None = None) -> Verdict:
+    def run(self, case: Case, *, prepared: Prepared | None = None) -> Verdict:
         runner = self._free.get()
         try:
-            return runner.run(case, seed=seed, prepared=prepared)
+            return runner.run(case, prepared=prepared)
         finally:
             self._free.put(runner)
 
@@ -138,7 +141,7 @@ class RunnerPool:
         reference's side of each case is prepared ahead where that pays (module docstring).
         The seconds are the judging's own, not the wait for a preparation."""
         first = self.runners[0]
-        ahead = Ahead(cases, first.seed, self.jobs) if (
+        ahead = Ahead(cases, self.run_settings, self.jobs) if (
             first.isolate and len(cases) >= MIN_CASES) else None
         try:
             def timed(index: int) -> tuple[Verdict, float]:

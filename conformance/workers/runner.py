@@ -5,6 +5,10 @@ that loads the backend and answers the runner's requests: partition this graph, 
 partition, execute it on these inputs. The runner grades (`fusionspec.conformance.grade`) in its
 own process, so a backend only ever returns partitions and arrays and cannot change a grade.
 
+- Every case's inputs are filled from the seed of `run_settings` (the run's
+  `fusionspec.conformance.selection.RunSettings`, the planner's and the collector's too): a
+  runner judges with no other seed, so the seed a document records is the one its verdicts
+  were judged with. A replay of a saved failure makes its runner from the recorded seed.
 - A case that takes longer than `timeout_s` (all its requests together) is a ``timeout``; the
   worker's whole process group is killed and a fresh worker starts for the next case.
 - A worker that dies (a segfault in native code, ``os._exit``, a C++ exception escaping a C API,
@@ -79,6 +83,7 @@ from ..grade.prepared import Prepared
 from ..grade.verdicts import apply_limitation, judge, matching_limitation
 from ..limitations import check_limitations
 from ..replay import ReplayError, backend_outputs
+from ..selection import RunSettings
 from . import lifeline
 from .signals import kill_worker, track
 from .transport import Ready, Reply, UnsafeReplyError, dumps, receive_reply
@@ -186,16 +191,19 @@ class _RemoteCompiled:
 
 class Runner:
     """Judges cases on one backend and device, isolated in a worker process (see module
-    docstring). Use as a context manager, or call `close()`."""
+    docstring), their inputs filled from the seed of `run_settings` (default: seed 0). Use as
+    a context manager, or call `close()`."""
 
     def __init__(self, backend: str, device_id: str | None = None, timeout_s: float = 60.0, *,
-                 isolate: bool = True, seed: int = 0, sys_path: Sequence[str] = (),
-                 log_path: Path | None = None, memory_limit: int | None = None) -> None:
+                 run_settings: RunSettings | None = None, isolate: bool = True,
+                 sys_path: Sequence[str] = (), log_path: Path | None = None,
+                 memory_limit: int | None = None) -> None:
         self.spec = backend
         self.device_id = device_id
         self.timeout_s = timeout_s
         self.isolate = isolate
-        self.seed = seed
+        #: The run's settings, shared with the planner and the collector (module docstring).
+        self.run_settings = run_settings if run_settings is not None else RunSettings()
         self.sys_path = tuple(sys_path)
         self.memory_limit = default_memory_limit() if memory_limit is None else memory_limit
         self.restarts = 0
@@ -254,20 +262,19 @@ class Runner:
 
     # -- judging ------------------------------------------------------------------------------
 
-    def run(self, case: Case, *, seed: int | None = None,
-            prepared: Prepared | None = None) -> Verdict:
-        """The verdict on `case` (inputs filled from `seed`, default the runner's), with the
-        reference's side of it when it was `prepared` ahead."""
-        use_seed = self.seed if seed is None else seed
+    def run(self, case: Case, *, prepared: Prepared | None = None) -> Verdict:
+        """The verdict on `case` (inputs filled from the run's seed), with the reference's side
+        of it when it was `prepared` ahead."""
+        seed = self.run_settings.seed
         if self._backend is not None:
-            return _bounded(judge(case, self._backend, self.device, seed=use_seed,
+            return _bounded(judge(case, self._backend, self.device, seed=seed,
                                   departures=self.departures, prepared=prepared))
         if self._conn is None:
             self.restarts += 1
             self._start()
         self._deadline = time.monotonic() + self.timeout_s
         try:
-            verdict = judge(case, self._remote, self.device, seed=use_seed,
+            verdict = judge(case, self._remote, self.device, seed=seed,
                             departures=self.departures, prepared=prepared)
             self._deadline = time.monotonic() + _HOUSEKEEPING_S
             if self._conn is not None:  # not stopped by an abandoned diagnosis

@@ -14,12 +14,13 @@ from fusionspec.cli.main import main
 from fusionspec.conformance.grade.document import ResultsFormatError
 from fusionspec.conformance.grade.results import ResultsCollector, load_results
 from fusionspec.conformance.grade.verdicts import judge
+from fusionspec.conformance.selection import RunSettings
 from fusionspec.reference.backend import NUMPY_DEVICE
 
 
 @pytest.fixture
 def results(tmp_path: Path) -> Path:
-    collector = ResultsCollector("toy", NUMPY_DEVICE, seed=5)
+    collector = ResultsCollector("toy", NUMPY_DEVICE, run_settings=RunSettings(seed=5))
     for case in (toy.valid_case("fp.matmul_post_ops", 3), toy.ill_formed_case()):
         collector.add(case, judge(case, toy.WrongMath(), NUMPY_DEVICE, seed=5))
     return collector.write(tmp_path / "old" / "results.json")

@@ -11,8 +11,8 @@ from testkit.cli import pytest_run
 
 from fusionspec.conformance.cases import CaseKind
 from fusionspec.conformance.options import add_flags, read_options
-from fusionspec.conformance.selection import Selection, SelectionError, Shard
-from fusionspec.conformance.suite import PROFILES, plan_cases
+from fusionspec.conformance.selection import RunSettings, Selection, SelectionError, Shard
+from fusionspec.conformance.suite import plan_cases
 
 SUITE = ["--pyargs", "fusionspec.conformance"]
 
@@ -24,7 +24,7 @@ def _options(args: list[str]) -> argparse.Namespace:
 
 
 def _ids(selection: Selection) -> list[str]:
-    return [p.case.id for p in plan_cases(selection.validate(), PROFILES["ci"]).cases]
+    return [p.case.id for p in plan_cases(RunSettings(selection.validate())).cases]
 
 
 def test_a_case_list_file_selects_its_ids_and_skips_comments(tmp_path: Path) -> None:
@@ -50,7 +50,7 @@ def test_a_bad_line_of_a_case_list_is_named(tmp_path: Path) -> None:
 def test_a_listed_case_is_planned_by_the_one_shard_that_draws_it() -> None:
     chosen = _ids(Selection(patterns=("fp.bn_relu",), kinds=(CaseKind.ill_formed,)))[0]
     listed = Selection(cases=(chosen,)).validate()
-    found = [[p.case.id for p in plan_cases(listed, PROFILES["ci"], shard=Shard(k, 3)).cases]
+    found = [[p.case.id for p in plan_cases(RunSettings(listed, shard=Shard(k, 3))).cases]
              for k in (1, 2, 3)]
     assert sorted(found) == [[], [], [chosen]], \
         f"one shard draws the case, the others hold nothing and raise nothing: {found}"
@@ -58,9 +58,9 @@ def test_a_listed_case_is_planned_by_the_one_shard_that_draws_it() -> None:
     unknown = chosen.rsplit("/", 1)[0] + "/00000000"
     wrong = Selection(cases=(unknown,)).validate()
     with pytest.raises(SelectionError, match="00000000"):
-        plan_cases(wrong, PROFILES["ci"], shard=owner)
+        plan_cases(RunSettings(wrong, shard=owner))
     others = [Shard(k, 3) for k in (1, 2, 3) if k != owner.index]
-    assert all(not plan_cases(wrong, PROFILES["ci"], shard=s).cases for s in others), \
+    assert all(not plan_cases(RunSettings(wrong, shard=s)).cases for s in others), \
         "a shard that does not draw an id cannot tell it is missing, and says nothing"
 
 
@@ -81,7 +81,7 @@ def test_a_case_given_and_excluded_is_named_as_excluded() -> None:
     case = _ids(Selection(patterns=("fp.bn_relu",), kinds=(CaseKind.valid,)))[0]
     chosen = Selection(patterns=("fp.bn_relu",), cases=(case,), excludes=("fp.bn_relu/*",))
     with pytest.raises(SelectionError) as raised:
-        plan_cases(chosen.validate(), PROFILES["ci"])
+        plan_cases(RunSettings(chosen.validate()))
     said = str(raised.value)
     assert "--exclude 'fp.bn_relu/*'" in said and "not among" not in said, \
         f"a case the run draws but --exclude leaves out is named as excluded, not as " \

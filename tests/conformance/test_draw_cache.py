@@ -12,7 +12,7 @@ import pytest
 
 from fusionspec.conformance import draw_cache, suite
 from fusionspec.conformance.cases import Case, CaseKind
-from fusionspec.conformance.selection import Selection, Shard
+from fusionspec.conformance.selection import RunSettings, Selection, Shard
 from fusionspec.conformance.suite import PROFILES, plan_cases
 from fusionspec.spec.catalog import entry as catalog_entry
 
@@ -28,7 +28,7 @@ def cached(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def _plan() -> list[tuple[str, str]]:
     selection = Selection(patterns=(PATTERN,), kinds=(CaseKind.valid, CaseKind.ill_formed))
-    plan = plan_cases(selection, PROFILES["ci"])
+    plan = plan_cases(RunSettings(selection, PROFILES["ci"]))
     return [(p.case.id, repr(p.case)) for p in plan.cases]
 
 
@@ -49,7 +49,7 @@ def test_a_shard_keeps_its_own_draws_for_the_runs_after_it(
         cached: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     selection = Selection(patterns=(PATTERN,)).validate()
     shard = Shard(2, 3)
-    part = plan_cases(selection, PROFILES["ci"], shard=shard)
+    part = plan_cases(RunSettings(selection, PROFILES["ci"], shard=shard))
     draws = [d for kind in selection.kinds
              for d in suite._draws(catalog_entry(PATTERN), kind, PROFILES["ci"], selection)]
     own = [d for _, d in suite._own_draws(draws, shard)]
@@ -64,7 +64,7 @@ def test_a_shard_keeps_its_own_draws_for_the_runs_after_it(
         return drawing(draw, *rest)
 
     monkeypatch.setattr(suite, "_draw_fresh", recorded)
-    whole = plan_cases(selection, PROFILES["ci"])
+    whole = plan_cases(RunSettings(selection, PROFILES["ci"]))
     assert sorted(map(repr, fresh)) == sorted(repr(d) for d in draws if d not in own), \
         "the whole run reads the shard's draws from disk and draws only the others"
     assert {(p.index, p.case.id) for p in part.cases} <= \

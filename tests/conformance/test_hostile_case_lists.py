@@ -12,12 +12,12 @@ import pytest
 
 from fusionspec.cli.main import main
 from fusionspec.conformance.options import LIST_FILE_LIMIT
-from fusionspec.conformance.selection import Selection, case_matches
-from fusionspec.conformance.suite import PROFILES, plan_cases
+from fusionspec.conformance.selection import RunSettings, Selection, case_matches
+from fusionspec.conformance.suite import plan_cases
 
 
 def _patterns(selection: Selection) -> set[str]:
-    return {p.case.pattern for p in plan_cases(selection.validate(), PROFILES["ci"]).cases}
+    return {p.case.pattern for p in plan_cases(RunSettings(selection.validate())).cases}
 
 
 def test_a_bare_pattern_id_excludes_its_cases() -> None:

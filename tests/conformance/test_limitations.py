@@ -10,7 +10,7 @@ import pytest
 from fusionspec.backend import BackendError, Limitation
 from fusionspec.conformance.cases import Status
 from fusionspec.conformance.limitations import check_limitations
-from fusionspec.conformance.selection import Selection
+from fusionspec.conformance.selection import RunSettings, Selection
 from fusionspec.conformance.suite import PROFILES, plan_cases
 from fusionspec.conformance.workers import Runner
 
@@ -31,7 +31,8 @@ def test_limitation_fields_are_globs() -> None:
 
 
 def test_a_glob_limitation_makes_its_cases_unsupported() -> None:
-    plan = plan_cases(Selection(patterns=("fp.conv_post_ops",)).validate(), PROFILES["ci"])
+    plan = plan_cases(RunSettings(Selection(patterns=("fp.conv_post_ops",)).validate(),
+                                  PROFILES["ci"]))
     case = next(p.case for p in plan.cases if p.case.kind.value == "valid")
     with Runner("testkit.toy_backends:LimitedByGlob", None, 60.0, isolate=False,
                 sys_path=[TESTS]) as run:

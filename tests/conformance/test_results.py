@@ -23,6 +23,7 @@ from fusionspec.conformance.grade.results import (
     write_failure,
 )
 from fusionspec.conformance.grade.verdicts import judge
+from fusionspec.conformance.selection import RunSettings
 from fusionspec.reference import fill_inputs
 from fusionspec.reference.arrays import read_npz
 from fusionspec.reference.backend import NUMPY_DEVICE, ReferenceBackend
@@ -36,7 +37,8 @@ ILL_FORMED = toy.ill_formed_case()
 
 
 def collect(backend: Backend, out_dir: Path | None = None) -> ResultsCollector:
-    collector = ResultsCollector(backend.name, NUMPY_DEVICE, seed=5, out_dir=out_dir)
+    collector = ResultsCollector(backend.name, NUMPY_DEVICE, run_settings=RunSettings(seed=5),
+                                 out_dir=out_dir)
     for case in (VALID, NEAR_MISS, ILL_FORMED):
         collector.add(case, judge(case, backend, NUMPY_DEVICE, seed=5))
     return collector

@@ -39,6 +39,7 @@ from fusionspec.conformance.grade.results import (
     load_results,
 )
 from fusionspec.conformance.grade.verdicts import judge
+from fusionspec.conformance.selection import RunSettings
 from fusionspec.reference.backend import NUMPY_DEVICE
 
 SCHEMA = json.loads(resources.files("fusionspec.conformance.grade")
@@ -148,7 +149,7 @@ def test_a_document_round_trips_through_json(document: ResultsDocument) -> None:
 # -- versions ---------------------------------------------------------------------------------
 
 def _written(tmp_path: Path) -> Path:
-    collector = ResultsCollector("toy", NUMPY_DEVICE, seed=5)
+    collector = ResultsCollector("toy", NUMPY_DEVICE, run_settings=RunSettings(seed=5))
     for case in (toy.valid_case("fp.matmul_post_ops", 3), toy.ill_formed_case()):
         collector.add(case, judge(case, toy.WrongMath(), NUMPY_DEVICE, seed=5))
     return collector.write(tmp_path / "results.json")

@@ -13,6 +13,7 @@ from fusionspec.conformance.cases import Case, CaseKind
 from fusionspec.conformance.generate.instances import instance_cases
 from fusionspec.conformance.selection import (
     HEADLINE_DTYPES,
+    RunSettings,
     Selection,
     SelectionError,
     Shard,
@@ -28,7 +29,7 @@ CI = PROFILES["ci"]
 @pytest.fixture(scope="module")
 def bn_relu_plan() -> list[Case]:
     """Every case the ci profile draws for fp.bn_relu (all three kinds)."""
-    plan = plan_cases(Selection(patterns=("fp.bn_relu",)), CI)
+    plan = plan_cases(RunSettings(Selection(patterns=("fp.bn_relu",)), CI))
     return [p.case for p in plan.cases]
 
 
@@ -58,7 +59,7 @@ def test_a_selection_that_names_nothing_is_an_error(selection: Selection) -> Non
 
 def test_a_case_id_selects_that_case_alone(bn_relu_plan: list[Case]) -> None:
     wanted = bn_relu_plan[len(bn_relu_plan) // 2]
-    plan = plan_cases(Selection(cases=(wanted.id,)).validate(), CI)
+    plan = plan_cases(RunSettings(Selection(cases=(wanted.id,)).validate(), CI))
     assert [p.case.id for p in plan.cases] == [wanted.id], \
         f"--case {wanted.id} judges that case: {[p.case.id for p in plan.cases]}"
     assert plan.cases[0].case.graph == wanted.graph, "the same graph is drawn again by its id"
@@ -66,12 +67,13 @@ def test_a_case_id_selects_that_case_alone(bn_relu_plan: list[Case]) -> None:
 
 def test_a_case_id_that_is_not_drawn_is_an_error() -> None:
     with pytest.raises(SelectionError, match="not among the cases"):
-        plan_cases(Selection(cases=("fp.bn_relu/valid/00000000",)).validate(), CI)
+        plan_cases(RunSettings(Selection(cases=("fp.bn_relu/valid/00000000",)).validate(), CI))
 
 
 def test_rules_and_dtypes_filter_the_drawn_cases(bn_relu_plan: list[Case]) -> None:
     rules = sorted({c.rule for c in bn_relu_plan if c.rule})
-    plan = plan_cases(Selection(patterns=("fp.bn_relu",), rules=(rules[0],)).validate(), CI)
+    plan = plan_cases(RunSettings(
+        Selection(patterns=("fp.bn_relu",), rules=(rules[0],)).validate(), CI))
     want = [c.id for c in bn_relu_plan if c.rule == rules[0]]
     assert [p.case.id for p in plan.cases] == want, \
         f"--rule {rules[0]} keeps exactly the full run's cases of that rule"

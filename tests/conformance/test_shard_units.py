@@ -12,7 +12,7 @@ from testkit.cli import DRAWS
 
 from fusionspec.conformance import suite
 from fusionspec.conformance.cases import Case, CaseKind
-from fusionspec.conformance.selection import Selection, Shard
+from fusionspec.conformance.selection import RunSettings, Selection, Shard
 from fusionspec.conformance.suite import PROFILES, Plan, plan_cases
 
 CI = PROFILES["ci"]
@@ -42,14 +42,14 @@ def test_a_shard_draws_its_own_draws_and_the_shards_make_the_whole_run(
 
     monkeypatch.setattr(suite, "_run_draw", spy)
     selection = Selection().validate()
-    whole = plan_cases(selection, CI)
+    whole = plan_cases(RunSettings(selection, CI))
     every = list(made)
     assert len(set(every)) == len(every), "the unsharded run makes each draw once"
     seen: list[suite._Draw] = []
     parts: list[set[tuple[int, str]]] = []
     for k in range(1, count + 1):
         made.clear()
-        part = plan_cases(selection, CI, shard=Shard(k, count))
+        part = plan_cases(RunSettings(selection, CI, shard=Shard(k, count)))
         assert part.shard == Shard(k, count), "the plan names its shard"
         assert made, f"shard {k}/{count} has draws of its own"
         seen += made
@@ -81,8 +81,8 @@ def ci_plans() -> Iterator[dict[str, Plan]]:
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("FUSIONSPEC_DRAW_CACHE", DRAWS)
         selection = Selection().validate()
-        plans = {"whole": plan_cases(selection, CI, jobs=2)}
-        plans.update({f"{k}/{n}": plan_cases(selection, CI, shard=Shard(k, n))
+        plans = {"whole": plan_cases(RunSettings(selection, CI), jobs=2)}
+        plans.update({f"{k}/{n}": plan_cases(RunSettings(selection, CI, shard=Shard(k, n)))
                       for n in (1, 2, 3, 4) for k in range(1, n + 1)})
         assert Path(DRAWS).is_dir(), "the draws went through the cache"
         yield plans

@@ -13,7 +13,7 @@ from fusionspec.conformance import suite
 from fusionspec.conformance.cases import Case, CaseKind
 from fusionspec.conformance.generate.coverage import case_items
 from fusionspec.conformance.generate.ids import unique_cases
-from fusionspec.conformance.selection import Selection
+from fusionspec.conformance.selection import RunSettings, Selection
 from fusionspec.conformance.suite import PROFILES, draw_cases, plan_cases
 from fusionspec.spec.catalog import entry
 
@@ -62,7 +62,7 @@ def test_a_draw_whose_routes_meet_gives_each_id_once_and_loses_no_coverage(
 def test_the_ci_profile_draws_every_case_id_once(monkeypatch: pytest.MonkeyPatch) -> None:
     # The session's draw cache: the shard tests plan the same profile.
     monkeypatch.setenv("FUSIONSPEC_DRAW_CACHE", DRAWS)
-    plan = plan_cases(Selection().validate(), PROFILES["ci"], jobs=2)
+    plan = plan_cases(RunSettings(Selection().validate(), PROFILES["ci"]), jobs=2)
     twice = _twice([p.case.id for p in plan.cases])
     assert not twice, f"{len(twice)} case ids of the ci profile are drawn twice: {twice[:5]}"
     assert all(p.occurrence == 1 for p in plan.cases), "no planned case is a repeat"
@@ -75,7 +75,7 @@ def test_the_thorough_profile_draws_every_case_id_once(pattern: str,
                                                        kinds: tuple[CaseKind, ...]) -> None:
     # The thorough profile's budgets are five times the ci profile's: a few of its draws, not
     # the whole of it (fp.matmul_post_ops' ill-formed routes meet, see above).
-    plan = plan_cases(Selection(patterns=(pattern,), kinds=kinds).validate(),
-                      PROFILES["thorough"])
+    plan = plan_cases(RunSettings(Selection(patterns=(pattern,), kinds=kinds).validate(),
+                                  PROFILES["thorough"]))
     twice = _twice([p.case.id for p in plan.cases])
     assert plan.cases and not twice, f"{pattern}: ids drawn twice: {twice[:5]}"

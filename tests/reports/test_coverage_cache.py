@@ -19,6 +19,7 @@ from fusionspec.conformance.cache_files import folder_key, seal
 from fusionspec.conformance.coverage_cache import CoverageModel
 from fusionspec.conformance.grade.results import ResultsCollector
 from fusionspec.conformance.grade.verdicts import judge
+from fusionspec.conformance.selection import RunSettings
 from fusionspec.reference.backend import NUMPY_DEVICE
 
 _STAMP = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:[+-]\d\d:\d\d|Z)?")
@@ -33,7 +34,7 @@ def model() -> CoverageModel:
 
 @pytest.fixture(scope="module")
 def results_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    collector = ResultsCollector("toy", NUMPY_DEVICE, seed=5)
+    collector = ResultsCollector("toy", NUMPY_DEVICE, run_settings=RunSettings(seed=5))
     for case in (toy.valid_case("fp.matmul_post_ops", 3), toy.ill_formed_case()):
         collector.add(case, judge(case, toy.WrongMath(), NUMPY_DEVICE, seed=5))
     return collector.write(tmp_path_factory.mktemp("run") / "results.json")

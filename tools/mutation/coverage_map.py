@@ -34,15 +34,16 @@ def build(shadow_root: Path, out: Path, seed: int = 0) -> dict[str, dict[str, li
     import fusionspec_shadow.backend as shadow_backend
 
     from fusionspec.conformance.grade.verdicts import judge
-    from fusionspec.conformance.selection import Selection
-    from fusionspec.conformance.suite import PROFILES, plan_cases
+    from fusionspec.conformance.selection import RunSettings, Selection
+    from fusionspec.conformance.suite import plan_cases
 
     backend = shadow_backend.ReferenceBackend()
     device = backend.devices()[0]
-    plan = plan_cases(Selection().validate(), PROFILES["ci"], run_seed=seed, device=device)
+    run_settings = RunSettings(Selection().validate(), seed=seed)
+    plan = plan_cases(run_settings, device=device)
     for planned in plan.cases:
         cov.switch_context(planned.case.id)
-        judge(planned.case, backend, device, seed=seed)
+        judge(planned.case, backend, device, seed=run_settings.seed)
     cov.stop()
     data = cov.get_data()
     lines: dict[str, dict[str, set[str]]] = defaultdict(lambda: defaultdict(set))
