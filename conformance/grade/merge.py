@@ -21,7 +21,6 @@ there; it checks every path the documents name before it copies anything.
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import TypeVar
@@ -47,10 +46,8 @@ def in_plan_order(records: Iterable[_R]) -> list[_R]:
 
 
 def _summed(counts: Iterable[Mapping[str, int]]) -> dict[str, int]:
-    total: Counter[str] = Counter()
-    for part in counts:
-        total.update(part)
-    return canonical_counts(total)
+    """The counts added up, keys in sorted order (as every tally of a document)."""
+    return canonical_counts(_added(counts))
 
 
 def _summed_tables(tables: Iterable[Mapping[str, Mapping[str, int]]],
