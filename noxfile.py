@@ -40,8 +40,10 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import threading
 import time
 from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -54,6 +56,8 @@ nox.options.error_on_missing_interpreters = True
 PYTHON = "3.11"
 ROOT = Path(__file__).parent
 IMPORT_LINTER = "import-linter>=2.1"
+#: The versions every session's environment is held to (see the file).
+CONSTRAINTS = ROOT / "constraints.txt"
 # The independent implementation the reference ops are checked against (a test-only need).
 TORCH = "torch==2.13.0"
 # The oneDNN versions the suite grades, as PyPI requirements (library + headers). 3.2 is the
@@ -63,6 +67,9 @@ TORCH = "torch==2.13.0"
 GRADED_ONLY = frozenset({"onednn"})
 #: `fusionspec conform`'s exit code for a backend or device that cannot be used.
 UNAVAILABLE = 3
+#: Backends whose device needs no probe (the reference's is NumPy): their runs start before
+#: the devices are listed.
+UNPROBED = {"reference": "numpy"}
 #: Cases judged at a time by `fusionspec conform` in the conformance sessions.
 JOBS = os.environ.get("FUSIONSPEC_JOBS", "auto")
 ONEDNN = {
@@ -111,10 +118,11 @@ def _install(session: nox.Session, *extras: str, editable: bool = False) -> None
     if stamp is not None and stamp.is_file() and stamp.read_text() == key:
         session.log("fusionspec is installed from these sources already: install skipped")
         return
+    held = ("-c", str(CONSTRAINTS))
     if editable:
-        session.install("-e", target)
+        session.install(*held, "-e", target)
     else:
-        session.install(target)
+        session.install(*held, target)
     if stamp is not None:
         stamp.write_text(key)
 
@@ -201,37 +209,69 @@ def bench_partition(session: nox.Session) -> None:
 
 def _conform(session: nox.Session, backends: list[str] | None,
              spent: dict[str, float] | None = None) -> None:
-    """Run `fusionspec conform` for each backend and device; fail if any run failed (the graded
-    oneDNN is not among them: its departures are its findings, see conformance-onednn).
-    `spent` collects the seconds each step took."""
+    """Run `fusionspec conform` for each backend and device, the runs side by side; fail if
+    any run failed (the graded oneDNN is not among them: its departures are its findings, see
+    conformance-onednn). `spent` collects the seconds each step took.
+
+    A run spends much of its time waiting (on its workers' pipes, on a device, on a compiler),
+    so runs side by side fill the cores that one leaves idle; they share their draws through
+    the draw cache (the first to need a draw makes it, the others read it back). The
+    reference needs no device probe, so it starts while the devices are probed. Each run's
+    output is printed whole when it ends, not interleaved with the others'."""
     spent = {} if spent is None else spent
-    profile = os.environ.get("FUSIONSPEC_PROFILE", "ci")
-    with _timed(spent, "devices"):
-        listing = json.loads(session.run("fusionspec", "conform", "--list", "--json",
-                                         silent=True) or "{}")
+
+    def wanted(name: str) -> bool:
+        return name in backends if backends is not None else name not in GRADED_ONLY
+
+    runs: list[tuple[str, str | None, Future[bool]]] = []
     failed: list[str] = []
-    for row in listing.get("backends", []):
-        name = row["backend"]
-        if name not in backends if backends is not None else name in GRADED_ONLY:
-            continue
-        # A backend without a usable device still gets a run: it writes a results document
-        # saying why, which the report shows.
-        for device in row["devices"] or [None]:
-            out = ROOT / "results" / "conformance" / f"{name}-{device or 'unavailable'}"
-            chosen = ["--device", device] if device else []
-            try:
-                with _timed(spent, f"{name}:{device}"):
-                    session.run("fusionspec", "conform", "--backend", name, *chosen,
-                                "--profile", profile, "--jobs", JOBS, "--out", str(out),
-                                *session.posargs, success_codes=[0, UNAVAILABLE])
-            except nox.command.CommandFailed:
-                failed.append(f"{name}:{device}")
+    with ThreadPoolExecutor(max_workers=8) as threads:
+        def start(name: str, device: str | None) -> None:
+            runs.append((name, device, threads.submit(_conform_one, session, name, device,
+                                                      spent)))
+
+        for unprobed, its_device in UNPROBED.items():
+            if wanted(unprobed):
+                start(unprobed, its_device)
+        listing: dict[str, Any] = {}
+        if backends is None or set(backends) - set(UNPROBED):
+            with _timed(spent, "devices"):
+                listing = json.loads(session.run("fusionspec", "conform", "--list", "--json",
+                                                 silent=True) or "{}")
+        for row in listing.get("backends", []):
+            listed: str = row["backend"]
+            if not wanted(listed) or listed in UNPROBED:
                 continue
-            why = json.loads((out / "results.json").read_text()).get("unavailable")
-            if why:  # the results document says why, and the report shows it
-                session.warn(f"{name}:{device} is unavailable: {why}")
+            # A backend without a usable device still gets a run: it writes a results
+            # document saying why, which the report shows.
+            for device in row["devices"] or [None]:
+                start(listed, device)
+        for name, device, run in runs:
+            if not run.result():
+                failed.append(f"{name}:{device}")
     if failed:
         session.error(f"conformance failures on {', '.join(failed)} (see results/conformance)")
+
+
+def _conform_one(session: nox.Session, name: str, device: str | None,
+                 spent: dict[str, float]) -> bool:
+    """One `fusionspec conform` run (its output printed when it ends); whether it passed."""
+    out = ROOT / "results" / "conformance" / f"{name}-{device or 'unavailable'}"
+    chosen = ["--device", device] if device else []
+    profile = os.environ.get("FUSIONSPEC_PROFILE", "ci")
+    command = ["fusionspec", "conform", "--backend", name, *chosen, "--profile", profile,
+               "--jobs", JOBS, "--out", str(out), *session.posargs]
+    with _timed(spent, f"{name}:{device}"):
+        try:
+            said = session.run(*command, silent=True, success_codes=[0, UNAVAILABLE])
+        except nox.command.CommandFailed:  # nox has printed its output
+            return False
+    session.log(f"{name}:{device or 'unavailable'}:")
+    print(said, end="", flush=True)
+    why = json.loads((out / "results.json").read_text()).get("unavailable")
+    if why:  # the results document says why, and the report shows it
+        session.warn(f"{name}:{device} is unavailable: {why}")
+    return True
 
 
 def _report(session: nox.Session, *args: str, required: bool = True) -> None:
@@ -257,6 +297,11 @@ def conformance(session: nox.Session) -> None:
     """The conformance suite on every installed backend and device (FUSIONSPEC_PROFILE=ci):
     the reference and the OpenCL backend (PoCL's CPU device comes with the accel extra)."""
     spent: dict[str, float] = {}
+    begun = time.perf_counter()
+    # The session's environment keeps the bytecode its processes compile: where the machine
+    # sets PYTHONDONTWRITEBYTECODE, each of the dozen processes of the job would compile every
+    # module it imports again (5 s of a warm run). Compiling all of it at install costs more.
+    session.env["PYTHONDONTWRITEBYTECODE"] = ""
     with _timed(spent, "install"):
         _install(session, "accel", "conformance", "report")
     try:
@@ -267,17 +312,23 @@ def conformance(session: nox.Session) -> None:
             _report(session, required=False)
         session.log("time: " + ", ".join(f"{step} {seconds:.1f} s"
                                          for step, seconds in spent.items())
-                    + f"; in all {sum(spent.values()):.1f} s")
+                    + f" (the runs and the device probe side by side); in all "
+                    f"{time.perf_counter() - begun:.1f} s")
 
 
 @contextlib.contextmanager
 def _timed(spent: dict[str, float], step: str) -> Iterator[None]:
-    """Add the seconds the block takes to ``spent[step]`` (the main job's closing time line)."""
+    """Add the seconds the block takes to ``spent[step]`` (the main job's closing time line;
+    steps that run side by side each count their own)."""
     start = time.perf_counter()
     try:
         yield
     finally:
-        spent[step] = spent.get(step, 0.0) + time.perf_counter() - start
+        with _SPENT_LOCK:
+            spent[step] = spent.get(step, 0.0) + time.perf_counter() - start
+
+
+_SPENT_LOCK = threading.Lock()
 
 
 @nox.session(python=PYTHON)

@@ -44,29 +44,44 @@ class UnusableKey(OSError):
 
 
 def folder_key(root: Path) -> bytes:
-    """The signing key of the cache folder `root`, made on first use (owner-only, created
-    exclusively so two runs starting together agree on one). `UnusableKey` when the key there
-    is not a plain file of `MAC_BYTES` bytes that is its owner's alone; `OSError` when there is
-    none and none can be made."""
+    """The signing key of the cache folder `root`, made on first use (owner-only, and put in
+    place whole, so two runs starting together agree on one and neither reads half of it).
+    `UnusableKey` when the key there is not a plain file of `MAC_BYTES` bytes that is its
+    owner's alone; `OSError` when there is none and none can be made."""
     path = root / "key"
+    if not os.path.lexists(path):
+        _make_key(path)
     try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0),
-                     0o600)
-    except FileExistsError:
-        try:
-            secret = read_regular(path, MAC_BYTES)
-        except BadEntry as exc:
-            raise UnusableKey(f"{path} {exc}") from None
-        info = path.lstat()
-        if len(secret) != MAC_BYTES or info.st_mode & 0o077 or (
-                hasattr(os, "getuid") and info.st_uid != os.getuid()):
-            raise UnusableKey(f"{path} is not a key of this cache (32 bytes, its owner's "
-                              "alone)") from None
-        return secret
-    secret = os.urandom(MAC_BYTES)
-    with os.fdopen(fd, "wb") as handle:
-        handle.write(secret)
+        secret = read_regular(path, MAC_BYTES)
+    except BadEntry as exc:
+        raise UnusableKey(f"{path} {exc}") from None
+    info = path.lstat()
+    if len(secret) != MAC_BYTES or info.st_mode & 0o077 or (
+            hasattr(os, "getuid") and info.st_uid != os.getuid()):
+        raise UnusableKey(f"{path} is not a key of this cache (32 bytes, its owner's "
+                          "alone)") from None
     return secret
+
+
+def _make_key(path: Path) -> None:
+    """Write a new key beside `path` and link it there: the link fails if another run put its
+    key there first (that one is kept), and a reader never sees a key being written."""
+    fd, temp = tempfile.mkstemp(dir=path.parent, prefix=".key-", suffix=".tmp")  # mode 0600
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(os.urandom(MAC_BYTES))
+        os.link(temp, path)
+    except FileExistsError:
+        pass
+    except OSError:  # a file system without hard links: the key is made in place
+        with contextlib.suppress(FileExistsError):
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL
+                         | getattr(os, "O_NOFOLLOW", 0), 0o600)
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(os.urandom(MAC_BYTES))
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(temp)
 
 
 def _mac(secret: bytes, bound: bytes, payload: bytes) -> bytes:

@@ -21,6 +21,10 @@ link) of at most `ENTRY_LIMIT` bytes, its signature verifies for its key (an ent
 another key does not), its digest matches and it holds the cases it names; anything else is
 never unpickled: it is dropped with a one-line warning on standard error and drawn again, so a
 bad entry costs time, never a case.
+Runs that share the folder share their drawing too (the main job runs its backends side by
+side): a run about to draw an entry `claim`s it first, through a lock file beside it
+(``<key>.lock``, an advisory lock the system drops when its process ends); a draw another run
+holds is left for later, and by then it is usually on disk, so no draw is made twice at once.
 ``FUSIONSPEC_DRAW_CACHE=off`` turns the cache off; an absolute path there puts the entries in
 that folder instead (a CI job that keeps its draws apart from the kernel caches, or a test
 session sharing draws between the runs it starts).
@@ -35,7 +39,7 @@ import json
 import os
 import pickle
 import platform
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from functools import cache
 from importlib import metadata
 from pathlib import Path
@@ -55,7 +59,7 @@ from .cache_files import (
 from .cases import Case
 
 __all__ = ["ENV", "ENTRY_LIMIT", "draw_key", "load_draw", "store_draw", "entry_path", "enabled",
-           "cache_dir", "code_digest", "switched_on", "folder_of"]
+           "cache_dir", "code_digest", "switched_on", "folder_of", "claim"]
 
 #: The subpackages whose sources decide what a draw gives.
 _SOURCES = ("fusionspec.spec", "fusionspec.backend", "fusionspec.reference",
@@ -126,6 +130,39 @@ def load_draw(key: str) -> object | None:
     return load_signed(entry_path(key), lambda path, secret: _read(path, key, secret),
                        cache="the draw cache", entry="the draw cache's entry",
                        again="drawing it again")
+
+
+@contextlib.contextmanager
+def claim(key: str, *, wait: bool) -> Iterator[bool]:
+    """Hold the draw of `key` for this process while the block runs: yields True once it is
+    held (`wait`: however long another run holds it), False at once when another run holds it
+    and not `wait`. Where no lock can be taken (a folder that cannot be written, a system
+    without advisory locks) it yields True: each run then draws for itself, as without the
+    lock."""
+    try:
+        import fcntl
+    except ImportError:  # no advisory locks here
+        yield True
+        return
+    try:
+        cache_dir().mkdir(parents=True, exist_ok=True)
+        fd = os.open(cache_dir() / f"{key}.lock", os.O_RDWR | os.O_CREAT
+                     | getattr(os, "O_NOFOLLOW", 0), 0o600)
+    except OSError:
+        yield True
+        return
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
+        except BlockingIOError:
+            yield False
+            return
+        except OSError:  # a file system without locks
+            yield True
+            return
+        yield True
+    finally:
+        os.close(fd)  # closing drops the lock
 
 
 def _off(why: str) -> None:

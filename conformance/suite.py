@@ -52,7 +52,8 @@ import tempfile
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor
+from concurrent.futures import wait as wait_for
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Protocol
@@ -244,10 +245,34 @@ def _cache_key(draw: _Draw, profile: Profile, run_seed: int,
 
 def _run_draw(draw: _Draw, profile: Profile, run_seed: int, database_dir: Path | None,
               ) -> list[Case]:
+    """The cases of `draw`: read back from the draw cache, or drawn (and kept there); a draw
+    another run is making is waited for."""
+    cases = _claimed_draw(draw, profile, run_seed, database_dir, wait=True)
+    if cases is None:
+        raise AssertionError("a claim that waits is always held")
+    return cases
+
+
+def _claimed_draw(draw: _Draw, profile: Profile, run_seed: int, database_dir: Path | None,
+                  *, wait: bool) -> list[Case] | None:
+    """`_run_draw`, except that a draw another run is making is left (None) unless `wait`."""
     key = _cache_key(draw, profile, run_seed, database_dir)
-    found = draw_cache.load_draw(key) if key is not None else None
+    if key is None:
+        return _draw_and_keep(draw, profile, run_seed, database_dir, None)
+    found = draw_cache.load_draw(key)
     if isinstance(found, list):
         return found
+    with draw_cache.claim(key, wait=wait) as held:
+        if not held:
+            return None
+        found = draw_cache.load_draw(key)  # made by the run that held it meanwhile
+        if isinstance(found, list):
+            return found
+        return _draw_and_keep(draw, profile, run_seed, database_dir, key)
+
+
+def _draw_and_keep(draw: _Draw, profile: Profile, run_seed: int, database_dir: Path | None,
+                   key: str | None) -> list[Case]:
     with harvesting() as prepared_of:
         cases = _draw_fresh(draw, profile, run_seed, database_dir)
         if run_seed == CHECK_SEED and draw.kind is not CaseKind.ill_formed:
@@ -319,14 +344,15 @@ def _ignore_sigint() -> None:
 
 
 def _draw_in_child(draw: _Draw, profile: Profile, run_seed: int,
-                   database_dir: Path | None, handed: bytes | None = None) -> bytes:
+                   database_dir: Path | None, handed: bytes | None = None,
+                   wait: bool = True) -> bytes:
     # Graphs hold read-only mappings that the standard pickler refuses; the transport's
     # pickler rebuilds them (these bytes come from the suite's own process, so plain pickle
     # reads them back).
     use_cache_home()  # a fresh process: hypothesis' caches go where the parent's go
     if handed is not None:
         adopt(draw.pattern, draw.kind, pickle.loads(handed))
-    return dumps(_run_draw(draw, profile, run_seed, database_dir))
+    return dumps(_claimed_draw(draw, profile, run_seed, database_dir, wait=wait))
 
 
 def _probes(draw: _Draw) -> bool:
@@ -350,22 +376,39 @@ def _drawn(draws: Sequence[_Draw], profile: Profile, run_seed: int, database_dir
     with ProcessPoolExecutor(max_workers=jobs, mp_context=context, initializer=lifeline.hold,
                              initargs=(lifeline.ticket(context), _ignore_sigint)) as pool:
         futures: dict[int, Future[bytes]] = {}
+        handed: dict[int, bytes | None] = {}
+
+        def submit(rank: int, *, wait: bool) -> None:
+            futures[rank] = pool.submit(_draw_in_child, draws[rank], profile, run_seed,
+                                        database_dir, handed[rank], wait)
+
         try:
             # The floors need the rule x setting cases, which probe the catalog: this process
             # makes them once, while the drawing processes start on the other draws, and
             # hands each floor draw those of its pattern.
             for rank, draw in enumerate(draws):
                 if on_disk[rank] or not _probes(draw):
-                    futures[rank] = pool.submit(_draw_in_child, draw, profile, run_seed,
-                                                database_dir)
+                    handed[rank] = None
+                    submit(rank, wait=False)
             for rank, draw in enumerate(draws):
                 if rank not in futures:
-                    handed = dumps(owned_cases(entry(draw.pattern), draw.kind))
-                    futures[rank] = pool.submit(_draw_in_child, draw, profile, run_seed,
-                                                database_dir, handed)
+                    handed[rank] = dumps(owned_cases(entry(draw.pattern), draw.kind))
+                    submit(rank, wait=False)
+            # A draw another run was making comes back empty: it goes to the end of the
+            # queue, this time to wait for that run (by then it is mostly on disk).
+            done: dict[int, list[Case]] = {}
             for rank in range(len(draws)):
-                found: list[Case] = pickle.loads(futures[rank].result())
-                yield found
+                while rank not in done:
+                    wait_for([futures[r] for r in range(rank, len(draws)) if r not in done],
+                             return_when=FIRST_COMPLETED)
+                    for later in range(rank, len(draws)):
+                        if later not in done and futures[later].done():
+                            found: list[Case] | None = pickle.loads(futures[later].result())
+                            if found is None:
+                                submit(later, wait=True)
+                            else:
+                                done[later] = found
+                yield done.pop(rank)
         except BaseException:
             for future in futures.values():
                 future.cancel()

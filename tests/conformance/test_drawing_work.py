@@ -108,8 +108,8 @@ def test_a_drawing_process_draws_from_the_cases_it_is_handed(
     monkeypatch.setattr(rule_settings, "_CASES", {})
     monkeypatch.setattr(rule_settings, "_OWNED", {})
     monkeypatch.setattr(rule_settings, "_pattern_examples", _no_probing)
-    monkeypatch.setattr(suite, "_run_draw", lambda draw, *_: rule_settings.rule_setting_cases(
-        catalog_entry(draw.pattern)))
+    monkeypatch.setattr(suite, "_claimed_draw", lambda draw, *_, **__: (
+        rule_settings.rule_setting_cases(catalog_entry(draw.pattern))))
     draw = suite._Draw(FIRST, CaseKind.ill_formed, None, 15, True)
     drawn: list[Case] = pickle.loads(
         suite._draw_in_child(draw, PROFILES["ci"], 0, None, dumps(made)))
