@@ -47,10 +47,12 @@ from typing import Any
 __all__ = ["Ticket", "context", "ticket", "hold", "parent_death_signal"]
 
 _PR_SET_PDEATHSIG = 1
-#: Modules the fork server imports once for all its children: what a backend's worker and a
-#: process preparing the reference's side import before their first request.
+#: Modules the fork server imports once for all its children: what a backend's worker, a
+#: process preparing the reference's side and a drawing process import before their first
+#: request. SciPy's special functions are the reference's erfc (GELU, the error bounds): each
+#: of those children would otherwise import them on its first GELU, a third of a second each.
 FORK_SERVER_PRELOAD = ("fusionspec.conformance.workers.worker", "fusionspec.reference",
-                       "fusionspec.conformance.grade.prepared")
+                       "fusionspec.conformance.grade.prepared", "scipy.special")
 _LOCK = threading.Lock()
 _lifeline: tuple[Connection, Connection] | None = None
 
@@ -258,7 +260,8 @@ def _start_helpers(method: str) -> None:
 
             # Every child forked from it starts with these imported (a worker, a preparing
             # process) instead of importing them itself. Only fusionspec's own modules and
-            # NumPy: the fork server must never load a backend's runtime.
+            # what the reference needs (NumPy, ml_dtypes, SciPy): the fork server must never
+            # load a backend's runtime.
             forkserver.set_forkserver_preload(["__main__", *FORK_SERVER_PRELOAD])
             forkserver.ensure_running()
 
