@@ -7,24 +7,18 @@ alone gives."""
 from __future__ import annotations
 
 import multiprocessing
-import multiprocessing.queues
 import multiprocessing.synchronize
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from testkit import draw_sharing as sharing
 
 from fusionspec.conformance import draw_cache, suite
-from fusionspec.conformance.cache_files import MAC_BYTES, folder_key
-from fusionspec.conformance.cases import CaseKind
-from fusionspec.conformance.selection import Selection
+from fusionspec.conformance.cache_files import MAC_BYTES
 from fusionspec.conformance.suite import PROFILES
-from fusionspec.spec.catalog import entry as catalog_entry
 
-PATTERN = "fp.bn_relu"
 CI = PROFILES["ci"]
-#: How long a helper process may take to get going: far more than it needs.
-START_S = 120.0
 #: How long two runs drawing a few dozen cases may take: far more than they need.
 DRAW_S = 600.0
 
@@ -38,11 +32,6 @@ def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return tmp_path / "draws"
 
 
-def _draw() -> suite._Draw:
-    # A near-miss draw of one rule: a few cases, drawn in well under a second.
-    return suite._draws(catalog_entry(PATTERN), CaseKind.near_miss, CI, Selection())[0]
-
-
 def _key(draw: suite._Draw) -> str:
     key = suite._cache_key(draw, CI, 0, None)
     assert key is not None, f"the ci profile caches {draw}"
@@ -51,17 +40,13 @@ def _key(draw: suite._Draw) -> str:
 
 # -- the folder's key ----------------------------------------------------------------------
 
-def _key_of(folder: str, start: multiprocessing.synchronize.Barrier) -> bytes:
-    start.wait(START_S)  # every process asks at once
-    return folder_key(Path(folder))
-
-
 def test_processes_asking_at_once_get_one_whole_key(tmp_path: Path) -> None:
-    processes = 8
+    processes = 4
     with _SPAWN.Manager() as manager:
         start = manager.Barrier(processes)
         with _SPAWN.Pool(processes) as pool:
-            keys = pool.starmap(_key_of, [(str(tmp_path), start)] * processes)
+            keys = pool.starmap_async(sharing.key_of, [(str(tmp_path), start)] * processes
+                                      ).get(DRAW_S)
     assert all(len(k) == MAC_BYTES for k in keys), \
         f"every process reads a whole key of {MAC_BYTES} bytes: {[len(k) for k in keys]}"
     assert len(set(keys)) == 1, \
@@ -73,34 +58,25 @@ def test_processes_asking_at_once_get_one_whole_key(tmp_path: Path) -> None:
 
 # -- claiming a draw -----------------------------------------------------------------------
 
-def _hold(key: str, cache_env: str, held: multiprocessing.synchronize.Event,
-          release: multiprocessing.synchronize.Event) -> None:
-    import os
-    os.environ["FUSIONSPEC_DRAW_CACHE"] = cache_env
-    with draw_cache.claim(key, wait=True) as mine:
-        assert mine, "the first claim is held"
-        held.set()
-        release.wait(START_S)
-
-
 @pytest.fixture
 def held_elsewhere(cache: Path) -> Iterator[multiprocessing.synchronize.Event]:
     """The draw's claim held by another process until the event it yields is set."""
     held, release = _SPAWN.Event(), _SPAWN.Event()
-    holder = _SPAWN.Process(target=_hold, args=(_key(_draw()), str(cache), held, release))
+    holder = _SPAWN.Process(target=sharing.hold,
+                            args=(_key(sharing.first_draw()), str(cache), held, release))
     holder.start()
     try:
-        assert held.wait(START_S), "the other process holds the draw"
+        assert held.wait(DRAW_S), "the other process holds the draw"
         yield release
     finally:
         release.set()
-        holder.join(START_S)
+        holder.join(DRAW_S)
     assert holder.exitcode == 0, f"the holding process ended cleanly ({holder.exitcode})"
 
 
 def test_a_draw_another_process_holds_is_left_for_later(
         held_elsewhere: multiprocessing.synchronize.Event) -> None:
-    draw = _draw()
+    draw = sharing.first_draw()
     assert suite._claimed_draw(draw, CI, 0, None, wait=False) is None, \
         "a draw another run holds is left (None), not drawn a second time beside it"
     assert not draw_cache.entry_path(_key(draw)).exists(), "leaving it stores nothing"
@@ -109,7 +85,7 @@ def test_a_draw_another_process_holds_is_left_for_later(
 
 
 def test_a_draw_made_while_waiting_is_read_back(cache: Path) -> None:
-    draw = _draw()
+    draw = sharing.first_draw()
     drawn = [case.id for case in suite._draw_fresh(draw, CI, 0, None)]
     with draw_cache.claim(_key(draw), wait=True) as mine:
         assert mine, "an unheld draw is claimed"
@@ -124,7 +100,7 @@ def test_a_draw_made_while_waiting_is_read_back(cache: Path) -> None:
 
 
 def test_claims_are_released_with_the_block(cache: Path) -> None:
-    key = _key(_draw())
+    key = _key(sharing.first_draw())
     with draw_cache.claim(key, wait=False) as first:
         assert first, "an unheld draw is claimed"
     with draw_cache.claim(key, wait=False) as again:
@@ -142,38 +118,22 @@ def test_a_folder_that_cannot_hold_locks_draws_as_before(
 
 # -- two runs drawing together ---------------------------------------------------------------
 
-def _shared_draws() -> list[suite._Draw]:
-    # Near-miss draws of two patterns: enough draws for drawing processes, a few cases each.
-    return [d for p in (PATTERN, "fp.unary_binary")
-            for d in suite._draws(catalog_entry(p), CaseKind.near_miss, CI, Selection())]
-
-
-def _plan_ids(cache_env: str, start: multiprocessing.synchronize.Barrier, index: int,
-              out: multiprocessing.queues.Queue[tuple[int, list[str]]]) -> None:
-    import os
-    os.environ["FUSIONSPEC_DRAW_CACHE"] = cache_env
-    draws = _shared_draws()
-    start.wait(START_S)
-    out.put((index, [case.id for cases in suite._drawn(draws, CI, 0, None, jobs=2)
-                     for case in cases]))
-
-
 def test_two_runs_drawing_together_give_what_one_alone_gives(
         cache: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    draws = _shared_draws()
+    draws = sharing.shared_draws()
     assert len(draws) >= 4, \
-        f"{PATTERN} and fp.unary_binary have enough near-miss draws for drawing processes"
+        f"{sharing.PATTERN} and fp.unary_binary have enough near-miss draws for drawing processes"
     monkeypatch.setenv("FUSIONSPEC_DRAW_CACHE", str(tmp_path / "alone"))
     alone = [case.id for d in draws for case in suite._run_draw(d, CI, 0, None)]
     start, out = _SPAWN.Barrier(2), _SPAWN.Queue()
     # Not a pool: a run's drawing processes are children of its own.
-    runs = [_SPAWN.Process(target=_plan_ids, args=(str(cache), start, i, out))
+    runs = [_SPAWN.Process(target=sharing.plan_ids, args=(str(cache), start, i, out))
             for i in range(2)]
     for run in runs:
         run.start()
     together = dict(out.get(timeout=DRAW_S) for _ in runs)
     for run in runs:
-        run.join(START_S)
+        run.join(DRAW_S)
     assert [run.exitcode for run in runs] == [0, 0], "both runs end cleanly"
     for index, ids in sorted(together.items()):
         assert ids == alone, f"run {index + 1} of two drawing together gives the cases, in " \
