@@ -396,18 +396,19 @@ def _drawn(draws: Sequence[_Draw], profile: Profile, run_seed: int, database_dir
                     submit(rank, wait=False)
             # A draw another run was making comes back empty: it goes to the end of the
             # queue, this time to wait for that run (by then it is mostly on disk).
+            pending = {future: rank for rank, future in futures.items()}
             done: dict[int, list[Case]] = {}
             for rank in range(len(draws)):
                 while rank not in done:
-                    wait_for([futures[r] for r in range(rank, len(draws)) if r not in done],
-                             return_when=FIRST_COMPLETED)
-                    for later in range(rank, len(draws)):
-                        if later not in done and futures[later].done():
-                            found: list[Case] | None = pickle.loads(futures[later].result())
-                            if found is None:
-                                submit(later, wait=True)
-                            else:
-                                done[later] = found
+                    finished, _ = wait_for(pending, return_when=FIRST_COMPLETED)
+                    for future in finished:
+                        later = pending.pop(future)
+                        found: list[Case] | None = pickle.loads(future.result())
+                        if found is None:
+                            submit(later, wait=True)
+                            pending[futures[later]] = later
+                        else:
+                            done[later] = found
                 yield done.pop(rank)
         except BaseException:
             for future in futures.values():
