@@ -43,6 +43,7 @@ from fusionspec.backend import (
 from fusionspec.backend.describe import describe_isolated
 from fusionspec.conformance.answers import WHOLE_TRACEBACK_ENV
 from fusionspec.conformance.expectations import stale_lines, unexpected_pass_note
+from fusionspec.conformance.grade.document import FailureRecord, ResultsDocument
 from fusionspec.conformance.grade.emptiness import shows_nothing
 from fusionspec.conformance.grade.results import (
     ResultsCollector,
@@ -173,8 +174,8 @@ def run(args: argparse.Namespace) -> int:
 
 def _summary(args: argparse.Namespace, collector: ResultsCollector, written: Path | None,
              empty_shard: bool) -> int:
-    document = collector.to_dict()
-    totals = ", ".join(f"{n} {s}" for s, n in document["totals"].items()) or "no case"
+    document = collector.document()
+    totals = document.totals_text()
     verdict = "INCOMPLETE" if collector.incomplete else "FAIL" if collector.failed else \
         "EMPTY" if empty_shard else "PASS"
     shard = f" (shard {collector.shard})" if collector.shard else ""
@@ -190,7 +191,7 @@ def _summary(args: argparse.Namespace, collector: ResultsCollector, written: Pat
     if collector.skipped:
         lines.append(f"  {len(collector.skipped)} case(s) skipped (expectations file)")
     lines += stale_lines(collector.unexpected_passes, collector.strict)  # every stale entry
-    unexpected = collector.unexpected_failures
+    unexpected = document.unexpected_failures
     lines += failure_lines(document, unexpected, lambda f: _replay_line(collector, f))
     lines.append(time_line(collector.timings, collector.oracle))
     if written is not None:
@@ -198,7 +199,7 @@ def _summary(args: argparse.Namespace, collector: ResultsCollector, written: Pat
     ok = not collector.failed and not collector.incomplete
     emit(args, "\n".join(lines), {
         "ok": ok, "verdict": verdict, "results": str(written or ""),
-        "totals": document["totals"], "incomplete": collector.incomplete,
+        "totals": document.totals, "incomplete": collector.incomplete,
         "unexpected_failures": len(unexpected), "expected_failures": expected,
         "unexpected_passes": len(collector.unexpected_passes),
         "skipped": len(collector.skipped), "shard": collector.shard})
@@ -207,13 +208,13 @@ def _summary(args: argparse.Namespace, collector: ResultsCollector, written: Pat
     return 0 if ok else 1
 
 
-def _replay_line(collector: ResultsCollector, failure: Mapping[str, Any]) -> str:
+def _replay_line(collector: ResultsCollector, failure: FailureRecord) -> str:
     """The command replaying `failure`, with an absolute path (it works from any folder), or
     the command that draws it afresh when nothing was saved."""
-    replay = failure["replay"]
-    if collector.out_dir is None or not replay.get("path"):
-        return str(replay["rerun"])
-    folder = (collector.out_dir / replay["path"]).resolve()
+    replay = failure.replay
+    if collector.out_dir is None or not replay.path:
+        return replay.rerun
+    folder = (collector.out_dir / replay.path).resolve()
     return replay_commands(folder, collector.backend_spec, collector.device.id, False)[0]
 
 
@@ -224,8 +225,9 @@ def _write_expectations(path: Path, collector: ResultsCollector, options: Any) -
     from fusionspec.reports.findings import group_findings
 
     def by_finding(document: Mapping[str, Any]) -> list[FailureGroup]:
-        return [FailureGroup(f.signature, tuple(str(r.get("case_id")) for r in f.records))
-                for f in group_findings(document) if f.status != "extension"]
+        return [FailureGroup(f.signature, tuple(r.case_id for r in f.records))
+                for f in group_findings(ResultsDocument.from_json(document))
+                if f.status != "extension"]
 
     title = (f"Written from a run of {collector.backend_spec} on {collector.device.id} "
              f"(profile {collector.profile}, seed {collector.seed}).")

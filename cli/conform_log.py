@@ -10,8 +10,9 @@ order.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from dataclasses import replace
 
+from fusionspec.conformance.grade.document import FailureRecord, ResultsDocument
 from fusionspec.reports.findings import merge_findings
 from fusionspec.reports.legend import severity
 
@@ -21,16 +22,13 @@ __all__ = ["failure_lines", "time_line", "FINDINGS_LISTED", "CASES_LISTED"]
 FINDINGS_LISTED = 10
 CASES_LISTED = 20
 
-Failure = Mapping[str, Any]
-
-
-def _ordered(failures: Sequence[Failure]) -> list[Failure]:
+def _ordered(failures: Sequence[FailureRecord]) -> list[FailureRecord]:
     """`failures` by severity, in case order within one status (the sort is stable)."""
-    return sorted(failures, key=lambda f: severity(str(f.get("status", ""))))
+    return sorted(failures, key=lambda f: severity(f.status))
 
 
-def failure_lines(document: Mapping[str, Any], unexpected: Sequence[Failure],
-                  replay: Callable[[Failure], str]) -> list[str]:
+def failure_lines(document: ResultsDocument, unexpected: Sequence[FailureRecord],
+                  replay: Callable[[FailureRecord], str]) -> list[str]:
     """The summary's lines about the `unexpected` failures of the run `document` records;
     `replay` gives the command replaying one failure."""
     if not unexpected:
@@ -38,22 +36,22 @@ def failure_lines(document: Mapping[str, Any], unexpected: Sequence[Failure],
     lines: list[str] = []
     ordered = _ordered(unexpected)
     for failure in ordered[:CASES_LISTED]:
-        lines.append(f"  {failure['status']}: {failure['case_id']}: {failure['reason']}")
-        slipped = failure.get("unexpected_status")
+        lines.append(f"  {failure.status}: {failure.case_id}: {failure.reason}")
+        slipped = failure.unexpected_status
         if slipped:
             lines.append(f"    (expectations entry {slipped['entry']} expects another "
                          "failing status)")
         lines.append(f"    replay: {replay(failure)}")
     if len(ordered) > CASES_LISTED:
         lines.append(f"  ... {len(ordered) - CASES_LISTED} more failures in the results file")
-    findings = merge_findings([{**document, "failures": list(unexpected), "extensions": []}])
-    by_id = {str(f.get("case_id")): f for f in unexpected}
+    findings = merge_findings([replace(document, failures=list(unexpected), extensions=[])])
+    by_id = {f.case_id: f for f in unexpected}
     lines.append(f"{len(findings)} finding(s), most serious first (`fusionspec findings "
                  "RESULTS.json -o FINDINGS.md` explains each):")
     for number, finding in enumerate(findings[:FINDINGS_LISTED], 1):
-        example = by_id.get(str(finding.example.get("case_id")))
+        example = by_id.get(finding.example.case_id)
         lines.append(f"  {number}. {finding.signature} ({len(finding.records)} case(s), "
-                     f"e.g. {finding.example.get('case_id')})")
+                     f"e.g. {finding.example.case_id})")
         if example is not None:
             lines.append(f"     replay: {replay(example)}")
     if len(findings) > FINDINGS_LISTED:

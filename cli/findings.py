@@ -21,7 +21,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from fusionspec.conformance.grade.results import load_results
+from fusionspec.conformance.grade.results import load_document
 from fusionspec.conformance.perf.document import is_perf_document, load_perf
 from fusionspec.spec.files import atomic_write_text, inside
 
@@ -45,7 +45,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from fusionspec.reports.findings import (
-        checked,
         copy_examples,
         findings_markdown,
         group_findings,
@@ -60,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
     args.results = [p for p in args.results if p not in perf_paths]
     if not args.results:
         return _perf_only(args, perf_paths)
-    runs = [checked(load_results(path), str(path)) for path in args.results]
+    runs = [load_document(path) for path in args.results]
     if args.examples is not None:
         _check_examples(args.examples, [run_label(r) for r in runs], args.results)
     dirs: dict[str, str] = {}

@@ -24,10 +24,11 @@ from pathlib import Path, PurePath
 
 from markupsafe import Markup
 
+from fusionspec.conformance.grade.details import Details, PartitionDescription
+from fusionspec.conformance.grade.document import FailureRecord
 from fusionspec.spec.files import inside, safe_component
 from fusionspec.spec.text import clean_json
 
-from .document import Doc
 from .legend import StatusInfo, status_info
 from .replay import rebuilt
 from .svg import MAX_DIAGRAM_OPS, DiagramOp, TensorRef, chain_diagram
@@ -210,31 +211,27 @@ def _json(value: object) -> str:
 
 # -- partitions --------------------------------------------------------------------------------
 
-def _partition_sets(parts: Sequence[Doc]) -> list[frozenset[str]]:
-    sets = []
-    for part in parts:
-        ops = part.raw("ops")
-        sets.append(frozenset(str(o) for o in ops) if isinstance(ops, list) else frozenset())
-    return sets
+def _partition_sets(parts: Sequence[PartitionDescription]) -> list[frozenset[str]]:
+    return [frozenset(str(o) for o in part.ops or ()) for part in parts]
 
 
-def _partition_rows(parts: Sequence[Doc], other: Sequence[Doc] | None) -> tuple[PartitionRow, ...]:
+def _partition_rows(parts: Sequence[PartitionDescription],
+                    other: Sequence[PartitionDescription] | None) -> tuple[PartitionRow, ...]:
     theirs = set(_partition_sets(other)) if other is not None else None
     rows = []
     for part, ops in zip(parts, _partition_sets(parts)):
-        if part.raw("not_a_partition") is not None:
-            rows.append(PartitionRow(f"not a partition: {part.text('not_a_partition')}", "", "",
+        if part.not_a_partition is not None:
+            rows.append(PartitionRow(f"not a partition: {part.not_a_partition}", "", "",
                                      "", "", False))
             continue
-        kinds = part.raw("kinds")
-        chain = " → ".join(str(k) for k in kinds) if isinstance(kinds, list) else ""
-        rows.append(PartitionRow(chain, _ids(part.raw("ops")), _ids(part.raw("inputs")),
-                                 _ids(part.raw("outputs")), part.text("pattern", "—"),
-                                 theirs is None or ops in theirs))
+        chain = " → ".join(part.kinds) if part.kinds is not None else ""
+        rows.append(PartitionRow(chain, _ids(part.ops), _ids(part.inputs), _ids(part.outputs),
+                                 part.pattern or "—", theirs is None or ops in theirs))
     return tuple(rows)
 
 
-def _membership(expected: Sequence[Doc], actual: Sequence[Doc]) -> dict[str, tuple[str, bool]]:
+def _membership(expected: Sequence[PartitionDescription],
+                actual: Sequence[PartitionDescription]) -> dict[str, tuple[str, bool]]:
     """op id -> (note for its box, whether the backend partitioned it differently)."""
     exp_sets, act_sets = _partition_sets(expected), _partition_sets(actual)
     where_exp = {op: i for i, ops in enumerate(exp_sets) for op in ops}
@@ -344,29 +341,26 @@ def _graph(folder: Path | None, marks: Mapping[str, tuple[str, bool]], title: st
 
 # -- numerics ----------------------------------------------------------------------------------
 
-def _outputs(details: Doc) -> tuple[tuple[OutputRow, ...], str]:
-    numerics = details.raw("numerics")
-    if isinstance(numerics, str):
-        return (), numerics
-    rows = []
-    for row in details.objects("numerics") if isinstance(numerics, list) else ():
-        rows.append(OutputRow(row.text("tensor"), row.text("dtype"), bool(row.raw("passed")),
-                              _num(row.raw("max_abs_error")), _num(row.raw("max_rel_error")),
-                              _num(row.raw("max_radius")), _excess(row.raw("max_excess"))))
+def _outputs(details: Details) -> tuple[tuple[OutputRow, ...], str]:
+    if isinstance(details.numerics, str):
+        return (), details.numerics
+    rows = [OutputRow(_num(row.tensor) if row.tensor is not None else "", row.dtype,
+                      row.passed, _num(row.max_abs_error), _num(row.max_rel_error),
+                      _num(row.max_radius), _excess(row.max_excess))
+            for row in details.numerics or ()]
     return tuple(rows), ""
 
 
-def _worst(details: Doc) -> tuple[WorstRow, ...]:
+def _worst(details: Details) -> tuple[WorstRow, ...]:
     rows = []
-    for item in details.objects("worst"):
-        want, got = _float(item.raw("expected")), _float(item.raw("actual"))
+    for item in details.worst or ():
+        want, got = _float(item.expected), _float(item.actual)
         diff = abs(got - want) if want is not None and got is not None else None
         finite = diff is not None and math.isfinite(diff)
         rel = diff / abs(want) if finite and want and diff is not None else None
-        rows.append(WorstRow(_ids(item.raw("index")), _num(item.raw("expected"), 7),
-                             _num(item.raw("actual"), 7),
+        rows.append(WorstRow(_ids(item.index), _num(item.expected, 7), _num(item.actual, 7),
                              _num(diff) if diff is not None else "—",
-                             _num(rel) if rel is not None else "—", _num(item.raw("bound"))))
+                             _num(rel) if rel is not None else "—", _num(item.bound)))
     return tuple(rows)
 
 
@@ -380,106 +374,94 @@ def _excess(value: object) -> str:
     return f"{number:,.3g} × its bound"
 
 
-def _bound(details: Doc) -> BoundView | None:
-    if details.raw("bound") is None:
+def _bound(details: Details) -> BoundView | None:
+    bound = details.bound
+    if bound is None:
         return None
-    bound = details.obj("bound")
-    mismatches, total = details.raw("mismatches"), details.raw("total")
+    mismatches, total = details.mismatches, details.total
     share = ""
-    if isinstance(mismatches, int) and isinstance(total, int) and total > 0:
+    if mismatches is not None and total:
         share = f"{mismatches} of {total} elements ({100 * mismatches / total:.1f} %)"
-    shape = details.raw("shape")
-    uncertain = bound.raw("uncertain")
-    return BoundView(details.text("tensor"), bound.text("dtype", details.text("dtype")),
-                     "x".join(str(d) for d in shape) if isinstance(shape, list) else "",
-                     bound.text("chain"), _num(bound.raw("max_radius")),
-                     str(uncertain) if isinstance(uncertain, int) and uncertain else "",
-                     share, _num(details.raw("max_abs_error")),
-                     _num(details.raw("max_rel_error")), _excess(details.raw("max_excess")))
+    tensor = "" if details.tensor is None else str(details.tensor)
+    return BoundView(tensor, bound.dtype or details.dtype or "",
+                     "x".join(str(d) for d in details.shape or ()), bound.chain,
+                     _num(bound.max_radius), str(bound.uncertain) if bound.uncertain else "",
+                     share, _num(details.max_abs_error), _num(details.max_rel_error),
+                     _excess(details.max_excess))
 
 
-def _culprit(details: Doc) -> CulpritView | None:
-    if details.raw("culprit") is None:
+def _culprit(details: Details) -> CulpritView | None:
+    found = details.culprit
+    if found is None:
         return None
-    found = details.obj("culprit")
-    graph = found.raw("graph")
-    return CulpritView(found.text("kinds"), found.text("signature"), found.text("summary"),
-                       found.text("reason"), _json(graph) if graph is not None else "",
-                       found.text("benchdnn"))
+    return CulpritView(found.kinds, found.signature, found.summary, found.reason,
+                       _json(found.graph) if found.graph is not None else "", found.benchdnn)
 
 
-def _error(details: Doc) -> ErrorView | None:
-    if not any(details.raw(k) for k in ("message", "traceback", "error_type")):
+def _error(details: Details) -> ErrorView | None:
+    if not (details.message or details.traceback or details.error_type):
         return None
-    return ErrorView(details.text("stage"), details.text("error_type"),
-                     details.text("message"), details.text("traceback"),
-                     details.raw("suite_error") is True)
+    return ErrorView(details.stage or "", details.error_type or "", details.message or "",
+                     details.traceback or "", details.suite_error is True)
 
 
 # -- the views ---------------------------------------------------------------------------------
 
-def failure_view(failure: Doc, *, anchor: str, run_label: str, results_path: Path | None,
-                 rule_statements: Mapping[str, str]) -> FailureView:
+def failure_view(failure: FailureRecord, *, anchor: str, run_label: str,
+                 results_path: Path | None, rule_statements: Mapping[str, str]) -> FailureView:
     """The drill-down of `failure` (an entry of a results document's ``failures``)."""
-    details = failure.obj("details")
-    replay = failure.obj("replay")
-    expected = details.objects("expected_partitions")
-    actual = details.objects("actual_partitions")
-    folder = find_folder(replay.text("dir"), results_path)
-    case_id = failure.text("case_id")
+    details = failure.details
+    replay = failure.replay
+    expected = details.expected_partitions or []
+    actual = details.actual_partitions or []
+    folder = find_folder(replay.dir or "", results_path)
     diagram, diagram_note, graph_json, graph_note = _graph(
-        folder, _membership(expected, actual), f"graph of {case_id}")
+        folder, _membership(expected, actual), f"graph of {failure.case_id}")
     outputs, numerics_note = _outputs(details)
-    kernel = details.raw("kernel_source")
-    features = failure.obj("features")
-    rule = failure.text("rule")
+    rule = failure.rule or ""
+    shown = details.to_json()
     more = tuple((key, value if isinstance(value, str) else _json(value))
-                 for key, value in details.data.items() if key not in _SHOWN)
+                 for key, value in shown.items() if key not in _SHOWN)
     return FailureView(
-        anchor=anchor, run_label=run_label, case_id=case_id, pattern=failure.text("pattern"),
-        kind=failure.text("kind"), rule=rule, rule_statement=rule_statements.get(rule, ""),
-        dtype=failure.text("dtype"), status=status_info(failure.text("status")),
-        description=failure.text("description"), reason=failure.text("reason"),
-        minimal_of=failure.text("minimal_of"),
-        features=tuple((k, str(v)) for k, v in features.data.items()),
+        anchor=anchor, run_label=run_label, case_id=failure.case_id, pattern=failure.pattern,
+        kind=failure.kind, rule=rule, rule_statement=rule_statements.get(rule, ""),
+        dtype=failure.dtype or "", status=status_info(failure.status),
+        description=failure.description, reason=failure.reason,
+        minimal_of=failure.minimal_of or "",
+        features=tuple((k, str(v)) for k, v in failure.features.items()),
         diagram=diagram, diagram_note=diagram_note, graph_json=graph_json,
-        graph_note=graph_note, folder=str(folder) if folder is not None else replay.text("dir"),
+        graph_note=graph_note, folder=str(folder) if folder is not None else replay.dir or "",
         expected_partitions=_partition_rows(expected, actual if actual else None),
         actual_partitions=_partition_rows(actual, expected if expected else None),
         numerics_note=numerics_note, outputs=outputs, worst=_worst(details),
         bound=_bound(details), culprit=_culprit(details), error=_error(details),
-        kernel_source=kernel if isinstance(kernel, str) else (
-            None if kernel is None else _json(kernel)),
-        replay=rebuilt(replay.texts("commands")), seed=replay.text("seed"), more=more,
+        kernel_source=details.kernel_source,
+        replay=rebuilt(replay.commands), seed=str(replay.seed), more=more,
         cause=_cause(details))
 
 
-def _cause(details: Doc) -> str:
+def _cause(details: Details) -> str:
     """The cause of a failure in a sentence or two, from its recorded diagnosis (the same facts
     the findings group by), so the drill-down states it instead of leaving it in raw JSON."""
     said: list[str] = []
-    mistake = details.obj("signature")
-    if mistake.text("statement"):
-        said.append(f"Bug: {mistake.text('statement')} (signature {mistake.text('id')}, "
-                    f"matching {mistake.text('matched')} of {mistake.text('failing')} failing "
-                    "element(s)).")
-    for departure in details.objects("departures"):
-        if departure.text("statement"):
-            said.append(f"Known departure {departure.text('id')}: "
-                        f"{departure.text('statement')}.")
-    culprit = details.obj("culprit")
-    if culprit.text("summary"):
-        said.append(f"Smallest failing piece: {culprit.text('summary')}.")
-    triage = details.obj("triage")
-    if triage.text("closer") == "reference":
-        said.append(f"On {triage.text('reference_closer')} of {triage.text('failing')} failing "
-                    "element(s) the reference is nearer the float64 evaluation than the "
-                    "backend.")
+    mistake = details.signature
+    if mistake is not None and mistake.statement:
+        said.append(f"Bug: {mistake.statement} (signature {mistake.id}, matching "
+                    f"{mistake.matched} of {mistake.failing} failing element(s)).")
+    for departure in details.departures or ():
+        if departure.statement:
+            said.append(f"Known departure {departure.id}: {departure.statement}.")
+    culprit = details.culprit
+    if culprit is not None and culprit.summary:
+        said.append(f"Smallest failing piece: {culprit.summary}.")
+    triage = details.triage
+    if triage is not None and triage.closer == "reference":
+        said.append(f"On {triage.reference_closer} of {triage.failing} failing element(s) the "
+                    "reference is nearer the float64 evaluation than the backend.")
     return " ".join(said)
 
 
-def failure_line(failure: Doc) -> FailureLine:
-    commands = rebuilt(failure.obj("replay").texts("commands"))
-    return FailureLine(failure.text("case_id"), status_info(failure.text("status")),
-                       failure.text("rule"), failure.text("reason"),
-                       commands[0] if commands else "")
+def failure_line(failure: FailureRecord) -> FailureLine:
+    commands = rebuilt(failure.replay.commands)
+    return FailureLine(failure.case_id, status_info(failure.status), failure.rule or "",
+                       failure.reason, commands[0] if commands else "")

@@ -11,11 +11,12 @@ declarations or from what the suite found (a culprit, a cut), never from a libra
 
 `copy_examples` copies each finding's example folder (``graph.json``, ``inputs.npz``,
 ``case.json``) next to the document, so the replay commands work from a checkout without the
-run's output folder. Results documents are untrusted input: `checked` types every field read,
-text is escaped for Markdown and replay commands are shell-quoted (`fusionspec.reports.markdown`),
+run's output folder. Results documents are untrusted input: their reader
+(`fusionspec.conformance.grade.document`) has typed every field, text is escaped for Markdown
+and replay commands are shell-quoted (`fusionspec.reports.markdown`),
 and examples are copied only from folders inside the results document's own folder.
 
-This module reads results as plain data; it imports nothing from the suite's runtime.
+This module reads the results document's records; it imports nothing else of the suite.
 """
 
 from __future__ import annotations
@@ -24,70 +25,68 @@ import shutil
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
+from fusionspec.conformance.grade.document import FailureRecord, ResultsDocument
 from fusionspec.spec.files import inside, safe_component
 
 from . import markdown as md
-from .causes import cause, record_facts, signature
-from .document import Doc, ReportError
+from .causes import cause, signature
+from .document import ReportError
 from .failures import find_folder
 from .labels import run_folder
 from .legend import severity
 
-__all__ = ["Finding", "cause", "checked", "group_findings", "merge_findings",
+__all__ = ["Finding", "cause", "group_findings", "merge_findings",
            "findings_markdown", "unexplained",
            "copy_examples", "signature", "run_label", "EXAMPLE_FILES", "MAX_EXAMPLE_BYTES"]
 
-Record = Mapping[str, Any]
-
-
 @dataclass
 class Finding:
-    """One cause: its signature, the records showing it, and a known explanation if any."""
+    """One cause: its signature, the records showing it (the first is its example, from the
+    run `example_run`), and a known explanation if any."""
 
     signature: str
     status: str
-    records: list[Record] = field(default_factory=list)
+    records: list[FailureRecord] = field(default_factory=list)
     known: str | None = None
     #: How many of its records each run (`run_label`) holds.
     runs: dict[str, int] = field(default_factory=dict)
+    example_run: str = ""
 
     @property
-    def example(self) -> Record:
+    def example(self) -> FailureRecord:
         return self.records[0]
 
     @property
     def patterns(self) -> list[str]:
-        return sorted({str(r.get("pattern")) for r in self.records})
+        return sorted({r.pattern for r in self.records})
 
     @property
     def kinds(self) -> list[str]:
-        return sorted({str(r.get("kind")) for r in self.records})
+        return sorted({r.kind for r in self.records})
 
 
-def group_findings(results: Mapping[str, Any]) -> list[Finding]:
+def group_findings(results: ResultsDocument) -> list[Finding]:
     """Failures and extensions of `results`, grouped by `cause`, largest group first."""
     return merge_findings([results])
 
 
-def merge_findings(runs: Sequence[Mapping[str, Any]]) -> list[Finding]:
+def merge_findings(runs: Sequence[ResultsDocument]) -> list[Finding]:
     """The failures and extensions of every run in `runs`, grouped by `cause` across them
     (one bug, one finding, whichever versions show it): departures first, then extensions;
     among departures, the bugs before what the backend declares (known departures,
     limitations), then by `severity` (wrong values before missed fusions), then largest
     first."""
     groups: dict[str, Finding] = {}
-    for given in runs:
-        # A document as loaded keeps each verdict's facts under ``details``: read it as
-        # `checked` does (which also types every field) unless that was done already.
-        results = given if _is_checked(given) else checked(given, "results document")
+    for results in runs:
         label = run_label(results)
-        for record in [*results.get("failures", []), *results.get("extensions", [])]:
-            if record.get("minimal_of"):
+        for record in [*results.failures, *results.extensions]:
+            if record.minimal_of:
                 continue
             key, explanation = cause(record)
-            finding = groups.setdefault(key, Finding(key, str(record.get("status"))))
+            finding = groups.get(key)
+            if finding is None:
+                finding = groups[key] = Finding(key, record.status, example_run=label)
             finding.records.append(record)
             finding.runs[label] = finding.runs.get(label, 0) + 1
             if explanation is not None and len(explanation) > len(finding.known or ""):
@@ -100,18 +99,11 @@ def merge_findings(runs: Sequence[Mapping[str, Any]]) -> list[Finding]:
 def _declared(finding: Finding) -> bool:
     """Whether the backend declared this finding itself (a known departure it matched, a
     partition it marks unsupported): those come after the bugs."""
-    return bool(finding.example.get("departures")) or finding.status == "unsupported"
+    return bool(finding.example.details.departures) or finding.status == "unsupported"
 
 
-def _is_checked(results: Mapping[str, Any]) -> bool:
-    records = [*results.get("failures", []), *results.get("extensions", [])]
-    return all(isinstance(r, Mapping) and "facts" in r for r in records)
-
-
-def _example_dir(record: Record) -> str | None:
-    replay = record.get("replay") or {}
-    folder = replay.get("dir") if isinstance(replay, Mapping) else None
-    return str(folder) if folder else None
+def _example_dir(record: FailureRecord) -> str | None:
+    return record.replay.dir or None
 
 
 #: What `copy_examples` copies from a failure folder: these regular files, nothing else.
@@ -157,7 +149,7 @@ def copy_examples(findings: Sequence[Finding], root: Path, label: str,
         dest.mkdir(parents=True, exist_ok=True)
         for path in files:
             shutil.copyfile(path, dest / path.name)
-        copied[str(finding.example.get("case_id"))] = str(dest)
+        copied[finding.example.case_id] = str(dest)
     return copied
 
 
@@ -180,77 +172,10 @@ def _replay(backend: str, device: str, folder: str | None) -> str:
                      "--replay", folder])
 
 
-def run_label(results: Mapping[str, Any]) -> str:
+def run_label(results: ResultsDocument) -> str:
     """``mybackend-1.2.0-cpu``: the run of a results document as one safe path component
     (`fusionspec.reports.labels.run_folder`)."""
-    device = results.get("device") or {}
-    return run_folder(str(results.get("backend")), str(device.get("driver") or ""),
-                      str(device.get("id")))
-
-
-_RECORD_FIELDS = ("case_id", "pattern", "kind", "rule", "dtype", "description", "status",
-                  "reason")
-
-
-def _record(doc: Doc) -> dict[str, Any]:
-    record: dict[str, Any] = {key: doc.text(key) for key in _RECORD_FIELDS}
-    record["minimal_of"] = doc.text("minimal_of")
-    record["replay"] = {"dir": doc.obj("replay").text("dir")}
-    details = doc.obj("details")
-    culprit = details.obj("culprit")
-    if culprit.data:
-        record["culprit"] = {key: culprit.text(key) for key in (
-            "kinds", "signature", "summary", "reason", "benchdnn")}
-        record["culprit"]["fused"] = culprit.raw("fused_only") is True
-    record["departures"] = [_departure(d) for d in _departure_docs(details)]
-    record["facts"] = record_facts(details)
-    signature_doc = details.obj("signature")
-    if signature_doc.data:
-        record["signature"] = {"id": signature_doc.text("id"),
-                               "statement": signature_doc.text("statement")}
-    triage = details.obj("triage")
-    if triage.data:
-        off = triage.raw("reference_off")
-        record["triage"] = {"closer": triage.text("closer"),
-                            "reference_off": off if isinstance(off, int)
-                            and not isinstance(off, bool) else 0,
-                            "max_reference_deviation": triage.text("max_reference_deviation"),
-                            "max_backend_deviation": triage.text("max_backend_deviation")}
-    return record
-
-
-def _departure_docs(details: Doc) -> list[Doc]:
-    """The known departures a verdict names: objects (id, statement, source), or bare ids as
-    earlier runs wrote them."""
-    value = details.raw("departures")
-    if isinstance(value, list) and all(isinstance(v, str) for v in value):
-        return [Doc({"id": v}, details.source) for v in value]
-    return details.objects("departures")
-
-
-def _departure(doc: Doc) -> dict[str, str]:
-    ident = doc.text("id")
-    return {"id": ident, "statement": doc.text("statement", ident),
-            "source": doc.text("source"), "label": doc.text("label", "Known departure")}
-
-
-def checked(results: Mapping[str, Any], source: str) -> dict[str, Any]:
-    """The parts of a results document findings reads, each checked for its type (a
-    `fusionspec.reports.document.ReportError` naming the field otherwise) and made plain
-    strings and counts: the rest of this module then cannot trip over a wrongly typed field."""
-    doc = Doc(results, source)
-    device = doc.obj("device")
-    checked_doc: dict[str, Any] = {
-        "backend": doc.text("backend"), "started": doc.text("started"),
-        "finished": doc.text("finished"), "suite_version": doc.text("suite_version"),
-        "seed": doc.text("seed"), "totals": doc.counts("totals"),
-        "device": {key: device.text(key) for key in ("id", "name", "driver", "runtime")},
-        "failures": [_record(r) for r in doc.objects("failures")],
-        "extensions": [_record(r) for r in doc.objects("extensions")]}
-    label = run_label(checked_doc)
-    for record in (*checked_doc["failures"], *checked_doc["extensions"]):
-        record["run"] = label
-    return checked_doc
+    return run_folder(results.backend, results.device.driver, results.device.id)
 
 
 #: What makes a finding explained, stated under the unexplained share.
@@ -277,23 +202,24 @@ def _share(part: int, whole: int) -> str:
         "no failing cases"
 
 
-def _folder(record: Record, example_dirs: Mapping[str, str]) -> str | None:
-    case = str(record.get("case_id"))
-    return (example_dirs.get(f"{record.get('run')}:{case}") or example_dirs.get(case)
-            or _example_dir(record))
+def _folder(finding: Finding, example_dirs: Mapping[str, str]) -> str | None:
+    case = finding.example.case_id
+    return (example_dirs.get(f"{finding.example_run}:{case}") or example_dirs.get(case)
+            or _example_dir(finding.example))
 
 
 def _by_run(finding: Finding) -> str:
     return ", ".join(f"{md.code(label)} {count}" for label, count in finding.runs.items())
 
 
-def _entry(number: int, finding: Finding, runs: Mapping[str, Mapping[str, Any]],
+def _entry(number: int, finding: Finding, runs: Mapping[str, ResultsDocument],
            example_dirs: Mapping[str, str], *, full: bool) -> list[str]:
     ex = finding.example
-    results = runs.get(str(ex.get("run")), {})
-    device = results.get("device") or {}
-    folder = _folder(ex, example_dirs)
-    replay = _replay(str(results.get("backend", "")), str(device.get("id", "")), folder)
+    results = runs.get(finding.example_run)
+    backend = results.backend if results is not None else ""
+    device = results.device.id if results is not None else ""
+    folder = _folder(finding, example_dirs)
+    replay = _replay(backend, device, folder)
     explanation = finding.known or "(no explanation recorded)"
     if not full:
         return [f"| {number} | {md.text(finding.signature)} | {md.text(explanation)} | "
@@ -304,16 +230,15 @@ def _entry(number: int, finding: Finding, runs: Mapping[str, Mapping[str, Any]],
               f"- cases: {len(finding.records)} by run: {_by_run(finding)}; "
               f"{md.text(', '.join(finding.kinds))} in "
               f"{', '.join(md.code(p) for p in finding.patterns)}",
-              f"- example {md.code(ex.get('case_id'))} ({md.code(ex.get('run'))}; "
-              f"{md.text(ex.get('description', ''))}): {md.text(ex.get('reason'))}"]
-    culprit = ex.get("culprit")
-    if isinstance(culprit, Mapping) and culprit.get("kinds") and folder is not None:
+              f"- example {md.code(ex.case_id)} ({md.code(finding.example_run)}; "
+              f"{md.text(ex.description)}): {md.text(ex.reason)}"]
+    culprit = ex.details.culprit
+    if culprit is not None and culprit.kinds and folder is not None:
         case_file = str(Path(folder, "culprit.json"))
         run = ["fusionspec", "run", case_file, "--inputs",
-               str(Path(folder, "culprit_inputs.npz")), "--backend",
-               str(results.get("backend", "")), "--device", str(device.get("id", "")),
-               "--compare"]
-        lines.append(f"- smallest failing piece: {md.text(culprit.get('signature', ''))}: "
+               str(Path(folder, "culprit_inputs.npz")), "--backend", backend, "--device",
+               device, "--compare"]
+        lines.append(f"- smallest failing piece: {md.text(culprit.signature)}: "
                      f"{md.shell(run)} (on the backend and the reference; or "
                      f"{md.shell(['benchdnn', '--graph', f'--case={case_file}'])})")
     return [*lines, f"- replay: {replay}", ""]
@@ -333,7 +258,7 @@ def _explanations(findings: Sequence[Finding]) -> list[str]:
               for kind, group in ordered], ""]
 
 
-def findings_markdown(runs: Sequence[Mapping[str, Any]], *, title: str = "Findings",
+def findings_markdown(runs: Sequence[ResultsDocument], *, title: str = "Findings",
                       example_dirs: Mapping[str, str] | None = None, intro: str = "") -> str:
     """The findings document for one or more results documents (see the module doc): one entry
     per cause across the runs, ranked by how many cases show it, each with its explanation,
@@ -351,16 +276,15 @@ def findings_markdown(runs: Sequence[Mapping[str, Any]], *, title: str = "Findin
               f"{EXPLAINED}", "",
               "| run | device, driver | cases | pass | failing | unexplained |",
               "|---|---|---|---|---|---|"]
-    by_label: dict[str, Mapping[str, Any]] = {}
+    by_label: dict[str, ResultsDocument] = {}
     for results in runs:
         label = run_label(results)
         by_label[label] = results
         own = group_findings(results)
         left_here, failing_here = unexplained(own)
-        totals = results.get("totals") or {}
-        device = results.get("device") or {}
-        lines.append(f"| {md.cell_code(label)} | {md.text(device.get('name', ''))}, "
-                     f"{md.text(device.get('driver', ''))} | {sum(totals.values())} | "
+        totals = results.totals
+        lines.append(f"| {md.cell_code(label)} | {md.text(results.device.name)}, "
+                     f"{md.text(results.device.driver)} | {sum(totals.values())} | "
                      f"{totals.get('pass', 0)} | {failing_here} | {left_here} |")
     lines += ["", *_explanations(findings)]
     departures = [f for f in findings if f.status != "extension"]

@@ -158,7 +158,6 @@ def build_report(runs: Sequence[RunInput], *, baselines: Sequence[RunInput] = ()
                           f"{max_drilldowns}")
     named = [r.named(f"results document {i + 1}") for i, r in enumerate(runs)]
     documents = [r.document for r in named]
-    docs = [r.doc(r.name) for r in named]
     views = tuple(run_view(run, i, suffix)
                   for i, (run, suffix) in enumerate(zip(named, _labels(documents))))
     statements = _statements(documents)
@@ -166,7 +165,7 @@ def build_report(runs: Sequence[RunInput], *, baselines: Sequence[RunInput] = ()
     order = [e.id for e in CATALOG if e.id in present] + sorted(
         present - {e.id for e in CATALOG})
     anchors = Anchors()
-    patterns = [pattern_view(p, views, documents, docs, [r.path for r in runs], anchors=anchors,
+    patterns = [pattern_view(p, views, documents, [r.path for r in runs], anchors=anchors,
                              required=required.get(p) if required is not None else None,
                              max_drilldowns=max_drilldowns, statements=statements)
                 for p in order]

@@ -15,12 +15,11 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from fusionspec.conformance.grade.document import PatternCounts, ResultsDocument
+from fusionspec.conformance.grade.document import FailureRecord, PatternCounts, ResultsDocument
 from fusionspec.spec.catalog import CATALOG, PatternEntry
 from fusionspec.spec.rules import RuleKind
 
 from .coverage import CoverageView, Required, coverage_views
-from .document import Doc
 from .failures import FailureLine, FailureView, failure_line, failure_view
 from .legend import family_title
 from .runs import Cell, RunView, make_cell
@@ -153,13 +152,14 @@ def _breakdown(tables: Sequence[Mapping[str, Mapping[str, int]] | None],
 _KIND_ORDER = {"valid": 0, "near-miss": 1, "ill-formed": 2}
 
 
-def _pick(failures: Sequence[Doc], limit: int) -> tuple[list[Doc], list[Doc]]:
+def _pick(failures: Sequence[FailureRecord], limit: int,
+          ) -> tuple[list[FailureRecord], list[FailureRecord]]:
     """(failures to drill down, the rest), as the module docstring says."""
-    chosen: list[Doc] = [f for f in failures if f.text("minimal_of")][:limit]
+    chosen = [f for f in failures if f.minimal_of][:limit]
     taken = {id(f) for f in chosen}
-    kinds_seen = {(f.text("status"), f.text("kind"), f.text("rule")) for f in chosen}
+    kinds_seen = {(f.status, f.kind, f.rule) for f in chosen}
     for failure in failures:
-        key = (failure.text("status"), failure.text("kind"), failure.text("rule"))
+        key = (failure.status, failure.kind, failure.rule)
         if len(chosen) < limit and key not in kinds_seen and id(failure) not in taken:
             chosen.append(failure)
             taken.add(id(failure))
@@ -174,23 +174,23 @@ def _pick(failures: Sequence[Doc], limit: int) -> tuple[list[Doc], list[Doc]]:
 
 
 def pattern_view(pattern: str, runs: Sequence[RunView], documents: Sequence[ResultsDocument],
-                 docs: Sequence[Doc], paths: Sequence[Path | None], *, anchors: Anchors,
+                 paths: Sequence[Path | None], *, anchors: Anchors,
                  required: Required | None, max_drilldowns: int,
                  statements: Mapping[str, str]) -> PatternView:
-    """The view of `pattern` over `runs` (`documents` are their documents, `docs` the same as
-    JSON for the failures' drill-downs, and `paths` their files, in the same order)."""
+    """The view of `pattern` over `runs` (`documents` are their documents and `paths` their
+    files, in the same order)."""
     entry = _CATALOG.get(pattern)
     anchor = anchors.make("p-", pattern)
     per_run = [d.patterns.get(pattern) for d in documents]
     failures: list[RunFailures] = []
     first_link: dict[int, str] = {}
-    for run, doc, path in zip(runs, docs, paths):
-        mine = [f for f in doc.objects("failures") if f.text("pattern") == pattern]
+    for run, doc, path in zip(runs, documents, paths):
+        mine = [f for f in doc.failures if f.pattern == pattern]
         if not mine:
             continue
         chosen, rest = _pick(mine, max_drilldowns)
         views = tuple(failure_view(f, anchor=anchors.make(f"f{run.index + 1}-",
-                                                          f.text("case_id")),
+                                                          f.case_id),
                                    run_label=run.label, results_path=path,
                                    rule_statements=statements) for f in chosen)
         if views:

@@ -17,7 +17,6 @@ from pathlib import Path
 from fusionspec.conformance.grade.document import ResultsDocument
 
 from .coverage import percent
-from .document import Doc
 from .labels import run_name
 from .legend import StatusInfo, status_info, status_order
 
@@ -41,11 +40,6 @@ class RunInput:
     def named(self, name: str) -> RunInput:
         """The same run, called `name` when it has no file."""
         return replace(self, name=name)
-
-    def doc(self, fallback: str) -> Doc:
-        """The document as JSON, for the readers that take it so."""
-        return Doc(self.document.to_json(),
-                   str(self.path) if self.path is not None else fallback)
 
 
 @dataclass(frozen=True)
@@ -176,7 +170,7 @@ def run_view(run: RunInput, index: int, label_suffix: str = "") -> RunView:
     device = doc.device
     totals = make_cell(doc.totals)
     suite_errors = sum(1 for f in doc.failures
-                       if f.details.get("suite_error") is True and not f.minimal_of)
+                       if f.details.suite_error is True and not f.minimal_of)
     expected = sum(1 for f in doc.failures if f.expected and not f.minimal_of)
     strict_passes = len(doc.unexpected_passes) if doc.strict else 0
     verdict, summary = _summary(totals, len(doc.limitations), suite_errors, expected,

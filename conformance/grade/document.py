@@ -20,196 +20,26 @@ JSON path of the field.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, fields
-from typing import Any, ClassVar, TypeVar
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
 
-from fusionspec.spec.errors import FusionspecError
-
-from ..cases import Status
+from .details import Details
+from .record_io import STATUSES, Json, Reader, Record, ResultsFormatError, kind_of
 
 __all__ = ["SCHEMA_VERSION", "READABLE_VERSIONS", "ResultsFormatError", "DeviceRecord",
            "SpecPage", "PatternCounts", "RuleCounts", "DepartureRecord", "VerdictLine",
-           "FailureRecord", "LimitationRecord", "CaseRecord", "ExpectationsSummary",
+           "ReplayRecord", "FailureRecord", "LimitationRecord", "CaseRecord", "ExpectationsSummary",
            "ResultsDocument", "RECORDS", "STATUSES"]
 
 #: The results document's format, as this fusionspec writes it.
-SCHEMA_VERSION = "fusionspec-results/3"
-
-
-class ResultsFormatError(FusionspecError):
-    """A results document or failure folder that cannot be read."""
-
-
-Json = dict[str, Any]
-R = TypeVar("R")
-
-#: The statuses a case can have.
-STATUSES: tuple[str, ...] = tuple(s.value for s in Status)
-
-
-# -- reading one field --------------------------------------------------------------------------
-
-def _kind(value: object) -> str:
-    names = {dict: "an object", list: "a list", str: "a string", int: "a number",
-             float: "a number", bool: "true/false", type(None): "null"}
-    return names.get(type(value), type(value).__name__)
-
-
-class _Reader:
-    """One JSON object of a document, at `where`, read field by field with typed errors."""
-
-    def __init__(self, data: object, where: str) -> None:
-        if type(data) is not dict and not isinstance(data, Mapping):
-            raise ResultsFormatError(f"{where} is {_kind(data)}, not an object")
-        self.data: Mapping[str, Any] = data
-        self.where = where
-
-    def _fail(self, key: str, what: str) -> ResultsFormatError:
-        return ResultsFormatError(f"{self.where}.{key} is {_kind(self.data.get(key))}, "
-                                  f"not {what}")
-
-    def text(self, key: str, default: str = "") -> str:
-        value = self.data.get(key)
-        if value is None:
-            return default
-        if not isinstance(value, str):
-            raise self._fail(key, "a string")
-        return value
-
-    def opt_text(self, key: str) -> str | None:
-        return None if self.data.get(key) is None else self.text(key)
-
-    def status(self, key: str = "status") -> str:
-        """A case's status: one of `STATUSES`."""
-        value = self.text(key)
-        if value not in STATUSES:
-            raise ResultsFormatError(f"{self.where}.{key} is {value[:80]!r}, not a status of "
-                                     f"the suite ({', '.join(STATUSES)})")
-        return value
-
-    def status_counts(self, key: str) -> dict[str, int]:
-        """`counts` keyed by status."""
-        found = self.counts(key)
-        unknown = next((k for k in found if k not in STATUSES), None)
-        if unknown is not None:
-            raise ResultsFormatError(f"{self.where}.{key}.{unknown[:80]} is not a status of "
-                                     f"the suite ({', '.join(STATUSES)})")
-        return found
-
-    def number(self, key: str, default: int = 0) -> int:
-        value = self.data.get(key)
-        if value is None:
-            return default
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise self._fail(key, "a whole number")
-        return value
-
-    def opt_number(self, key: str) -> int | None:
-        return None if self.data.get(key) is None else self.number(key)
-
-    def real(self, key: str) -> float | None:
-        value = self.data.get(key)
-        if value is None:
-            return None
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            raise self._fail(key, "a number")
-        return float(value)
-
-    def flag(self, key: str) -> bool:
-        value = self.data.get(key, False)
-        if not isinstance(value, bool):
-            raise self._fail(key, "true/false")
-        return value
-
-    def obj(self, key: str) -> dict[str, Any]:
-        value = self.data.get(key)
-        if value is None:
-            return {}
-        if not isinstance(value, Mapping):
-            raise self._fail(key, "an object")
-        return dict(value)
-
-    def opt_obj(self, key: str) -> dict[str, Any] | None:
-        return None if self.data.get(key) is None else self.obj(key)
-
-    def strings(self, key: str) -> dict[str, str]:
-        found = self.obj(key)
-        if not all(isinstance(v, str) for v in found.values()):
-            raise self._fail(key, "an object of strings")
-        return found
-
-    def counts(self, key: str) -> dict[str, int]:
-        found = self.obj(key)
-        if any(isinstance(v, bool) or not isinstance(v, int) or v < 0 for v in found.values()):
-            raise self._fail(key, "an object of counts")
-        return found
-
-    def count_table(self, key: str) -> dict[str, dict[str, int]]:
-        table = _Reader(self.obj(key), f"{self.where}.{key}")
-        return {name: table.counts(name) for name in table.data}
-
-    def records(self, key: str, read: Callable[[_Reader], R]) -> list[R]:
-        value = self.data.get(key)
-        if value is None:
-            return []
-        if not isinstance(value, list):
-            raise self._fail(key, "a list")
-        return [read(_Reader(item, f"{self.where}.{key}[{i}]")) for i, item in enumerate(value)]
-
-    def rest(self, record: type) -> dict[str, Any]:
-        """The keys `record` does not model."""
-        known = {f.name for f in fields(record)} - {"extra"}
-        return {k: v for k, v in self.data.items() if k not in known}
-
-
-def _json(record: object, *, omit_none: Sequence[str] = ()) -> Json:
-    """A record's fields as JSON (nested records too), its `extra` keys beside them; the fields
-    named in `omit_none` are left out when None."""
-    out: Json = {}
-    for f in fields(record):  # type: ignore[arg-type]
-        value = getattr(record, f.name)
-        if f.name == "extra":
-            continue
-        if value is None and f.name in omit_none:
-            continue
-        out[f.name] = _plain(value)
-    extra = getattr(record, "extra", None)
-    if extra:
-        out.update({k: v for k, v in extra.items() if k not in out})
-    return out
-
-
-_SCALARS = (str, int, float, bool, type(None))
-
-
-def _plain(value: Any) -> Any:
-    if type(value) in _SCALARS:  # most values: no need for the checks below
-        return value
-    if hasattr(value, "to_json"):
-        return value.to_json()
-    if isinstance(value, list | tuple):
-        return [_plain(v) for v in value]
-    if isinstance(value, Mapping):
-        return {k: _plain(v) for k, v in value.items()}
-    return value
+SCHEMA_VERSION = "fusionspec-results/4"
 
 
 # -- the records --------------------------------------------------------------------------------
 
-class _Record:
-    """What every record shares: written as JSON by `_json`, the fields named in `OMIT_NONE`
-    left out when None."""
-
-    OMIT_NONE: ClassVar[tuple[str, ...]] = ()
-
-    def to_json(self) -> Json:
-        """The record as JSON-ready data (what its ``read`` reads back to an equal one)."""
-        return _json(self, omit_none=self.OMIT_NONE)
-
-
 @dataclass(frozen=True)
-class DeviceRecord(_Record):
+class DeviceRecord(Record):
     """The device the run graded (every `fusionspec.backend.Device` field)."""
 
     id: str
@@ -220,14 +50,14 @@ class DeviceRecord(_Record):
     extras: dict[str, str] = field(default_factory=dict)
 
     @staticmethod
-    def read(r: _Reader) -> DeviceRecord:
+    def read(r: Reader) -> DeviceRecord:
         return DeviceRecord(r.text("id"), r.text("kind"), r.text("name"), r.text("driver"),
                             r.text("runtime"), r.strings("extras"))
 
 
 
 @dataclass(frozen=True)
-class SpecPage(_Record):
+class SpecPage(Record):
     """One documentation page the suite's spec comes from."""
 
     file: str
@@ -235,13 +65,13 @@ class SpecPage(_Record):
     sha256: str
 
     @staticmethod
-    def read(r: _Reader) -> SpecPage:
+    def read(r: Reader) -> SpecPage:
         return SpecPage(r.text("file"), r.text("title"), r.text("sha256"))
 
 
 
 @dataclass(frozen=True)
-class PatternCounts(_Record):
+class PatternCounts(Record):
     """A catalog pattern's cases: by status, and by status per case kind, dtype and rule; and
     its grammar coverage (feature -> value -> cases)."""
 
@@ -252,7 +82,7 @@ class PatternCounts(_Record):
     coverage: dict[str, dict[str, int]] = field(default_factory=dict)
 
     @staticmethod
-    def read(r: _Reader) -> PatternCounts:
+    def read(r: Reader) -> PatternCounts:
         return PatternCounts(r.counts("counts"), r.count_table("by_kind"),
                              r.count_table("by_dtype"), r.count_table("rules"),
                              r.count_table("coverage"))
@@ -260,7 +90,7 @@ class PatternCounts(_Record):
 
 
 @dataclass(frozen=True)
-class RuleCounts(_Record):
+class RuleCounts(Record):
     """A rule's statement, its cases by status and by pattern."""
 
     statement: str = ""
@@ -268,13 +98,13 @@ class RuleCounts(_Record):
     patterns: dict[str, int] = field(default_factory=dict)
 
     @staticmethod
-    def read(r: _Reader) -> RuleCounts:
+    def read(r: Reader) -> RuleCounts:
         return RuleCounts(r.text("statement"), r.counts("counts"), r.counts("patterns"))
 
 
 
 @dataclass(frozen=True)
-class DepartureRecord(_Record):
+class DepartureRecord(Record):
     """A known departure the backend declares (`fusionspec.backend.departure_data`): its id and
     statement; what it matches is in `extra`."""
 
@@ -283,13 +113,13 @@ class DepartureRecord(_Record):
     extra: dict[str, Any] = field(default_factory=dict)
 
     @staticmethod
-    def read(r: _Reader) -> DepartureRecord:
+    def read(r: Reader) -> DepartureRecord:
         return DepartureRecord(r.text("id"), r.text("statement"), r.rest(DepartureRecord))
 
 
 
 @dataclass(frozen=True)
-class _JudgedCase(_Record):
+class _JudgedCase(Record):
     """What a verdict line and a failure both say of their case: its id, pattern and status,
     its place in the plan, its kind, rule and dtype."""
 
@@ -313,13 +143,36 @@ class VerdictLine(_JudgedCase):
     extra: dict[str, Any] = field(default_factory=dict)
 
     @staticmethod
-    def read(r: _Reader) -> VerdictLine:
+    def read(r: Reader) -> VerdictLine:
         return VerdictLine(r.text("case_id"), r.text("pattern"), r.status(),
                            r.opt_number("index"), r.text("kind"), r.opt_text("rule"),
                            r.opt_text("dtype"), r.text("reason"), r.real("seconds"),
                            r.opt_obj("expected"), r.rest(VerdictLine))
 
     OMIT_NONE = ("index", "seconds", "expected")
+
+
+@dataclass(frozen=True)
+class ReplayRecord(Record):
+    """What replays a failing case: the run's seed, the case, the command that draws it afresh,
+    and (with ``--out``) its saved folder, that folder relative to the results file, and the
+    commands that replay it from the folder."""
+
+    seed: int = 0
+    case_id: str = ""
+    rerun: str = ""
+    dir: str | None = None
+    path: str | None = None
+    commands: list[str] = field(default_factory=list)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    OMIT_NONE = ("dir", "path")
+
+    @staticmethod
+    def read(r: Reader) -> ReplayRecord:
+        return ReplayRecord(r.number("seed"), r.text("case_id"), r.text("rerun"),
+                            r.opt_text("dir"), r.opt_text("path"), r.texts("commands"),
+                            r.rest(ReplayRecord))
 
 
 @dataclass(frozen=True)
@@ -333,27 +186,29 @@ class FailureRecord(_JudgedCase):
     features: dict[str, Any] = field(default_factory=dict)
     values: dict[str, str] = field(default_factory=dict)
     reason: str = ""
-    details: dict[str, Any] = field(default_factory=dict)
-    replay: dict[str, Any] = field(default_factory=dict)
+    details: Details = field(default_factory=Details)
+    replay: ReplayRecord = field(default_factory=ReplayRecord)
     expected: dict[str, Any] | None = None
     unexpected_status: dict[str, Any] | None = None
     minimal_of: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     @staticmethod
-    def read(r: _Reader) -> FailureRecord:
+    def read(r: Reader) -> FailureRecord:
         return FailureRecord(
             r.text("case_id"), r.text("pattern"), r.status(), r.opt_number("index"),
             r.text("kind"), r.opt_text("rule"), r.opt_text("dtype"), r.text("description"),
-            r.obj("features"), r.strings("values"), r.text("reason"), r.obj("details"),
-            r.obj("replay"), r.opt_obj("expected"), r.opt_obj("unexpected_status"),
+            r.obj("features"), r.strings("values"), r.text("reason"),
+            r.record("details", Details.read) or Details(),
+            r.record("replay", ReplayRecord.read) or ReplayRecord(), r.opt_obj("expected"),
+            r.opt_obj("unexpected_status"),
             r.opt_text("minimal_of"), r.rest(FailureRecord))
 
     OMIT_NONE = ("index", "expected", "unexpected_status", "minimal_of")
 
 
 @dataclass(frozen=True)
-class LimitationRecord(_Record):
+class LimitationRecord(Record):
     """An ``unsupported`` case: the limitation's reason, and whether it passed anyway."""
 
     case_id: str
@@ -366,7 +221,7 @@ class LimitationRecord(_Record):
     extra: dict[str, Any] = field(default_factory=dict)
 
     @staticmethod
-    def read(r: _Reader) -> LimitationRecord:
+    def read(r: Reader) -> LimitationRecord:
         return LimitationRecord(r.text("case_id"), r.text("pattern"), r.opt_number("index"),
                                 r.opt_text("dtype"), r.text("reason"),
                                 r.flag("limitation_passed"), r.opt_text("observed_status"),
@@ -376,7 +231,7 @@ class LimitationRecord(_Record):
 
 
 @dataclass(frozen=True)
-class CaseRecord(_Record):
+class CaseRecord(Record):
     """A case an expectations entry kept from running, or one it expected to fail that did
     not: the case, and in `extra` the entry's citation (entry number, reason, link). `status`
     is the case's (``skip`` for a skipped case, what it got for an unexpected pass);
@@ -394,7 +249,7 @@ class CaseRecord(_Record):
     extra: dict[str, Any] = field(default_factory=dict)
 
     @staticmethod
-    def read(r: _Reader) -> CaseRecord:
+    def read(r: Reader) -> CaseRecord:
         return CaseRecord(r.text("case_id"), r.text("pattern"), r.opt_number("index"),
                           r.opt_text("kind"), r.opt_text("rule"), r.opt_text("dtype"),
                           r.opt_text("status"), r.opt_text("expected_status"),
@@ -404,7 +259,7 @@ class CaseRecord(_Record):
 
 
 @dataclass(frozen=True)
-class ExpectationsSummary(_Record):
+class ExpectationsSummary(Record):
     """The expectations file a run had and what came of it."""
 
     file: str | None = None
@@ -417,7 +272,7 @@ class ExpectationsSummary(_Record):
     extra: dict[str, Any] = field(default_factory=dict)
 
     @staticmethod
-    def read(r: _Reader) -> ExpectationsSummary:
+    def read(r: Reader) -> ExpectationsSummary:
         return ExpectationsSummary(r.opt_text("file"), r.opt_text("sha256"),
                                    r.opt_number("entries"), r.flag("strict"),
                                    r.number("expected_failures"),
@@ -428,7 +283,7 @@ class ExpectationsSummary(_Record):
 
 
 @dataclass(frozen=True)
-class ResultsDocument(_Record):
+class ResultsDocument(Record):
     """A whole results document (see `fusionspec.conformance.grade.results` for what each
     part means). ``unavailable``, ``incomplete`` and ``expectations`` are written only when
     set."""
@@ -467,16 +322,16 @@ class ResultsDocument(_Record):
     def from_json(data: object, source: str = "results document") -> ResultsDocument:
         """The document in `data` (parsed JSON), brought up to `SCHEMA_VERSION`;
         `ResultsFormatError` naming `source` and the field for anything else."""
-        r = _Reader(upgrade(data, source), source)
+        r = Reader(upgrade(data, source), source)
         device = r.data.get("device")
         if not isinstance(device, Mapping) or not isinstance(device.get("id"), str):
             raise ResultsFormatError(f"{source}.device is not an object with a string id")
         if not isinstance(r.data.get("backend"), str):
-            raise ResultsFormatError(f"{source}.backend is {_kind(r.data.get('backend'))}, "
+            raise ResultsFormatError(f"{source}.backend is {kind_of(r.data.get('backend'))}, "
                                      "not a string")
         expectations = r.data.get("expectations")
         return ResultsDocument(
-            backend=r.text("backend"), device=DeviceRecord.read(_Reader(device, "device")),
+            backend=r.text("backend"), device=DeviceRecord.read(Reader(device, "device")),
             schema=SCHEMA_VERSION, suite_version=r.opt_text("suite_version"),
             suite_commit=r.opt_text("suite_commit"), spec_version=r.opt_text("spec_version"),
             spec_pages=r.records("spec_pages", SpecPage.read),
@@ -485,9 +340,9 @@ class ResultsDocument(_Record):
             selection=r.opt_obj("selection"), shard=r.opt_text("shard"),
             planned=r.opt_number("planned"), started=r.opt_text("started"),
             finished=r.opt_text("finished"), totals=r.status_counts("totals"),
-            patterns={k: PatternCounts.read(_Reader(v, f"{source}.patterns.{k}"))
+            patterns={k: PatternCounts.read(Reader(v, f"{source}.patterns.{k}"))
                       for k, v in r.obj("patterns").items()},
-            rules={k: RuleCounts.read(_Reader(v, f"{source}.rules.{k}"))
+            rules={k: RuleCounts.read(Reader(v, f"{source}.rules.{k}"))
                    for k, v in r.obj("rules").items()},
             verdicts=r.records("verdicts", VerdictLine.read),
             failures=r.records("failures", FailureRecord.read),
@@ -498,7 +353,7 @@ class ResultsDocument(_Record):
             departures=r.records("departures", DepartureRecord.read),
             unavailable=r.opt_text("unavailable"), incomplete=r.opt_text("incomplete"),
             expectations=None if expectations is None else ExpectationsSummary.read(
-                _Reader(expectations, f"{source}.expectations")))
+                Reader(expectations, f"{source}.expectations")))
 
     OMIT_NONE = ("unavailable", "incomplete", "expectations")
 
@@ -541,7 +396,8 @@ class ResultsDocument(_Record):
 RECORDS: Mapping[str, type] = {
     "document": ResultsDocument, "device": DeviceRecord, "spec_page": SpecPage,
     "pattern": PatternCounts, "rule": RuleCounts, "departure": DepartureRecord,
-    "verdict": VerdictLine, "failure": FailureRecord, "limitation": LimitationRecord,
+    "verdict": VerdictLine, "failure": FailureRecord, "replay": ReplayRecord,
+    "limitation": LimitationRecord,
     "case": CaseRecord, "expectations": ExpectationsSummary,
 }
 
@@ -595,9 +451,28 @@ def _from_v2(document: Json) -> Json:
     return out
 
 
+def _from_v3(document: Json) -> Json:
+    """Version 3 left a verdict's details untyped: early runs named a matched departure by its
+    bare id, which version 4 writes as a departure record (``{"id": ...}``)."""
+    def typed(record: object) -> object:
+        details = record.get("details") if isinstance(record, dict) else None
+        if not isinstance(details, dict) or not isinstance(details.get("departures"), list):
+            return record
+        refs = [{"id": d} if isinstance(d, str) else d for d in details["departures"]]
+        return {**record, "details": {**details, "departures": refs}}  # type: ignore[dict-item]
+
+    out = dict(document)
+    for name in ("failures", "extensions"):
+        if isinstance(out.get(name), list):
+            out[name] = [typed(r) for r in out[name]]
+    out["schema"] = "fusionspec-results/4"
+    return out
+
+
 #: Schema version -> the step that brings a document of it one version up.
 UPGRADES: Mapping[str, Callable[[Json], Json]] = {"fusionspec-results/1": _from_v1,
-                                                  "fusionspec-results/2": _from_v2}
+                                                  "fusionspec-results/2": _from_v2,
+                                                  "fusionspec-results/3": _from_v3}
 #: The versions this fusionspec reads.
 READABLE_VERSIONS = (*UPGRADES, SCHEMA_VERSION)
 
@@ -607,7 +482,7 @@ def upgrade(data: object, source: str) -> Json:
     one this fusionspec cannot read."""
     if not isinstance(data, Mapping):
         raise ResultsFormatError(f"{source}: a results document is a JSON object, got "
-                                 f"{_kind(data)}")
+                                 f"{kind_of(data)}")
     document = dict(data)
     while document.get("schema") != SCHEMA_VERSION:
         version = document.get("schema")

@@ -86,10 +86,10 @@ def _plan(document: ResultsDocument, sources: Sequence[Path], target: Path,
     inputs = {source.resolve() for source in sources}
     for n, record in enumerate([*document.failures, *document.extensions]):
         replay = record.replay
-        if not replay.get("path"):
+        if not replay.path:
             continue
         where = f"case {clip(record.case_id, 200)!r}"
-        relative = checked_relative(replay.get("path"), where)
+        relative = checked_relative(replay.path, where)
         found = _source(folders, relative, where)
         if found is None:
             continue  # the part had no output folder, or it was not kept
@@ -160,7 +160,7 @@ def gathering(document: ResultsDocument, sources: Sequence[Path], target: Path,
 def _pointed(document: ResultsDocument, dirs: Mapping[int, Path]) -> ResultsDocument:
     """`document` with the ``dir`` of record `n` (failures, then extensions) set to `dirs[n]`."""
     def moved(records: Sequence[FailureRecord], first: int) -> list[FailureRecord]:
-        return [replace(r, replay={**r.replay, "dir": str(dirs[first + n])})
+        return [replace(r, replay=replace(r.replay, dir=str(dirs[first + n])))
                 if first + n in dirs else r for n, r in enumerate(records)]
 
     return replace(document, failures=moved(document.failures, 0),

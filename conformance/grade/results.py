@@ -72,6 +72,7 @@ import re
 import shlex
 from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
+from contextlib import suppress
 from datetime import UTC, datetime
 from importlib import resources
 from importlib.metadata import PackageNotFoundError, version
@@ -93,6 +94,7 @@ from fusionspec.spec.text import clean_json
 
 from ..cases import FAILING, Case, CaseKind, Status, Verdict
 from .culprit import CULPRIT_FILE, CULPRIT_INPUTS, culprit_inputs
+from .details import Details
 from .document import SCHEMA_VERSION, ResultsDocument, ResultsFormatError, upgrade
 from .schema_check import Predicate, Unsupported, compile_schema
 from .verdicts import rule_statement
@@ -146,6 +148,21 @@ def _jsonable(value: object) -> Any:
     if isinstance(value, list | tuple | set | frozenset):
         return [_jsonable(v) for v in value]
     return str(value)
+
+
+def _typed_details(case_id: str, details: Mapping[str, object]) -> Any:
+    """A verdict's details as JSON its record reads; a value a backend made of the wrong type
+    (its partition's pattern a number, say) costs the details, never the run: what is left is
+    the facts, if they read, and the reader's complaint."""
+    data = _jsonable(details)
+    try:
+        Details.of(data, f"case {case_id!r}: details")
+    except ResultsFormatError as exc:
+        kept: dict[str, Any] = {"unreadable_details": str(exc)}
+        with suppress(ResultsFormatError, KeyError):
+            kept["facts"] = Details.of({"facts": data.get("facts")}).to_json()["facts"]
+        return kept
+    return data
 
 
 def artifact_name(case_id: str) -> str:
@@ -378,7 +395,7 @@ class ResultsCollector:
                 "description": case.description, "features": _jsonable(case.features),
                 "values": _jsonable(case.values),
                 "status": verdict.status.value, "reason": verdict.reason,
-                "details": _jsonable(verdict.details), "replay": replay}
+                "details": _typed_details(case.id, verdict.details), "replay": replay}
 
     def _rerun(self, case_id: str) -> list[str]:
         """The command that draws `case_id` afresh and judges it (no saved folder needed)."""
@@ -393,6 +410,11 @@ class ResultsCollector:
         self.finished = _now()
 
     def to_dict(self) -> dict[str, Any]:
+        """The document as JSON data (`document`, written out)."""
+        return self.document().to_json()
+
+    def document(self) -> ResultsDocument:
+        """The results document so far, as the typed records every reader reads."""
         if self.finished is None:
             self.finish()
         device = {"id": self.device.id, "kind": self.device.kind, "name": self.device.name,
@@ -434,7 +456,7 @@ class ResultsCollector:
                 "unexpected_passes": by_index(self.unexpected_passes),
                 "skipped": by_index(self.skipped)}
         # Through the typed model: what is written is what every reader reads back.
-        return ResultsDocument.from_json(_jsonable(document), "the collected document").to_json()
+        return ResultsDocument.from_json(_jsonable(document), "the collected document")
 
     def write(self, path: str | Path) -> Path:
         """Write the document as JSON (strict: no NaN tokens) and return its path."""

@@ -317,11 +317,13 @@ def _describe(part: object) -> dict[str, object]:
         return {"not_a_partition": f"{part.type_name}: {part.text}"}
     if not isinstance(part, Partition):
         return {"not_a_partition": repr(part)[:200]}
+    # What a backend put in its partition is typed here, once: the details are a typed record.
     ops = sorted(part.ops, key=lambda o: o.id)
-    return {"ops": [op.id for op in ops], "kinds": [op.kind for op in ops],
-            "inputs": sorted(t.id for t in part.inputs),
-            "outputs": sorted(t.id for t in part.outputs),
-            "pattern": part.pattern, "supported": part.supported}
+    return {"ops": [int(op.id) for op in ops], "kinds": [str(op.kind) for op in ops],
+            "inputs": sorted(int(t.id) for t in part.inputs),
+            "outputs": sorted(int(t.id) for t in part.outputs),
+            "pattern": None if part.pattern is None else str(part.pattern),
+            "supported": part.supported is True}
 
 
 def _describe_all(parts: Sequence[object]) -> list[dict[str, object]]:

@@ -5,13 +5,13 @@ log ends with the run's findings, one line each."""
 from __future__ import annotations
 
 import io
-import json
 from contextlib import redirect_stdout
 from pathlib import Path
 
 import pytest
 
 from fusionspec.cli.main import main
+from fusionspec.conformance.grade.results import load_document
 from fusionspec.reports.findings import group_findings
 
 BACKEND = "testkit.report_backends:TruncatesAndSplitsConvTranspose"
@@ -31,7 +31,7 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
 
 def test_findings_list_the_wrong_values_first(run: tuple[Path, str]) -> None:
     results, _ = run
-    found = [f for f in group_findings(json.loads(results.read_text()))
+    found = [f for f in group_findings(load_document(results))
              if f.status != "extension"]
     gaps = [f for f in found if f.status == "fusion-mismatch"]
     (bug,) = [f for f in found if f.status == "numeric-mismatch"]

@@ -16,7 +16,7 @@ from fusionspec.conformance.cases import CaseKind
 from fusionspec.conformance.grade.results import ResultsCollector
 from fusionspec.conformance.grade.triage import who_is_right
 from fusionspec.conformance.suite import run_suite
-from fusionspec.reports.findings import checked, group_findings
+from fusionspec.reports.findings import group_findings
 from fusionspec.spec.dtypes import DataType
 from fusionspec.spec.graph import Graph, LogicalTensor, Op
 from fusionspec.spec.onednn_json import loads
@@ -80,7 +80,7 @@ def _replays_the_culprit(folder: Path) -> None:
 def test_gelu_tanh_mutant_is_one_finding_naming_gelu() -> None:
     results = _run("GeluTanhForErf", ["fp.unary_binary", "fp.binary_post_ops",
                                       "fp.conv_post_ops"])
-    findings = group_findings(checked(results.to_dict(), "mutant run"))
+    findings = group_findings(results.document())
     assert len(findings) == 1, \
         f"one bug, one finding; got {[f.signature for f in findings]}"
     assert "GELU" in findings[0].signature and findings[0].known is not None, \

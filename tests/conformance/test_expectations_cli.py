@@ -40,7 +40,8 @@ def test_one_bug_is_one_entry_titled_as_the_findings_report_titles_it(tmp_path: 
                         "exp.toml"], tmp_path)
     assert first.returncode == 1, f"the broken backend fails: {first.stdout[-600:]}"
     document = json.loads((tmp_path / "one" / "results.json").read_text())
-    titles = [f.signature for f in group_findings(document) if f.status != "extension"]
+    titles = [f.signature for f in group_findings(ResultsDocument.from_json(document))
+              if f.status != "extension"]
     patterns = {f["pattern"] for f in document["failures"]}
     assert len(titles) == 1 and len(patterns) == 2, \
         f"the setting: one finding over two patterns: {titles} {patterns}"

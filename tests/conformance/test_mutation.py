@@ -257,7 +257,7 @@ def test_suite_catches_planted_bug(mutant: str, bug_class: str, patterns: list[s
     caught = seen[status.value] > 0 and not wrong and (
         status is Status.extension or results.failed)
     # One bug should make one finding: the score document lists what the findings were.
-    found = [f"{f.signature} ({len(f.records)})" for f in group_findings(results.to_dict())]
+    found = [f"{f.signature} ({len(f.records)})" for f in group_findings(results.document())]
     _OUTCOMES.append({"mutant": mutant.rsplit(":", 1)[-1], "class": bug_class,
                       "expected": status.value, "caught": caught, "statuses": dict(seen),
                       "findings": found})

@@ -66,7 +66,7 @@ def test_suite_catches_real_bug(bug: RealBug) -> None:
     seen = Counter(results.totals)
     wrong = [f for f in results.failures if f["status"] not in (bug.status.value, "error")]
     caught = seen[bug.status.value] > 0 and results.failed and not wrong
-    found = [f"{f.signature} ({len(f.records)})" for f in group_findings(results.to_dict())]
+    found = [f"{f.signature} ({len(f.records)})" for f in group_findings(results.document())]
     _OUTCOMES.append({"bug": bug.id, "class": bug.bug_class, "source": bug.source,
                       "fixed_in": bug.fixed_in, "expected": bug.status.value,
                       "caught": caught, "statuses": dict(seen), "findings": found,

@@ -5,7 +5,9 @@ version still load (those of an unknown version fail naming it)."""
 from __future__ import annotations
 
 import json
-from dataclasses import fields
+import types
+import typing
+from dataclasses import fields, is_dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -15,6 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from testkit import toy_backends as toy
 
+from fusionspec.conformance.grade.details import Details, NumericFacts
 from fusionspec.conformance.grade.document import (
     RECORDS,
     SCHEMA_VERSION,
@@ -26,6 +29,7 @@ from fusionspec.conformance.grade.document import (
     FailureRecord,
     LimitationRecord,
     PatternCounts,
+    ReplayRecord,
     ResultsDocument,
     ResultsFormatError,
     RuleCounts,
@@ -38,6 +42,7 @@ from fusionspec.conformance.grade.results import (
     load_document,
     load_results,
 )
+from fusionspec.conformance.grade.schema_gen import GENERATED, generated_definitions
 from fusionspec.conformance.grade.verdicts import judge
 from fusionspec.conformance.selection import RunSettings
 from fusionspec.reference.backend import NUMPY_DEVICE
@@ -91,6 +96,36 @@ def _extra(record: type) -> st.SearchStrategy[dict[str, Any]]:
                            JSON, max_size=2)
 
 
+def _of_type(hint: object) -> st.SearchStrategy[Any]:
+    """Values of a record field's type, records built field by field (`_record_of`)."""
+    if hint is Any:
+        return JSON
+    if hint is type(None):
+        return st.none()
+    simple: dict[object, st.SearchStrategy[Any]] = {
+        str: TEXT, int: st.integers(0, 10**6), bool: st.booleans(),
+        float: st.floats(allow_nan=False, allow_infinity=False)}
+    if hint in simple:
+        return simple[hint]
+    if isinstance(hint, type) and is_dataclass(hint):
+        return _record_of(hint)
+    args = typing.get_args(hint)
+    if typing.get_origin(hint) in (types.UnionType, typing.Union):
+        return st.one_of([_of_type(a) for a in args])
+    if typing.get_origin(hint) is list:
+        return st.lists(_of_type(args[0]), max_size=2)
+    if typing.get_origin(hint) is dict:
+        return st.dictionaries(NAME, _of_type(args[1]), max_size=2)
+    raise TypeError(f"no strategy for {hint!r}")
+
+
+def _record_of(record: type) -> st.SearchStrategy[Any]:
+    """Records of `record` with every field drawn from its type."""
+    hints = typing.get_type_hints(record)
+    return st.builds(record, **{f.name: _extra(record) if f.name == "extra"
+                                else _of_type(hints[f.name]) for f in fields(record)})
+
+
 CASES = st.builds(CaseRecord, case_id=NAME, pattern=NAME, index=INDEX, kind=OPT_TEXT,
                   rule=OPT_TEXT, dtype=OPT_TEXT, status=OPT_TEXT,
                   expected_status=OPT_TEXT, occurrence=st.none() | st.integers(1, 5),
@@ -98,7 +133,8 @@ CASES = st.builds(CaseRecord, case_id=NAME, pattern=NAME, index=INDEX, kind=OPT_
 FAILURES = st.builds(FailureRecord, case_id=NAME, pattern=NAME, status=STATUS, index=INDEX,
                      kind=TEXT, rule=OPT_TEXT, dtype=OPT_TEXT, description=TEXT,
                      features=OBJECT, values=st.dictionaries(NAME, TEXT, max_size=2),
-                     reason=TEXT, details=OBJECT, replay=OBJECT,
+                     reason=TEXT, details=_record_of(Details),
+                     replay=_record_of(ReplayRecord),
                      expected=st.none() | OBJECT, unexpected_status=st.none() | OBJECT,
                      minimal_of=st.none() | NAME, extra=_extra(FailureRecord))
 DOCUMENTS = st.builds(
@@ -236,3 +272,80 @@ def test_numeric_facts_carry_the_worst_elements_and_the_culprit() -> None:
     assert "culprit" in facts and (facts["culprit"] is None or all(
         isinstance(k, str) for k in facts["culprit"])), \
         f"the culprit's op kinds, or None: {facts.get('culprit')}"
+
+
+def test_the_schema_of_details_and_replay_is_generated_from_their_records() -> None:
+    defs = SCHEMA["$defs"]
+    for name, definition in generated_definitions().items():
+        assert defs.get(name) == definition, \
+            f"results.schema.json's {name} differs from the one its record generates: run " \
+            "python -m fusionspec.conformance.grade.schema_gen"
+
+
+@pytest.mark.parametrize("name", sorted(GENERATED))
+def test_every_generated_definition_names_its_records_fields(name: str) -> None:
+    model = {f.name for f in fields(GENERATED[name])} - {"extra"}
+    schema = set(SCHEMA["$defs"][name]["properties"]) - {"what"}
+    assert model == schema, f"{name}: record fields {sorted(model)}, schema {sorted(schema)}"
+
+
+def _with_failure(details: dict[str, Any], schema: str = SCHEMA_VERSION) -> dict[str, Any]:
+    return {"schema": schema, "backend": "b", "device": {"id": "d"},
+            "failures": [{"case_id": "c", "pattern": "p", "status": "numeric-mismatch",
+                          "details": details}]}
+
+
+def test_a_version_3_departure_named_by_its_bare_id_becomes_a_record() -> None:
+    """Early runs named a matched departure by its id alone; version 4 reads it as a record
+    whose statement findings fall back on (the id)."""
+    loaded = ResultsDocument.from_json(_with_failure(
+        {"departures": ["onednn.gelu_erf"], "facts": {"what": "numeric", "chain": ["GELU"]}},
+        "fusionspec-results/3"), "v3")
+    (ref,) = loaded.failures[0].details.departures or []
+    assert ref.id == "onednn.gelu_erf" and ref.statement == "", \
+        f"the bare id is the record's id, nothing invented beside it: {ref}"
+    facts = loaded.failures[0].details.facts
+    assert isinstance(facts, NumericFacts) and facts.chain == ["GELU"], \
+        f"the facts are read as the numeric kind: {facts}"
+
+
+@pytest.mark.parametrize(("details", "where"), [
+    ({"facts": {"what": "numeric", "chain": "GELU"}}, r"details\.facts\.chain"),
+    ({"facts": {"what": "guess"}}, r"details\.facts\.what"),
+    ({"culprit": {"kinds": 3}}, r"details\.culprit\.kinds"),
+    ({"worst": [{"index": ["0"]}]}, r"details\.worst\[0\]\.index"),
+    ({"departures": [{"id": 1}]}, r"details\.departures\[0\]\.id"),
+])
+def test_a_details_field_of_the_wrong_type_is_named(details: dict[str, Any], where: str) -> None:
+    with pytest.raises(ResultsFormatError, match=where):
+        ResultsDocument.from_json(_with_failure(details), "doc")
+
+
+def test_the_details_a_run_writes_are_typed_records(tmp_path: Path) -> None:
+    document = load_document(_written(tmp_path))
+    assert document.failures, "the toy run has failures to look at"
+    for failure in document.failures:
+        assert isinstance(failure.details, Details), f"{failure.case_id}: details typed"
+        assert failure.details.facts is not None, \
+            f"{failure.case_id}: a failure of this run carries its facts"
+        assert not set(failure.details.extra) & {"facts", "culprit", "triage", "signature"}, \
+            f"{failure.case_id}: no modelled key is left untyped: {sorted(failure.details.extra)}"
+
+
+def test_details_of_the_wrong_type_cost_the_details_not_the_run() -> None:
+    """A backend's partition whose pattern is a number cannot make the document unreadable:
+    the collector keeps the facts and says why the rest went."""
+    from fusionspec.conformance.cases import Status, Verdict
+
+    case = toy.valid_case("fp.matmul_post_ops", 3)
+    facts = {"what": "contract", "problem": "op-twice", "message": "op 1 twice"}
+    verdict = Verdict(case.id, case.pattern, case.kind, Status.fusion_mismatch, "op 1 twice",
+                      case.rule, {"facts": facts, "actual_partitions": [{"pattern": 3}]})
+    collector = ResultsCollector("toy", NUMPY_DEVICE, run_settings=RunSettings(seed=5))
+    collector.add(case, verdict)
+    (failure,) = collector.document().failures
+    assert failure.details.unreadable_details and "pattern" in \
+        failure.details.unreadable_details, \
+        f"the reader's complaint names the field: {failure.details.unreadable_details}"
+    assert failure.details.facts is not None and failure.details.facts.to_json() == facts, \
+        f"the facts are kept: {failure.details.facts}"

@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from fusionspec.conformance.cases import CaseKind
+from fusionspec.conformance.grade.document import ResultsDocument
 from fusionspec.conformance.grade.results import ResultsCollector
 from fusionspec.conformance.grade.signatures import (
     SIGNATURES,
@@ -22,7 +23,7 @@ from fusionspec.conformance.grade.signatures import (
     truncate_to,
 )
 from fusionspec.conformance.suite import run_suite
-from fusionspec.reports.findings import checked, group_findings
+from fusionspec.reports.findings import group_findings
 from fusionspec.spec.dtypes import DataType
 
 TESTS = str(Path(__file__).resolve().parents[1])
@@ -84,7 +85,7 @@ def test_a_planted_mistake_is_one_finding_named_by_its_signature(
         f"{mutant}: {len(named)} of {len(numeric)} numeric mismatches carry signature "
         f"{signature}; others: "
         f"{[(f.get('details', {}).get('signature') or {}).get('id') for f in numeric][:8]}")
-    findings = [f for f in group_findings(checked(document, mutant))
+    findings = [f for f in group_findings(ResultsDocument.from_json(document, mutant))
                 if f.status == "numeric-mismatch"]
     top = findings[0]
     assert signature in (top.known or ""), \

@@ -6,14 +6,22 @@ from __future__ import annotations
 
 from typing import Any
 
+from fusionspec.conformance.grade.document import FailureRecord
+from fusionspec.conformance.grade.record_io import Reader
 from fusionspec.reports.causes import cause
 
 
-def _numeric(triage: dict[str, Any]) -> dict[str, Any]:
-    return {"status": "numeric-mismatch", "pattern": "fp.conv_post_ops", "dtype": "bf16",
-            "facts": {"what": "numeric", "tensor": 5, "chain": ["Convolution", "Subtract"],
-                      "dtype": "bf16", "nonfinite": False},
-            "triage": triage}
+def _record(data: dict[str, Any]) -> FailureRecord:
+    return FailureRecord.read(Reader({"case_id": "c", **data}, "record"))
+
+
+def _numeric(triage: dict[str, Any]) -> FailureRecord:
+    return _record({"status": "numeric-mismatch", "pattern": "fp.conv_post_ops",
+                    "dtype": "bf16", "details": {
+                        "facts": {"what": "numeric", "tensor": 5,
+                                  "chain": ["Convolution", "Subtract"], "dtype": "bf16",
+                                  "nonfinite": False},
+                        "triage": triage}})
 
 
 def test_a_numeric_failure_the_reference_wins_on_every_element_is_a_bug() -> None:
@@ -33,8 +41,9 @@ def test_a_numeric_failure_with_a_split_diagnosis_stays_unexplained() -> None:
 
 
 def test_an_accepted_ill_formed_graph_is_explained_by_its_rule() -> None:
-    record = {"status": "accepted-invalid", "pattern": "fp.conv_post_ops",
-              "rule": "graph.tensor.one_producer", "facts": {"what": "accepted"}}
+    record = _record({"status": "accepted-invalid", "pattern": "fp.conv_post_ops",
+                      "rule": "graph.tensor.one_producer",
+                      "details": {"facts": {"what": "accepted"}}})
     group, explained = cause(record)
     assert "graph.tensor.one_producer" in group, f"grouped by the rule: {group}"
     assert explained is not None and explained.startswith("Bug:") and \

@@ -6,19 +6,27 @@ from __future__ import annotations
 import re
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 from testkit.report import load
 
 from fusionspec.cli.main import main
+from fusionspec.conformance.grade.document import FailureRecord, ResultsDocument
+from fusionspec.conformance.grade.record_io import Reader
 from fusionspec.conformance.grade.results import load_failure
 from fusionspec.reports.findings import FULL_ENTRIES, group_findings, signature
 
 
+def _record(data: dict[str, Any]) -> FailureRecord:
+    return FailureRecord.read(Reader({"case_id": "c", "pattern": "p", **data}, "record"))
+
+
 def test_signature_abstracts_members_and_numbers_but_not_ordered_binaries() -> None:
-    def rec(expected: list[str], *formed: list[str]) -> dict[str, object]:
-        return {"status": "fusion-mismatch", "reason": "ignored",
-                "facts": {"what": "fusion", "expected": [expected], "formed": list(formed)}}
+    def rec(expected: list[str], *formed: list[str]) -> FailureRecord:
+        return _record({"status": "fusion-mismatch", "reason": "ignored", "details": {
+            "facts": {"what": "fusion", "expected": [{"kinds": expected}],
+                      "formed": [{"kinds": f} for f in formed]}}})
 
     a = signature(rec(["Elu", "Add", "Maximum"], ["Elu"], ["Add", "Maximum"]))
     b = signature(rec(["ReLU", "Multiply", "Minimum", "Add"], ["ReLU"],
@@ -27,13 +35,14 @@ def test_signature_abstracts_members_and_numbers_but_not_ordered_binaries() -> N
     c = signature(rec(["Elu", "Subtract"], ["Elu"], ["Subtract"]))
     assert "Subtract" in c and c != signature(rec(["Elu", "Add"], ["Elu"], ["Add"])), \
         f"Subtract enters chains on one port only, so it stays literal: {c!r}"
-    numeric = signature({"status": "numeric-mismatch", "dtype": "bf16", "reason": "ignored",
-                         "facts": {"what": "numeric", "chain": ["MatMul", "ReLU"],
-                                   "dtype": "bf16", "nonfinite": False}})
+    numeric = signature(_record({"status": "numeric-mismatch", "dtype": "bf16",
+                                 "reason": "ignored", "details": {"facts": {
+                                     "what": "numeric", "chain": ["MatMul", "ReLU"],
+                                     "dtype": "bf16", "nonfinite": False}}}))
     assert numeric.endswith("[MatMul->Unary] (bf16)"), \
         f"a numeric finding is its chain and dtype, with bf16/f32 intact: {numeric!r}"
-    legacy = signature({"status": "numeric-mismatch", "pattern": "matmul.post_ops",
-                        "reason": "tensor 7: 3 of 8 exceed [MatMul->ReLU]"})
+    legacy = signature(_record({"status": "numeric-mismatch", "pattern": "matmul.post_ops",
+                                "reason": "tensor 7: 3 of 8 exceed [MatMul->ReLU]"}))
     assert legacy == "numeric-mismatch: matmul.post_ops (no facts recorded)", \
         f"a record written before verdicts carried facts groups by status and pattern: {legacy!r}"
 
@@ -46,7 +55,7 @@ def test_findings_document_covers_every_failure_with_a_replayable_example(
     assert code == 0, f"fusionspec findings exited with {code}"
     text = out.read_text(encoding="utf-8")
     document = load(never_fuses_results)
-    findings = group_findings(document)
+    findings = group_findings(ResultsDocument.from_json(document))
     counted = sum(len(f.records) for f in findings)
     failures = [f for f in document["failures"] if not f.get("minimal_of")]
     assert counted == len(failures) and failures, \

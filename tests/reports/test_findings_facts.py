@@ -13,6 +13,8 @@ from typing import Any
 import pytest
 from testkit.report import load
 
+from fusionspec.conformance.grade.document import ResultsDocument
+from fusionspec.conformance.grade.results import load_document
 from fusionspec.reports import causes, findings
 from fusionspec.reports.findings import findings_markdown, group_findings, unexplained
 
@@ -33,7 +35,8 @@ def _scrambled(value: Any, rng: random.Random) -> Any:
 
 
 def _summary(document: dict[str, Any]) -> list[tuple[str, str, int, str | None]]:
-    return [(f.signature, f.status, len(f.records), f.known) for f in group_findings(document)]
+    return [(f.signature, f.status, len(f.records), f.known)
+            for f in group_findings(ResultsDocument.from_json(document))]
 
 
 @pytest.mark.parametrize("fixture", ["never_fuses_results", "gelu_results", "limited_results",
@@ -55,19 +58,20 @@ def test_a_document_without_facts_groups_by_status_and_pattern(
     document = load(never_fuses_results)
     for record in document["failures"]:
         record["details"].pop("facts", None)
-    found = group_findings(document)
+    found = group_findings(ResultsDocument.from_json(document))
     expected = {(r["status"], r["pattern"]) for r in document["failures"]
                 if not r.get("minimal_of")}
-    assert {(f.status, f.example["pattern"]) for f in found} == expected, \
-        "the legacy path makes one finding per status and pattern"
+    assert {(f.status, f.example.pattern) for f in found} == expected, \
+        "a record without facts makes one finding per status and pattern"
     assert all(f.signature.endswith("(no facts recorded)") for f in found), \
-        f"a legacy finding says it had no facts: {[f.signature for f in found]}"
+        f"a finding without facts says it had none: {[f.signature for f in found]}"
 
 
 def test_findings_of_another_backend_never_name_onednn(never_fuses_results: Path,
                                                        gelu_results: Path,
                                                        fuses_everything_results: Path) -> None:
-    runs = [load(p) for p in (never_fuses_results, gelu_results, fuses_everything_results)]
+    runs = [load_document(p) for p in (never_fuses_results, gelu_results,
+                                       fuses_everything_results)]
     text = findings_markdown(runs)
     assert "onednn" not in text.lower(), \
         "findings of backends that are not oneDNN never mention it"
@@ -78,7 +82,7 @@ def test_findings_of_another_backend_never_name_onednn(never_fuses_results: Path
 
 
 def test_what_nothing_explains_counts_as_unexplained(hostile_results: Path) -> None:
-    found = group_findings(load(hostile_results))
+    found = group_findings(load_document(hostile_results))
     left, failing = unexplained(found)
     assert failing and left, \
         f"errors no departure, culprit or cut accounts for stay unexplained: {left} of {failing}"

@@ -18,7 +18,7 @@ def test_a_truncating_backend_gives_one_finding_naming_the_truncation() -> None:
     results = run_suite("testkit.mutants:TruncatesNarrowOutputs", patterns=PATTERNS,
                         kinds=[CaseKind.valid], isolate=False, sys_path=[TESTS])
     document = results.to_dict()
-    found = group_findings(document)
+    found = group_findings(results.document())
     failing = [r for r in document["failures"] if r["status"] == "numeric-mismatch"]
     assert failing, f"the truncation must fail some cases: {dict(results.totals)}"
     patterns = {r["pattern"] for r in failing}
@@ -29,7 +29,7 @@ def test_a_truncating_backend_gives_one_finding_naming_the_truncation() -> None:
     assert "truncated" in finding.signature and len(finding.records) == len(failing), \
         f"the finding names the truncation and holds all {len(failing)} failing cases: " \
         f"{finding.signature} ({len(finding.records)})"
-    text = findings_markdown([document])
+    text = findings_markdown([results.document()])
     assert "onednn" not in text.lower(), "findings of another backend never name oneDNN"
 
 
@@ -44,7 +44,7 @@ def test_an_isolated_op_with_the_truncation_footprint_joins_the_truncation_findi
     results = run_suite("testkit.mutants:TruncatesNarrowOutputs", patterns=ISOLATED,
                         isolate=False, sys_path=[TESTS])
     document = results.to_dict()
-    found = [f for f in group_findings(document) if f.status != "extension"]
+    found = [f for f in group_findings(results.document()) if f.status != "extension"]
     failing = [r for r in document["failures"] if not r.get("minimal_of")]
     assert {r["kind"] for r in failing} >= {"valid", "near-miss"}, \
         f"valid and near-miss cases fail: {sorted({r['kind'] for r in failing})}"
