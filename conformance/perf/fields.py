@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import functools
 import math
 import re
 import types
@@ -60,10 +59,14 @@ def json_path(at: str, key: object) -> str:
     return f"{at}[{key}]" if isinstance(key, int) else f"{at}.{key}"
 
 
-@functools.cache
+_HINTS: dict[type, dict[str, Any]] = {}
+
+
 def hints(cls: type) -> dict[str, Any]:
-    """The resolved type hints of a record's fields."""
-    return get_type_hints(cls)
+    """The resolved type hints of a record's fields (resolved once per record)."""
+    if cls not in _HINTS:
+        _HINTS[cls] = get_type_hints(cls)
+    return _HINTS[cls]
 
 
 def record_fields(cls: type) -> tuple[dataclasses.Field[Any], ...]:
@@ -85,7 +88,7 @@ def _describe(hint: Any) -> str:
         return " or ".join(_describe(a) for a in get_args(hint))
     if hint is type(None):
         return "null"
-    if isinstance(hint, type) and issubclass(hint, Record) or origin is dict:
+    if (isinstance(hint, type) and issubclass(hint, Record)) or origin is dict:
         return "an object"
     if origin is tuple:
         return "an array"

@@ -16,6 +16,7 @@ say), which a document read keeps apart from an absent key.
 from __future__ import annotations
 
 import dataclasses
+from dataclasses import field
 from typing import Any, ClassVar
 
 from .fields import PerfFormatError, Record, member
@@ -29,7 +30,6 @@ PERF_VERSION = 1
 
 #: The sides every measured workload has.
 _SIDES = ("fused", "opbyop")
-_field = dataclasses.field
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -47,8 +47,8 @@ class Device(Record):
 class Selection(Record):
     """How many workloads the run was given before ``--shard`` and a digest of their ids."""
 
-    workloads: int = _field(metadata=member(minimum=0))
-    sha256: str = _field(metadata=member(pattern="^[0-9a-f]{64}$"))
+    workloads: int = field(metadata=member(minimum=0))
+    sha256: str = field(metadata=member(pattern="^[0-9a-f]{64}$"))
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -76,7 +76,7 @@ class Environment(Record):
     python: str | None = None
     numpy: str | None = None
     machine: str | None = None
-    cpus: int | None = _field(default=None, metadata=member(nullable=True))
+    cpus: int | None = field(default=None, metadata=member(nullable=True))
     load_average: tuple[float, ...] | None = None
     settings: dict[str, str] | None = None
 
@@ -100,15 +100,15 @@ class SideTiming(Record):
 
     DEF: ClassVar[str | None] = "timing"
 
-    method: str = _field(metadata=member(enum=("wall", "events")))
-    repeats: int = _field(metadata=member(minimum=1))
-    min: float = _field(metadata=member(minimum=0))
-    median: float = _field(metadata=member(minimum=0))
-    ci_low: float = _field(metadata=member(minimum=0))
-    ci_high: float = _field(metadata=member(minimum=0))
+    method: str = field(metadata=member(enum=("wall", "events")))
+    repeats: int = field(metadata=member(minimum=1))
+    min: float = field(metadata=member(minimum=0))
+    median: float = field(metadata=member(minimum=0))
+    ci_low: float = field(metadata=member(minimum=0))
+    ci_high: float = field(metadata=member(minimum=0))
     confidence: float
     stopped: str | None = None
-    samples: tuple[float, ...] | None = _field(default=None, metadata=member(minimum=0))
+    samples: tuple[float, ...] | None = field(default=None, metadata=member(minimum=0))
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -129,10 +129,10 @@ class Roofline(Record):
     EXTRA: ClassVar[Any] = float
     EXTRA_MEMBER: ClassVar[dict[str, Any]] = member(minimum=0)
 
-    gflop_s: float | None = _field(default=None, metadata=member(minimum=0))
-    gb_s: float | None = _field(default=None, metadata=member(minimum=0))
-    copy_share: float | None = _field(default=None, metadata=member(minimum=0))
-    gemm_share: float | None = _field(default=None, metadata=member(minimum=0))
+    gflop_s: float | None = field(default=None, metadata=member(minimum=0))
+    gb_s: float | None = field(default=None, metadata=member(minimum=0))
+    copy_share: float | None = field(default=None, metadata=member(minimum=0))
+    gemm_share: float | None = field(default=None, metadata=member(minimum=0))
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -155,13 +155,13 @@ class WorkloadRecord(Record):
     partitions: tuple[tuple[str, ...], ...] | None = None
     fused_whole: bool | None = None
     check: OutputCheck | None = None
-    flops: int | None = _field(default=None, metadata=member(minimum=0))
-    bytes_fused: int | None = _field(default=None, metadata=member(minimum=0))
-    bytes_opbyop: int | None = _field(default=None, metadata=member(minimum=0))
-    timings: dict[str, SideTiming] | None = _field(default=None,
+    flops: int | None = field(default=None, metadata=member(minimum=0))
+    bytes_fused: int | None = field(default=None, metadata=member(minimum=0))
+    bytes_opbyop: int | None = field(default=None, metadata=member(minimum=0))
+    timings: dict[str, SideTiming] | None = field(default=None,
                                                    metadata=member(required=_SIDES))
-    ratio: float | None = _field(default=None, metadata=member(minimum=0))
-    verdict: str | None = _field(default=None, metadata=member(
+    ratio: float | None = field(default=None, metadata=member(minimum=0))
+    verdict: str | None = field(default=None, metadata=member(
         enum=("fusion pays", "fusion does not pay", "not fused")))
     roofline: Roofline | None = None
     error: str | None = None
@@ -199,14 +199,14 @@ class PerfDocument(Record):
                        "timings on one backend and device, the roofline figures and the "
                        "verdict."}
 
-    format: str = _field(default=PERF_FORMAT, metadata=member(const=PERF_FORMAT))
-    version: int = _field(default=PERF_VERSION, metadata=member(const=PERF_VERSION))
+    format: str = field(default=PERF_FORMAT, metadata=member(const=PERF_FORMAT))
+    version: int = field(default=PERF_VERSION, metadata=member(const=PERF_VERSION))
     backend: str
     backend_spec: str
     device: Device
-    size: str = _field(metadata=member(enum=("small", "full")))
-    seed: int = _field(metadata=member(minimum=0))
-    shard: str | None = _field(default=None, metadata=member(
+    size: str = field(metadata=member(enum=("small", "full")))
+    seed: int = field(metadata=member(minimum=0))
+    shard: str | None = field(default=None, metadata=member(
         nullable=True, pattern="^[1-9][0-9]{0,5}/[1-9][0-9]{0,5}$"))
     command: str | None = None
     selection: Selection | None = None

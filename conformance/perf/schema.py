@@ -93,7 +93,7 @@ def perf_schema() -> dict[str, Any]:
     """The JSON schema of a performance document (see the module docstring)."""
     defs: dict[str, Any] = {}
     body = _object(PerfDocument, defs)
-    head = {k: body.pop(k) for k in ("title", "description") if k in body}
+    head: dict[str, Any] = {k: body.pop(k) for k in ("title", "description") if k in body}
     return {"$schema": _DIALECT, **head, **body, "$defs": defs}
 
 
