@@ -96,6 +96,15 @@ def _describe(hint: Any) -> str:
             bool: "true or false"}.get(hint, str(hint))
 
 
+def _present(hint: Any) -> Any:
+    """The type of an optional member when it is there (`hint` without None)."""
+    if get_origin(hint) in (Union, types.UnionType):
+        choices = [c for c in get_args(hint) if c is not type(None)]
+        if len(choices) == 1:
+            return choices[0]
+    return hint
+
+
 def _fail(source: str, at: str, message: str) -> PerfFormatError:
     return PerfFormatError(clean_text(f"{source}: {at}: {message}", _MESSAGE_LIMIT))
 
@@ -213,7 +222,7 @@ class Record:
                 continue
             value = data[f.name]
             if value is None and not f.metadata.get("nullable"):
-                raise _fail(source, where, f"None is not {_describe(types_[f.name])}")
+                raise _fail(source, where, f"null is not {_describe(_present(types_[f.name]))}")
             values[f.name] = decode(types_[f.name], value, source, where)
             if value is not None:
                 _check(f.metadata, values[f.name], source, where)

@@ -6,7 +6,6 @@ runs of the same backend do not trip it."""
 from __future__ import annotations
 
 import functools
-from typing import Any
 
 import pytest
 from testkit.perf_backends import SLOW_PATTERN

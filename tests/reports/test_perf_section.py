@@ -19,7 +19,7 @@ from fusionspec.conformance.perf.bench import run_bench
 from fusionspec.conformance.perf.document import PerfFormatError, read_perf
 from fusionspec.conformance.perf.records import PerfDocument
 from fusionspec.conformance.perf.workloads import WORKLOADS
-from fusionspec.reports.perf import perf_section, ratio_interval, side_figure
+from fusionspec.reports.perf import ratio_interval, side_figure
 from fusionspec.reports.roofline_svg import RooflinePoint, roofline_chart
 
 
