@@ -23,6 +23,7 @@ and `fusionspec findings` read it like any other.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import sys
 from pathlib import Path
@@ -46,6 +47,7 @@ from fusionspec.backend.registry import select_device
 from fusionspec.backend.timing import TimingPolicy, interleave
 from fusionspec.conformance.perf.bench import FULL_POLICY, SMALL_POLICY, run_bench
 from fusionspec.conformance.perf.document import write_perf
+from fusionspec.conformance.perf.records import PerfDocument, Roofline, Yardsticks
 
 #: The workloads measured without --workload or --all: a GEMM, a convolution, SoftMax and
 #: the memory-bound element-wise patterns, the partitions this script measured before it
@@ -78,44 +80,50 @@ def device_copy(device_id: str, elements: int, policy: TimingPolicy) -> dict[str
                                             for v, t in times.items()}}
 
 
-def add_device_copy(document: dict[str, Any], copy: dict[str, Any]) -> None:
-    """Record the device's copy yardstick and each workload's share of it."""
-    document.setdefault("yardsticks", {}).update(
-        {k: v for k, v in copy.items() if k != "device_copy_gb_s_by_variant"})
+def add_device_copy(document: PerfDocument, copy: dict[str, Any]) -> PerfDocument:
+    """`document` with the device's copy yardstick and each workload's share of it."""
+    yard = document.yardsticks or Yardsticks()
+    extra = {**yard.extra, **{k: v for k, v in copy.items()
+                              if k != "device_copy_gb_s_by_variant"}}
     for variant, gb_s in copy["device_copy_gb_s_by_variant"].items():
-        document["yardsticks"][f"device_copy_{variant}_gb_s"] = gb_s
-    for record in document["workloads"]:
-        if "roofline" in record:
-            record["roofline"]["device_copy_share"] = \
-                record["roofline"]["gb_s"] / copy["device_copy_gb_s"]
+        extra[f"device_copy_{variant}_gb_s"] = gb_s
+    workloads = []
+    for record in document.workloads:
+        roof = record.roofline
+        if roof is not None and roof.gb_s is not None:
+            share = {**roof.extra, "device_copy_share": roof.gb_s / copy["device_copy_gb_s"]}
+            record = dataclasses.replace(record, roofline=dataclasses.replace(roof, extra=share))
+        workloads.append(record)
+    return dataclasses.replace(document, yardsticks=dataclasses.replace(yard, extra=extra),
+                               workloads=tuple(workloads))
 
 
-def table(document: dict[str, Any]) -> str:
-    device = document["device"]
-    yard = document.get("yardsticks", {})
-    lines = [f"accel on {device['name']} ({device['id']}, {device['driver']}), size "
-             f"{document['size']}, load average "
-             + ", ".join(f"{v:.2f}" for v in document["environment"]["load_average"]),
-             f"device copy {yard.get('device_copy_gb_s', 0):.1f} GB/s "
-             f"({yard.get('device_copy_variant')}); NumPy copy "
-             f"{yard.get('copy_gb_s', 0):.1f} GB/s, sgemm {yard.get('gemm_gflop_s', 0):.1f} "
+def table(document: PerfDocument) -> str:
+    device = document.device
+    yard = document.yardsticks or Yardsticks()
+    load = document.environment.load_average or ()
+    lines = [f"accel on {device.name} ({device.id}, {device.driver}), size "
+             f"{document.size}, load average " + ", ".join(f"{v:.2f}" for v in load),
+             f"device copy {yard.extra.get('device_copy_gb_s', 0):.1f} GB/s "
+             f"({yard.extra.get('device_copy_variant')}); NumPy copy "
+             f"{yard.copy_gb_s or 0:.1f} GB/s, sgemm {yard.gemm_gflop_s or 0:.1f} "
              "GFLOP/s"]
     head = (f"{'workload':<56}{'fused ms':>10}{'op-by-op':>10}{'ratio':>7}  {'verdict':<20}"
             f"{'GFLOP/s':>9}{'GB/s':>8}{'of copy':>9}{'ref ms':>9}")
     lines += [head, "-" * len(head)]
-    for r in document["workloads"]:
-        if "error" in r:
-            lines.append(f"{r['id']:<56}  error: {r['error']}")
+    for r in document.workloads:
+        if r.error is not None:
+            lines.append(f"{r.id:<56}  error: {r.error}")
             continue
-        if "unsupported" in r:  # a declared limitation: not measured
-            lines.append(f"{r['id']:<56}  unsupported: {r['unsupported']}")
+        if r.unsupported is not None:  # a declared limitation: not measured
+            lines.append(f"{r.id:<56}  unsupported: {r.unsupported}")
             continue
-        t, roof = r["timings"], r["roofline"]
-        ref = f"{t['reference']['median']:>9.3f}" if "reference" in t else f"{'-':>9}"
-        lines.append(f"{r['id']:<56}{t['fused']['median']:>10.3f}"
-                     f"{t['opbyop']['median']:>10.3f}{r['ratio']:>7.2f}  {r['verdict']:<20}"
-                     f"{roof['gflop_s']:>9.2f}{roof['gb_s']:>8.2f}"
-                     f"{roof.get('device_copy_share', 0):>9.0%}{ref}")
+        roof, side = r.roofline or Roofline(), r.side("reference")
+        ref = f"{side.median:>9.3f}" if side is not None else f"{'-':>9}"
+        lines.append(f"{r.id:<56}{r.fused.median:>10.3f}"
+                     f"{r.opbyop.median:>10.3f}{r.ratio:>7.2f}  {r.verdict:<20}"
+                     f"{roof.gflop_s:>9.2f}{roof.gb_s:>8.2f}"
+                     f"{roof.extra.get('device_copy_share', 0):>9.0%}{ref}")
     return "\n".join(lines)
 
 
@@ -149,11 +157,11 @@ def main(argv: list[str] | None = None) -> int:
     command = " ".join(["python", "bench/bench_accel.py", *(argv or sys.argv[1:])])
     document = run_bench("accel", workloads, device_id=device.id, size=args.size,
                          policy=policy, reference=not args.no_reference, command=command)
-    add_device_copy(document, copy)
+    document = add_device_copy(document, copy)
     written = write_perf(document, args.out / "perf.json")
     print(table(document))
     print(f"performance document: {written}")
-    return 1 if any("error" in r for r in document["workloads"]) else 0
+    return 1 if any(r.error is not None for r in document.workloads) else 0
 
 
 if __name__ == "__main__":

@@ -41,6 +41,7 @@ from fusionspec.backend.timing import TimingPolicy
 from fusionspec.conformance.grade.results import artifact_name
 from fusionspec.conformance.perf.bench import FULL_POLICY, SMALL_POLICY, run_bench
 from fusionspec.conformance.perf.document import write_perf
+from fusionspec.conformance.perf.records import PerfDocument
 
 #: The workloads compared without --workload or --all: the partitions this script compared
 #: before it called `fusionspec bench` (an element-wise chain, MatMul with post-ops, a 3x3
@@ -49,31 +50,31 @@ DEFAULT_WORKLOADS = ("fp.binary_post_ops/*", "fp.matmul_post_ops/*",
                      "fp.conv_post_ops/resnet50-conv3-3x3", "softmax.post_ops/*")
 
 
-def label(document: dict[str, Any]) -> str:
-    device = document["device"]
-    return f"{document['backend']} {device['id']} ({device['driver']})"
+def label(document: PerfDocument) -> str:
+    device = document.device
+    return f"{document.backend} {device.id} ({device.driver})"
 
 
-def compare(documents: list[dict[str, Any]]) -> dict[str, Any]:
+def compare(documents: list[PerfDocument]) -> dict[str, Any]:
     """Per workload, each document's fused median (ms), verdict or error, and each later
     document's fused median over the first's (oneDNN's)."""
     names = [label(d) for d in documents]
     rows = []
-    for index, record in enumerate(documents[0]["workloads"]):
-        row: dict[str, Any] = {"workload": record["id"], "fused_ms": {}, "method": {},
+    for index, record in enumerate(documents[0].workloads):
+        row: dict[str, Any] = {"workload": record.id, "fused_ms": {}, "method": {},
                                "verdict": {}, "partitions": {}}
         for name, doc in zip(names, documents):
-            r = doc["workloads"][index]
-            row["partitions"][name] = r.get("partitions")
-            if "error" in r:
-                row["verdict"][name] = f"error: {r['error']}"
+            r = doc.workloads[index]
+            row["partitions"][name] = r.to_json().get("partitions")
+            if r.error is not None:
+                row["verdict"][name] = f"error: {r.error}"
                 continue
-            if "unsupported" in r:  # a declared limitation: not measured
-                row["verdict"][name] = f"unsupported: {r['unsupported']}"
+            if r.unsupported is not None:  # a declared limitation: not measured
+                row["verdict"][name] = f"unsupported: {r.unsupported}"
                 continue
-            row["fused_ms"][name] = r["timings"]["fused"]["median"]
-            row["method"][name] = r["timings"]["fused"]["method"]
-            row["verdict"][name] = f"{r['verdict']} (x{r['ratio']:.2f} op by op)"
+            row["fused_ms"][name] = r.fused.median
+            row["method"][name] = r.fused.method
+            row["verdict"][name] = f"{r.verdict} (x{r.ratio:.2f} op by op)"
         base = row["fused_ms"].get(names[0])
         row["over_first"] = {n: ms / base for n, ms in row["fused_ms"].items()
                              if n != names[0] and base}
@@ -135,7 +136,7 @@ def main(argv: list[str] | None = None) -> int:
             if spec == "onednn":
                 return 3
             continue
-        name = artifact_name(f"{document['backend']}-{document['device']['id']}")
+        name = artifact_name(f"{document.backend}-{document.device.id}")
         print(f"{label(document)}: {write_perf(document, args.out / name / 'perf.json')}",
               flush=True)
         documents.append(document)

@@ -29,6 +29,7 @@ from _results import write_json
 from fusionspec.conformance.perf.bench import run_bench
 from fusionspec.conformance.perf.document import load_perf, write_perf
 from fusionspec.conformance.perf.gate import DEFAULT_THRESHOLD, compare
+from fusionspec.conformance.perf.records import PerfDocument
 from fusionspec.conformance.perf.workloads import WORKLOADS, Workload
 
 
@@ -41,7 +42,7 @@ def chosen(globs: list[str] | None) -> list[Workload]:
     return found
 
 
-def compare_all(documents: list[dict[str, Any]], threshold: float) -> dict[str, Any]:
+def compare_all(documents: list[PerfDocument], threshold: float) -> dict[str, Any]:
     """Every ordered pair of runs through the gate: the regressions each flagged."""
     comparisons = []
     for old, new in itertools.permutations(range(len(documents)), 2):
@@ -89,17 +90,17 @@ def main(argv: list[str] | None = None) -> int:
             doc = run_bench(args.backend, workloads, device_id=args.device, size=args.size,
                             command=f"python bench/bench_perf_noise.py (run {run})")
             path = write_perf(doc, args.out / f"run-{run:02d}" / "perf.json")
-            load = ", ".join(f"{v:.2f}" for v in doc["environment"]["load_average"])
-            print(f"run {run}: {len(doc['workloads'])} workloads in "
+            load = ", ".join(f"{v:.2f}" for v in doc.environment.load_average or ())
+            print(f"run {run}: {len(doc.workloads)} workloads in "
                   f"{time.perf_counter() - started:.1f} s, load average {load}: {path}",
                   flush=True)
             documents.append(doc)
     found = compare_all(documents, args.threshold)
     first = documents[0]
-    found.update(backend=first["backend"], device=first["device"], size=first["size"],
-                 workloads=len(first["workloads"]))
-    print(f"{found['runs']} runs of {found['workloads']} workloads ({first['backend']} on "
-          f"{first['device']['id']}, size {first['size']}): {found['pairs']} pairs, "
+    found.update(backend=first.backend, device=first.device.to_json(), size=first.size,
+                 workloads=len(first.workloads))
+    print(f"{found['runs']} runs of {found['workloads']} workloads ({first.label}, "
+          f"size {first.size}): {found['pairs']} pairs, "
           f"{found['comparisons']} comparisons (each way), {found['regressions']} "
           f"regression(s) flagged in {found['comparisons_flagged']}; run-wide drift "
           f"x{found['drift_range'][0]:.2f} to x{found['drift_range'][1]:.2f}")

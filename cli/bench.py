@@ -40,7 +40,7 @@ import shlex
 import sys
 from fnmatch import fnmatchcase
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fusionspec.backend import BackendError, BackendUnavailableError
 from fusionspec.conformance.grade.results import artifact_name
@@ -49,6 +49,9 @@ from fusionspec.spec.text import clean_text
 
 from .conform import UNAVAILABLE_EXIT, _jobs
 from .output import UsageError, emit, unknown_backend
+
+if TYPE_CHECKING:
+    from fusionspec.conformance.perf.records import PerfDocument, WorkloadRecord
 
 HELP = "time each pattern's workloads fused and op by op on a backend (performance verdicts)"
 #: What ``fusionspec bench --help`` says above the options.
@@ -215,10 +218,10 @@ def run(args: argparse.Namespace) -> int:
     if mistyped:
         raise UsageError(mistyped)
 
-    def progress(record: dict[str, Any]) -> None:
-        state = record.get("verdict") or ("unsupported" if "unsupported" in record
-                                          else "error")
-        print(f"  {record['id']}: {state}", file=sys.stderr, flush=True)
+    def progress(record: WorkloadRecord) -> None:
+        state = record.verdict or ("unsupported" if record.unsupported is not None
+                                   else "error")
+        print(f"  {record.id}: {state}", file=sys.stderr, flush=True)
 
     try:
         document = run_bench(spec, workloads, device_id=args.device, size=args.size,
@@ -234,23 +237,23 @@ def run(args: argparse.Namespace) -> int:
                                                        "unavailable": clean_text(reason)})
         return UNAVAILABLE_EXIT
     out = args.out if args.out is not None else \
-        DEFAULT_ROOT / artifact_name(f"{document['backend']}-{document['device']['id']}")
+        DEFAULT_ROOT / artifact_name(f"{document.backend}-{document.device.id}")
     written = write_perf(document, out / "perf.json")
     return _summary(args, document, written)
 
 
-def _summary(args: argparse.Namespace, document: dict[str, Any], written: Path) -> int:
-    records = document["workloads"]
-    failed = [r for r in records if "error" in r]
-    unsupported = [r for r in records if "unsupported" in r]
+def _summary(args: argparse.Namespace, document: PerfDocument, written: Path) -> int:
+    records = document.workloads
+    failed = [r for r in records if r.error is not None]
+    unsupported = [r for r in records if r.unsupported is not None]
     # The reference's column only when it was timed: without --reference it would be empty.
-    reference = any("reference" in r.get("timings", {}) for r in records)
+    reference = any(r.side("reference") is not None for r in records)
     measured = len(records) - len(failed) - len(unsupported)
-    shard = document.get("shard")
+    shard = document.shard
     verdict = "FAIL" if failed else "EMPTY" if not records and shard else \
         "INCOMPLETE" if not measured else "PASS"
-    lines = [f"{verdict}: {document['backend']} on {document['device']['id']}"
-             + (f" (shard {shard})" if shard else "") + f", size {document['size']}: "
+    lines = [f"{verdict}: {document.label}"
+             + (f" (shard {shard})" if shard else "") + f", size {document.size}: "
              f"{measured} workload(s) measured, {len(failed)} not, {len(unsupported)} "
              "declared unsupported"]
     if verdict == "EMPTY":
@@ -262,32 +265,32 @@ def _summary(args: argparse.Namespace, document: dict[str, Any], written: Path) 
            + f"{'ratio':>7}  {'verdict':<20}{'GFLOP/s':>9}{'GB/s':>8}"
     lines += [head, "-" * len(head)]
     for r in records:
-        if "unsupported" in r:
-            lines.append(f"{r['id']:<58}  unsupported: {r['unsupported']}")
+        if r.unsupported is not None:
+            lines.append(f"{r.id:<58}  unsupported: {r.unsupported}")
             continue
-        if "error" in r:
-            lines.append(f"{r['id']:<58}  error: {r['error']}")
-            lines.append(f"{'':<60}rerun: {r['rerun']}")
+        if r.error is not None:
+            lines.append(f"{r.id:<58}  error: {r.error}")
+            lines.append(f"{'':<60}rerun: {r.rerun}")
             continue
-        t, roof = r["timings"], r["roofline"]
+        side, roof = r.side("reference"), r.roofline
         ref = ""
         if reference:
-            ref = f"{t['reference']['median']:>10.3f}" if "reference" in t else f"{'-':>10}"
-        lines.append(f"{r['id']:<58}{t['fused']['median']:>10.3f}{t['opbyop']['median']:>10.3f}"
-                     f"{ref}{r['ratio']:>7.2f}  {r['verdict']:<20}{roof['gflop_s']:>9.2f}"
-                     f"{roof['gb_s']:>8.2f}")
+            ref = f"{side.median:>10.3f}" if side is not None else f"{'-':>10}"
+        gflop_s, gb_s = (roof.gflop_s, roof.gb_s) if roof is not None else (None, None)
+        lines.append(f"{r.id:<58}{r.fused.median:>10.3f}{r.opbyop.median:>10.3f}"
+                     f"{ref}{r.ratio:>7.2f}  {r.verdict:<20}{gflop_s:>9.2f}{gb_s:>8.2f}")
     lines.append(f"performance document: {written}")
     verdicts: dict[str, int] = {}
     for r in records:
-        if "verdict" in r:
-            verdicts[r["verdict"]] = verdicts.get(r["verdict"], 0) + 1
+        if r.verdict is not None:
+            verdicts[r.verdict] = verdicts.get(r.verdict, 0) + 1
     emit(args, "\n".join(clean_text(line) for line in lines), {
         "ok": verdict in ("PASS", "EMPTY"), "verdict": verdict, "document": str(written),
         "shard": shard, "verdicts": verdicts,
-        "errors": {r["id"]: r["error"] for r in failed},
-        "unsupported": {r["id"]: r["unsupported"] for r in unsupported},
-        "reference_ms": {r["id"]: r["timings"]["reference"]["median"] for r in records
-                         if "reference" in r.get("timings", {})}})
+        "errors": {r.id: r.error for r in failed},
+        "unsupported": {r.id: r.unsupported for r in unsupported},
+        "reference_ms": {r.id: side.median for r in records
+                         for side in [r.side("reference")] if side is not None}})
     return 0 if verdict in ("PASS", "EMPTY") else 1
 
 

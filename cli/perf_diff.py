@@ -55,7 +55,7 @@ def run_perf(args: argparse.Namespace) -> int:
     old, new = load_perf(args.old), load_perf(args.new)
     allow = bool(getattr(args, "allow_narrower", False))
     d = compare(old, new, threshold, allow_narrower=allow)
-    label = f"{new['backend']} on {new['device']['id']}"
+    label = new.label
     lines = [f"{label} against {args.old}: "
              f"{len(d.regressions)} slower, {len(d.speedups)} faster of {d.compared} "
              f"workload(s) compared (fused against op by op beyond {threshold:.0%}, a side "

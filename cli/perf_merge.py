@@ -35,13 +35,13 @@ def run_perf_merge(args: argparse.Namespace, perf_paths: list[Path]) -> int:
     documents = [load_perf(p) for p in perf_paths]
     merged = merge_perf(documents, [str(p) for p in perf_paths])
     write_perf(merged, args.out)
-    workloads = merged["workloads"]
-    failed = [w["id"] for w in workloads if "error" in w]
-    verdicts = Counter(w["verdict"] for w in workloads if "verdict" in w)
-    incomplete = merged.get("incomplete") or ("" if verdicts else "no workload was measured")
+    workloads = merged.workloads
+    failed = [w.id for w in workloads if w.error is not None]
+    verdicts = Counter(w.verdict for w in workloads if w.verdict is not None)
+    incomplete = merged.incomplete or ("" if verdicts else "no workload was measured")
     summary = ", ".join(f"{n} {v}" for v, n in verdicts.items()) or "no workload measured"
     verdict = "INCOMPLETE" if incomplete else "FAIL" if failed else "PASS"
-    lines = [f"{verdict}: {merged['backend']} on {merged['device']['id']}: {len(workloads)} "
+    lines = [f"{verdict}: {merged.label}: {len(workloads)} "
              f"workload(s), {summary} ({len(documents)} part(s) merged)"]
     if incomplete:
         lines.append(f"  the run is incomplete: {incomplete}")

@@ -7,13 +7,14 @@ the fused and op-by-op medians with their intervals, the op-by-op over fused rat
 interval the two sides' intervals give it, the verdict) and a roofline chart
 (`fusionspec.reports.roofline_svg`).
 
-Like every document the report reads, a performance document is untrusted input: each field is
-read through `fusionspec.reports.document.Doc`, and a number of the wrong type ends in a
-`ReportError` naming the file and the field. Every text is cleaned of control and bidirectional
-characters and clipped (`fusionspec.spec.text.clean_text`), and the commands a document
-carries (the run's ``command``, each workload's ``rerun``) are shown only when they have the
-shape ``fusionspec bench`` writes, re-quoted (`fusionspec.reports.perf_replay`). The report never
-imports the bench's running code; it reads the documents only.
+A performance document is untrusted input: the command line reads it to records
+(`fusionspec.conformance.perf.records`), which refuse a member of the wrong type with an error
+naming the file and the member; the section reads their attributes. Every text is cleaned of
+control and bidirectional characters and clipped (`fusionspec.spec.text.clean_text`), and the
+commands a document carries (the run's ``command``, each workload's ``rerun``) are shown only
+when they have the shape ``fusionspec bench`` writes, re-quoted
+(`fusionspec.reports.perf_replay`). The report never imports the bench's running code; it reads
+the documents only.
 """
 
 from __future__ import annotations
@@ -22,11 +23,11 @@ import math
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
+from fusionspec.conformance.perf.records import PerfDocument, SideTiming, WorkloadRecord
 from fusionspec.spec.text import clean_text
 
-from .document import Doc, ReportError
+from .document import ReportError
 from .labels import run_names
 from .perf_replay import rebuilt_bench
 from .roofline_svg import RooflinePoint, roofline_chart
@@ -43,20 +44,14 @@ VERDICT_CLASSES = {"fusion pays": "pays", "fusion does not pay": "nopay",
 TEXT_LIMIT = 2000
 
 
-def text(doc: Doc, key: str) -> str:
-    """The string under `key` ("" when absent), cleaned and clipped."""
-    return clean_text(doc.text(key), TEXT_LIMIT)
+def text(value: str | None) -> str:
+    """A document's string ("" when absent), cleaned and clipped."""
+    return clean_text(value or "", TEXT_LIMIT)
 
 
-def number(doc: Doc, key: str) -> float | None:
-    """The number under `key` (None when absent or null; `ReportError` for another type)."""
-    value = doc.raw(key)
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int | float) \
-            or not math.isfinite(value):
-        raise doc.fail(key, f"is {value!r}, not a finite number")
-    return float(value)
+def number(value: float | None) -> float | None:
+    """A document's figure as a float (None when absent)."""
+    return None if value is None else float(value)
 
 
 @dataclass(frozen=True)
@@ -73,16 +68,13 @@ class SideFigure:
         return f"{self.median:.3g} ms [{self.low:.3g}, {self.high:.3g}]"
 
 
-def side_figure(timings: Doc, side: str) -> SideFigure | None:
+def side_figure(timings: Mapping[str, SideTiming] | None, side: str) -> SideFigure | None:
     """The figure of `side` (``fused``, ``opbyop``, ``reference``) or None when not timed."""
-    if side not in timings.data:
+    t = None if timings is None else timings.get(side)
+    if t is None:
         return None
-    t = timings.obj(side)
-    median, low, high = number(t, "median"), number(t, "ci_low"), number(t, "ci_high")
-    if median is None or low is None or high is None:
-        raise t.fail("median", "is missing, or its interval is")
-    repeats = number(t, "repeats")
-    return SideFigure(median, low, high, text(t, "method"), int(repeats or 0))
+    return SideFigure(float(t.median), float(t.ci_low), float(t.ci_high), text(t.method),
+                      int(t.repeats))
 
 
 def ratio_interval(fused: SideFigure, opbyop: SideFigure) -> tuple[float, float]:
@@ -154,90 +146,83 @@ class PerfSection:
     runs: tuple[PerfRunView, ...]
 
 
-def _partitions(record: Doc) -> str:
-    value = record.raw("partitions")
-    if value is None:
+def _partitions(record: WorkloadRecord) -> str:
+    if record.partitions is None:
         return ""
-    if not isinstance(value, list) or not all(
-            isinstance(p, list) and all(isinstance(k, str) for k in p) for p in value):
-        raise record.fail("partitions", "is not a list of lists of op kinds")
-    return clean_text(" | ".join("+".join(p) for p in value), TEXT_LIMIT)
+    return clean_text(" | ".join("+".join(p) for p in record.partitions), TEXT_LIMIT)
 
 
-def _row(record: Doc) -> PerfRow:
-    timings = record.obj("timings")
+def _row(record: WorkloadRecord) -> PerfRow:
+    timings = record.timings
     fused, opbyop = side_figure(timings, "fused"), side_figure(timings, "opbyop")
     low = high = None
     if fused is not None and opbyop is not None:
         low, high = ratio_interval(fused, opbyop)
-    roof = record.obj("roofline")
-    flops, moved = number(record, "flops"), number(record, "bytes_fused")
-    opbyop_moved = number(record, "bytes_opbyop")
-    verdict = record.text("verdict")
-    if verdict and verdict not in VERDICT_CLASSES:
-        raise record.fail("verdict", f"is {clean_text(verdict, 80)!r}, not one of "
-                                     f"{sorted(VERDICT_CLASSES)}")
-    error = text(record, "error")
+    roof = record.roofline
+    flops, moved = number(record.flops), number(record.bytes_fused)
+    opbyop_moved = number(record.bytes_opbyop)
+    verdict = record.verdict or ""
+    error = text(record.error)
     return PerfRow(
-        id=text(record, "id"), pattern=text(record, "pattern"), name=text(record, "name"),
-        source=text(record, "source"), partitions=_partitions(record), fused=fused,
+        id=text(record.id), pattern=text(record.pattern), name=text(record.name),
+        source=text(record.source), partitions=_partitions(record), fused=fused,
         opbyop=opbyop, reference=side_figure(timings, "reference"),
-        ratio=number(record, "ratio"), ratio_low=low, ratio_high=high,
+        ratio=number(record.ratio), ratio_low=low, ratio_high=high,
         verdict=verdict or ("not measured" if error else
-                            "unsupported" if text(record, "unsupported") else ""),
+                            "unsupported" if text(record.unsupported) else ""),
         verdict_class=VERDICT_CLASSES.get(verdict, "error"),
-        gflop_s=number(roof, "gflop_s"), gb_s=number(roof, "gb_s"),
+        gflop_s=number(roof.gflop_s) if roof is not None else None,
+        gb_s=number(roof.gb_s) if roof is not None else None,
         intensity=flops / moved if flops is not None and moved else None,
         bytes_saved=opbyop_moved - moved if opbyop_moved is not None and moved is not None
         else None,
-        error=error, rerun=rebuilt_bench(record.text("rerun")))
+        error=error, rerun=rebuilt_bench(record.rerun or ""))
 
 
-def _points(rows: Sequence[PerfRow], record_docs: Sequence[Doc]) -> list[RooflinePoint]:
+def _points(rows: Sequence[PerfRow], records: Sequence[WorkloadRecord]
+            ) -> list[RooflinePoint]:
     """The fused side of every measured workload, and its op-by-op side where both have a
     positive intensity (op by op moves the intermediates too, so it sits further left)."""
     points = []
-    for row, record in zip(rows, record_docs):
+    for row, record in zip(rows, records):
         if row.error or row.fused is None or row.gflop_s is None or not row.intensity:
             continue
         points.append(RooflinePoint(row.id, row.intensity, row.gflop_s, row.verdict_class))
-        flops, moved = number(record, "flops"), number(record, "bytes_opbyop")
+        flops, moved = number(record.flops), number(record.bytes_opbyop)
         if row.opbyop is not None and flops and moved and row.opbyop.median > 0:
             points.append(RooflinePoint(row.id + " (op by op)", flops / moved,
                                         flops / (row.opbyop.median * 1e-3) / 1e9, "opbyop"))
     return points
 
 
-def _labels(docs: Sequence[Doc]) -> list[str]:
+def _labels(docs: Sequence[PerfDocument]) -> list[str]:
     """Each document's run name (`fusionspec.reports.labels.run_names`)."""
-    return run_names([(text(d, "backend"), text(d.obj("device"), "id")) for d in docs],
-                     [text(d.obj("device"), "driver") for d in docs])
+    return run_names([(text(d.backend), text(d.device.id)) for d in docs],
+                     [text(d.device.driver) for d in docs])
 
 
-def perf_section(documents: Sequence[Mapping[str, Any]], sources: Sequence[str]
-                 ) -> PerfSection:
+def perf_section(documents: Sequence[PerfDocument], sources: Sequence[str]) -> PerfSection:
     """The performance section of `documents` (see the module docstring)."""
     if len(documents) != len(sources):
         raise ReportError("one source name per performance document")
-    docs = [Doc(d, s) for d, s in zip(documents, sources)]
     runs = []
-    for index, (doc, label) in enumerate(zip(docs, _labels(docs))):
-        records = doc.objects("workloads")
-        rows = tuple(_row(r) for r in records)
-        device, yard = doc.obj("device"), doc.obj("yardsticks")
-        copy_bw, gemm = number(yard, "copy_gb_s"), number(yard, "gemm_gflop_s")
+    for index, (doc, source, label) in enumerate(zip(documents, sources, _labels(documents))):
+        rows = tuple(_row(r) for r in doc.workloads)
+        device, yard = doc.device, doc.yardsticks
+        copy_bw = number(yard.copy_gb_s) if yard is not None else None
+        gemm = number(yard.gemm_gflop_s) if yard is not None else None
         counted = Counter(r.verdict for r in rows)
         counts = tuple((v, c, counted[v]) for v, c in VERDICT_CLASSES.items() if counted[v])
         if counted["not measured"]:
             counts += (("not measured", "error", counted["not measured"]),)
         runs.append(PerfRunView(
-            key=f"perf-{index + 1}", label=label, backend=text(doc, "backend"),
-            device_id=text(device, "id"), device_name=text(device, "name"),
-            driver=text(device, "driver"), size=text(doc, "size"),
-            source=clean_text(doc.source, TEXT_LIMIT),
-            command=rebuilt_bench(doc.text("command")), copy_gb_s=copy_bw, gemm_gflop_s=gemm,
+            key=f"perf-{index + 1}", label=label, backend=text(doc.backend),
+            device_id=text(device.id), device_name=text(device.name),
+            driver=text(device.driver), size=text(doc.size),
+            source=clean_text(source, TEXT_LIMIT),
+            command=rebuilt_bench(doc.command or ""), copy_gb_s=copy_bw, gemm_gflop_s=gemm,
             rows=rows,
             counts=counts,
-            chart=roofline_chart(_points(rows, records), copy_gb_s=copy_bw,
+            chart=roofline_chart(_points(rows, doc.workloads), copy_gb_s=copy_bw,
                                  gemm_gflop_s=gemm, title=f"roofline of {label}")))
     return PerfSection(tuple(runs))

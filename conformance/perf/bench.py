@@ -22,12 +22,12 @@ from others and see that none is missing.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import hashlib
 import os
 import platform
 from collections.abc import Callable, Sequence
-from typing import Any
 
 import numpy as np
 
@@ -35,8 +35,17 @@ from fusionspec.backend import Device, Limitation
 from fusionspec.backend.timing import TimingPolicy, measure, wall_clock
 
 from ..cases import CaseKind
-from .document import PERF_FORMAT, PERF_VERSION, check_perf
+from . import records as perf_records
+from .document import read_perf
 from .judge import BenchJob, conversation, header, rerun_command
+from .records import (
+    Environment,
+    PerfDocument,
+    Policy,
+    Selection,
+    WorkloadRecord,
+    Yardsticks,
+)
 from .roofline import rate
 from .workers import BACKEND_ERROR, DEFAULT_TIMEOUT_S, BenchWorkers, InProcess
 from .workloads import Workload, workload
@@ -56,10 +65,10 @@ FULL_POLICY = TimingPolicy(warmup=2, min_repeats=7, max_repeats=100, budget_s=2.
 SETTLE_S = 0.01
 
 
-def selection_digest(idents: Sequence[str]) -> dict[str, Any]:
+def selection_digest(idents: Sequence[str]) -> Selection:
     """How many workloads a run was given and a digest of their ids (in any order)."""
     text = "\n".join(sorted(idents))
-    return {"workloads": len(idents), "sha256": hashlib.sha256(text.encode()).hexdigest()}
+    return Selection(workloads=len(idents), sha256=hashlib.sha256(text.encode()).hexdigest())
 
 
 def declared_limitation(limitations: Sequence[Limitation], w: Workload, size: str,
@@ -75,7 +84,7 @@ def declared_limitation(limitations: Sequence[Limitation], w: Workload, size: st
 
 
 def yardsticks(policy: TimingPolicy, elements: int = 1 << 24, gemm: int = 512
-               ) -> dict[str, Any]:
+               ) -> Yardsticks:
     """NumPy's copy bandwidth (read and write `elements` f32) and sgemm rate (`gemm` cubed)
     on this machine: the ceilings a CPU device's figures are shares of. A ceiling is the
     best the machine did, so each comes from the fastest run: on a shared machine the median
@@ -89,10 +98,10 @@ def yardsticks(policy: TimingPolicy, elements: int = 1 << 24, gemm: int = 512
     out = np.empty_like(a)
     copy = measure(wall_clock(lambda: np.copyto(dst, src)), policy)
     sgemm = measure(wall_clock(lambda: np.matmul(a, a, out=out)), policy)
-    return {"copy_gb_s": rate(2 * src.nbytes, copy.minimum),
-            "gemm_gflop_s": rate(2 * gemm ** 3, sgemm.minimum), "gemm_shape": [gemm] * 3,
-            "copy_median_gb_s": rate(2 * src.nbytes, copy.median),
-            "gemm_median_gflop_s": rate(2 * gemm ** 3, sgemm.median)}
+    return Yardsticks(copy_gb_s=rate(2 * src.nbytes, copy.minimum),
+                      gemm_gflop_s=rate(2 * gemm ** 3, sgemm.minimum), gemm_shape=(gemm,) * 3,
+                      copy_median_gb_s=rate(2 * src.nbytes, copy.median),
+                      gemm_median_gflop_s=rate(2 * gemm ** 3, sgemm.median))
 
 
 def run_bench(spec: str, workloads: Sequence[Workload], *, device_id: str | None = None,
@@ -101,7 +110,7 @@ def run_bench(spec: str, workloads: Sequence[Workload], *, device_id: str | None
               shard: str | None = None, measure_yardsticks: bool = True,
               command: str = "", isolate: bool = True, timeout_s: float = DEFAULT_TIMEOUT_S,
               memory_limit: int | None = None, selected: Sequence[str] | None = None,
-              progress: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
+              progress: Callable[[WorkloadRecord], None] | None = None) -> PerfDocument:
     """Measure `workloads` on backend `spec` (a registered name or ``module:attr``) and return
     the performance document; `BackendError` when the backend cannot load
     (`BackendUnavailableError` when it has no usable device). With `isolate` (the default) the
@@ -131,41 +140,42 @@ def run_bench(spec: str, workloads: Sequence[Workload], *, device_id: str | None
         identity = workers.identity
         device = identity.device
         yardstick = roofs if device.kind == "cpu" else None
-        found: dict[str, dict[str, Any]] = {}
+        found: dict[str, WorkloadRecord] = {}
         for w in workloads:
             limitation = declared_limitation(identity.limitations, w, size, device)
             if limitation is not None:
-                found[w.id] = {**header(w, size), "unsupported": limitation.reason}
+                found[w.id] = dataclasses.replace(header(w, size),
+                                                  unsupported=limitation.reason)
                 if progress is not None:
                     progress(found[w.id])
         measured = [w.id for w in workloads if w.id not in found]
         job = BenchJob(spec, device.id, size, seed, policy, reference, settle_s, yardstick)
 
-        def failed(ident: str, why: str) -> dict[str, Any]:
-            return {**header(workload(ident), size), "error": f"{BACKEND_ERROR}: {why}",
-                    "rerun": rerun_command(spec, device.id, size, ident)}
+        def failed(ident: str, why: str) -> WorkloadRecord:
+            return dataclasses.replace(header(workload(ident), size),
+                                       error=f"{BACKEND_ERROR}: {why}",
+                                       rerun=rerun_command(spec, device.id, size, ident))
 
         found.update(workers.run(measured, functools.partial(conversation, job), failed,
                                  progress or (lambda record: None)))
-    records = [found[w.id] for w in workloads]
-    document: dict[str, Any] = {
-        "format": PERF_FORMAT, "version": PERF_VERSION, "backend": identity.name,
-        "backend_spec": spec,
-        "device": {"id": device.id, "kind": device.kind, "name": device.name,
-                   "driver": device.driver, "runtime": device.runtime},
-        "size": size, "seed": seed, "shard": shard, "command": command,
-        "selection": selection_digest(list(selected) if selected is not None
-                                      else [w.id for w in workloads]),
-        "policy": {"warmup": policy.warmup, "min_repeats": policy.min_repeats,
-                   "max_repeats": policy.max_repeats, "budget_s": policy.budget_s,
-                   "target_spread": policy.target_spread, "confidence": policy.confidence,
-                   "settle_s": settle_s, "jobs": jobs, "timeout_s": timeout_s},
-        "environment": {"python": platform.python_version(), "numpy": np.__version__,
-                        "machine": platform.machine(), "cpus": os.cpu_count(),
-                        "load_average": list(os.getloadavg()),
-                        "settings": {name: os.environ.get(name, "") for name in
-                                     ("ONEDNN_VERBOSE", "OMP_WAIT_POLICY", "OMP_NUM_THREADS")}},
-        "workloads": records}
-    if yardstick is not None:
-        document["yardsticks"] = yardstick
-    return check_perf(document)
+    records = tuple(found[w.id] for w in workloads)
+    document = PerfDocument(
+        backend=identity.name, backend_spec=spec,
+        device=perf_records.Device(id=device.id, kind=device.kind, name=device.name,
+                                   driver=device.driver, runtime=device.runtime),
+        size=size, seed=seed, shard=shard, command=command,
+        selection=selection_digest(list(selected) if selected is not None
+                                   else [w.id for w in workloads]),
+        policy=Policy(warmup=policy.warmup, min_repeats=policy.min_repeats,
+                      max_repeats=policy.max_repeats, budget_s=policy.budget_s,
+                      target_spread=policy.target_spread, confidence=policy.confidence,
+                      settle_s=settle_s, jobs=jobs, timeout_s=timeout_s),
+        environment=Environment(
+            python=platform.python_version(), numpy=np.__version__,
+            machine=platform.machine(), cpus=os.cpu_count(),
+            load_average=tuple(os.getloadavg()),
+            settings={name: os.environ.get(name, "") for name in
+                      ("ONEDNN_VERBOSE", "OMP_WAIT_POLICY", "OMP_NUM_THREADS")}),
+        workloads=records, yardsticks=yardstick)
+    # Checked as it will be written: what the schema says and what it cannot.
+    return read_perf(document.to_json())

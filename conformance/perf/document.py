@@ -20,10 +20,13 @@ each workload id appears once, and each side's interval holds its median (``ci_l
 <= ci_high``, ``min <= median``), so what the gate and the report read is a measurement or is
 refused. `write_perf` writes one atomically (a link at the destination is replaced, never
 followed). `merge_perf` joins the documents of shards of one run, and says what is missing.
+Each reads and gives the document as records (`fusionspec.conformance.perf.records`);
+`check_perf` checks parsed JSON, and `read_perf` checks it and reads it to records.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 import math
@@ -32,19 +35,14 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from fusionspec.spec.errors import FusionspecError
 from fusionspec.spec.files import atomic_write_text
 from fusionspec.spec.text import clean_text
 
-__all__ = ["PERF_FORMAT", "PERF_VERSION", "PerfFormatError", "load_perf", "check_perf",
-           "merge_perf", "is_perf_document", "write_perf"]
+from .fields import Record
+from .records import PERF_FORMAT, PERF_VERSION, PerfDocument, PerfFormatError
 
-PERF_FORMAT = "fusionspec-perf"
-PERF_VERSION = 1
-
-
-class PerfFormatError(FusionspecError):
-    """A file that is not a performance results document of this version."""
+__all__ = ["PERF_FORMAT", "PERF_VERSION", "PerfFormatError", "PerfDocument", "load_perf",
+           "check_perf", "read_perf", "merge_perf", "is_perf_document", "write_perf"]
 
 
 @functools.cache
@@ -57,8 +55,8 @@ def _validator() -> Any:
 
 
 def check_perf(document: object, where: str = "document") -> dict[str, Any]:
-    """`document` if it is a performance document of this version; `PerfFormatError` naming
-    the first member that is not as the schema says."""
+    """`document` (parsed JSON) if it is a performance document of this version;
+    `PerfFormatError` naming the first member that is not as the schema says."""
     from jsonschema.exceptions import best_match
 
     if not isinstance(document, dict):
@@ -78,6 +76,11 @@ def check_perf(document: object, where: str = "document") -> dict[str, Any]:
         raise PerfFormatError(clean_text(f"{where}: ${path}: {message}"))
     _check_figures(document, where)
     return document
+
+
+def read_perf(document: object, where: str = "document") -> PerfDocument:
+    """The records of `document` (parsed JSON), once `check_perf` passed it."""
+    return PerfDocument.from_json(check_perf(document, where), where)
 
 
 def _path(keys: Sequence[object]) -> str:
@@ -126,31 +129,37 @@ def is_perf_document(path: str | Path) -> bool:
     return isinstance(document, dict) and document.get("format") == PERF_FORMAT
 
 
-def load_perf(path: str | Path) -> dict[str, Any]:
+def load_perf(path: str | Path) -> PerfDocument:
     """Read and check a performance document (`PerfFormatError` otherwise)."""
     try:
         document = json.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, ValueError, RecursionError) as exc:
         raise PerfFormatError(f"{path}: cannot read a performance document: "
                               f"{type(exc).__name__}: {exc}") from None
-    return check_perf(document, str(path))
+    return read_perf(document, str(path))
 
 
-def write_perf(document: Mapping[str, Any], path: str | Path) -> Path:
+def write_perf(document: PerfDocument, path: str | Path) -> Path:
     """Check `document` and write it to `path` atomically (folders created; a link at `path`
     is replaced, never followed)."""
     target = Path(path)
-    check_perf(dict(document), str(target))
-    atomic_write_text(target, json.dumps(document, indent=1, allow_nan=False) + "\n")
+    data = check_perf(document.to_json(), str(target))
+    atomic_write_text(target, json.dumps(data, indent=1, allow_nan=False) + "\n")
     return target
 
 
 _ALIKE = ("backend", "backend_spec", "size", "seed", "selection")
 
 
-def _shards(documents: Sequence[Mapping[str, Any]], names: Sequence[str]) -> list[str]:
+def _alike(document: PerfDocument, key: str) -> object:
+    """What `merge_perf` compares of a part, as the document holds it."""
+    value = getattr(document, key)
+    return value.to_json() if isinstance(value, Record) else value
+
+
+def _shards(documents: Sequence[PerfDocument], names: Sequence[str]) -> list[str]:
     """Check that the parts are all shards of one split or none is; the missing shards."""
-    labels = [doc.get("shard") for doc in documents]
+    labels = [doc.shard for doc in documents]
     if not any(labels):
         return []
     if not all(labels):
@@ -170,8 +179,8 @@ def _shards(documents: Sequence[Mapping[str, Any]], names: Sequence[str]) -> lis
             if f"{k}/{total}" not in seen]
 
 
-def merge_perf(documents: Sequence[Mapping[str, Any]], sources: Sequence[str] = ()
-               ) -> dict[str, Any]:
+def merge_perf(documents: Sequence[PerfDocument], sources: Sequence[str] = ()
+               ) -> PerfDocument:
     """The parts of one run as one document: the same backend, device, size, seed and
     selection, every shard of one split at most once, no workload twice; workloads in the order of
     the parts. A missing shard, a part that was itself incomplete, or fewer workloads than the
@@ -182,33 +191,37 @@ def merge_perf(documents: Sequence[Mapping[str, Any]], sources: Sequence[str] = 
     first = documents[0]
     for doc, name in zip(documents[1:], names[1:]):
         for key in _ALIKE:
-            if doc.get(key) != first.get(key):
+            if _alike(doc, key) != _alike(first, key):
                 raise PerfFormatError(clean_text(
-                    f"{name}: {key} {doc.get(key)!r} differs from {names[0]}'s "
-                    f"{first.get(key)!r}; only parts of one run merge", 500))
-        if doc["device"].get("id") != first["device"].get("id"):
+                    f"{name}: {key} {_alike(doc, key)!r} differs from {names[0]}'s "
+                    f"{_alike(first, key)!r}; only parts of one run merge", 500))
+        if doc.device.id != first.device.id:
             raise PerfFormatError(clean_text(
-                f"{name}: device {doc['device'].get('id')!r} differs from {names[0]}'s "
-                f"{first['device'].get('id')!r}", 500))
+                f"{name}: device {doc.device.id!r} differs from {names[0]}'s "
+                f"{first.device.id!r}", 500))
     seen: dict[str, str] = {}
-    workloads: list[Any] = []
+    workloads = []
     for doc, name in zip(documents, names):
-        for record in doc["workloads"]:
-            ident = record["id"]
-            if ident in seen:
-                raise PerfFormatError(clean_text(f"workload {ident} is in both {seen[ident]} "
-                                                 f"and {name}", 500))
-            seen[ident] = name
+        for record in doc.workloads:
+            if record.id in seen:
+                raise PerfFormatError(clean_text(f"workload {record.id} is in both "
+                                                 f"{seen[record.id]} and {name}", 500))
+            seen[record.id] = name
             workloads.append(record)
     notes = _shards(documents, names)
-    notes += [f"{name} is incomplete: {doc['incomplete']}"
-              for doc, name in zip(documents, names) if doc.get("incomplete")]
-    selection = first.get("selection")
-    if isinstance(selection, dict) and not notes and len(workloads) < selection["workloads"]:
-        notes.append(f"the run was given {selection['workloads']} workload(s) and the parts "
+    notes += [f"{name} is incomplete: {doc.incomplete}"
+              for doc, name in zip(documents, names) if doc.incomplete]
+    selection = first.selection
+    if selection is not None and not notes and len(workloads) < selection.workloads:
+        notes.append(f"the run was given {selection.workloads} workload(s) and the parts "
                      f"hold {len(workloads)}")
-    merged = {**first, "workloads": workloads, "shard": None}
-    merged.pop("incomplete", None)
-    if notes:
-        merged["incomplete"] = clean_text("; ".join(notes))
-    return check_perf(merged, "merged document")
+    # The merged document keeps the first part's key order; the reason it is incomplete
+    # comes last, as a merge adds it.
+    keys = first.keys
+    if keys:
+        keys = tuple(k for k in keys if k != "incomplete") + (
+            ("shard",) if "shard" not in keys else ()) + (("incomplete",) if notes else ())
+    merged = dataclasses.replace(first, workloads=tuple(workloads), shard=None,
+                                 incomplete=clean_text("; ".join(notes)) if notes else None,
+                                 keys=keys)
+    return read_perf(merged.to_json(), "merged document")

@@ -77,11 +77,10 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
-from .document import PerfFormatError
+from .records import PerfDocument, PerfFormatError, SideTiming, WorkloadRecord
 from .verdicts import DOES_NOT_PAY, FUSION_PAYS, NOT_FUSED, fusion_costs
 
 __all__ = ["DEFAULT_THRESHOLD", "DEFAULT_ABSOLUTE_THRESHOLD", "DEFAULT_WIDEN", "SIDES",
@@ -206,28 +205,36 @@ class PerfDiff:
                           worst[1], len(least))
 
 
-def _span(timing: Mapping[str, Any], widen: float) -> tuple[float, float]:
+def _side(record: WorkloadRecord, side: str) -> SideTiming:
+    """The timing of `side` of a measured workload (`PerfFormatError` without one)."""
+    found = record.side(side)
+    if found is None:
+        raise PerfFormatError(f"workload {record.id!r} has no {side} timing")
+    return found
+
+
+def _span(timing: SideTiming, widen: float) -> tuple[float, float]:
     """The side's median interval, widened by its own ratio (high over low) to the power
     `widen` at each end: between runs the level moves about as far as the run's own spread
     (0, 0 for an interval that does not lie above zero)."""
-    low, high = float(timing["ci_low"]), float(timing["ci_high"])
+    low, high = float(timing.ci_low), float(timing.ci_high)
     if low <= 0 or high < low:
         return 0.0, 0.0
     stretch = (high / low) ** widen
     return low / stretch, high * stretch
 
 
-def _ends(timing: Mapping[str, Any], widen: float) -> tuple[float, float]:
+def _ends(timing: SideTiming, widen: float) -> tuple[float, float]:
     """How far the (widened) interval's lower and upper ends lie from the median, as factors
     of 1 or more (infinite for an interval that does not lie above zero)."""
     low, high = _span(timing, widen)
-    median = float(timing["median"])
+    median = float(timing.median)
     if low <= 0 or median <= 0:
         return math.inf, math.inf
     return max(median / low, 1.0), max(high / median, 1.0)
 
 
-def _bounds(before: Mapping[str, Any], after: Mapping[str, Any], widen: float = 0.0
+def _bounds(before: SideTiming, after: SideTiming, widen: float = 0.0
             ) -> tuple[float, float]:
     """The smallest and the largest new/old ratio the two (widened) intervals allow."""
     old, new = _span(before, widen), _span(after, widen)
@@ -236,12 +243,12 @@ def _bounds(before: Mapping[str, Any], after: Mapping[str, Any], widen: float = 
     return slow, fast
 
 
-def _relative(old: Mapping[str, Any], new: Mapping[str, Any], widen: float = 0.0
+def _relative(old: WorkloadRecord, new: WorkloadRecord, widen: float = 0.0
               ) -> tuple[float, float]:
     """The smallest and largest change of fused over op by op the (widened) intervals
     allow."""
-    of, oo = (_span(old["timings"][s], widen) for s in SIDES)
-    nf, no = (_span(new["timings"][s], widen) for s in SIDES)
+    of, oo = (_span(_side(old, s), widen) for s in SIDES)
+    nf, no = (_span(_side(new, s), widen) for s in SIDES)
     if min(of[0], oo[0], no[0], nf[0]) <= 0:
         return 1.0, 1.0
     low = (nf[0] / no[1]) / (of[1] / oo[0])
@@ -249,55 +256,54 @@ def _relative(old: Mapping[str, Any], new: Mapping[str, Any], widen: float = 0.0
     return low, high
 
 
-def _spread(old: Mapping[str, Any], new: Mapping[str, Any], widen: float) -> float:
+def _spread(old: WorkloadRecord, new: WorkloadRecord, widen: float) -> float:
     """The product of the distances of the four ends the relative question reads from their
     medians: the factor by which its bound lies below the change of the medians."""
-    of, oo = (_ends(old["timings"][s], widen) for s in SIDES)
-    nf, no = (_ends(new["timings"][s], widen) for s in SIDES)
+    of, oo = (_ends(_side(old, s), widen) for s in SIDES)
+    nf, no = (_ends(_side(new, s), widen) for s in SIDES)
     return of[1] * oo[0] * nf[0] * no[1]
 
 
-def _paid_now_costs(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
+def _paid_now_costs(old: WorkloadRecord, new: WorkloadRecord) -> bool:
     """Whether a fusion that paid in the baseline is slower than op by op now, each run's
     intervals clearing the verdict's boundary (see the module docstring)."""
-    return (old.get("verdict") == FUSION_PAYS and new.get("verdict") == DOES_NOT_PAY
-            and fusion_costs(new["timings"]["fused"], new["timings"]["opbyop"]))
+    return (old.verdict == FUSION_PAYS and new.verdict == DOES_NOT_PAY
+            and fusion_costs(new.fused, new.opbyop))
 
 
-def _reach(old: Mapping[str, Any], new: Mapping[str, Any], threshold: float,
+def _reach(old: WorkloadRecord, new: WorkloadRecord, threshold: float,
            absolute_threshold: float, widen: float) -> Reach:
     """What a fused slowdown had to be for the gate to flag it (see the module docstring)."""
     relative = (1.0 + threshold) * _spread(old, new, widen)
-    fused_old, fused_new = (_ends(d["timings"]["fused"], widen) for d in (old, new))
+    fused_old, fused_new = (_ends(d.fused, widen) for d in (old, new))
     absolute = (1.0 + absolute_threshold) * fused_old[1] * fused_new[0]
     flip = None
-    if old.get("verdict") == FUSION_PAYS and new.get("verdict") != NOT_FUSED:
+    if old.verdict == FUSION_PAYS and new.verdict != NOT_FUSED:
         # Centred on the baseline's ratio, the new fused interval clears the op-by-op one
         # once it has moved up past the op-by-op side's upper end.
-        nf, no = (_ends(new["timings"][s], 0.0) for s in SIDES)
-        of_median, oo_median = (float(old["timings"][s]["median"]) for s in SIDES)
+        nf, no = (_ends(_side(new, s), 0.0) for s in SIDES)
+        of_median, oo_median = (float(_side(old, s).median) for s in SIDES)
         clears = oo_median / of_median * nf[0] * no[1] if of_median > 0 else math.inf
         flip = max(clears, (1.0 + threshold) * _spread(old, new, 0.0))
-    return Reach(str(new["id"]), relative, absolute, flip)
+    return Reach(new.id, relative, absolute, flip)
 
 
-def _drift(pairs: Sequence[tuple[Mapping[str, Any], Mapping[str, Any]]],
+def _drift(pairs: Sequence[tuple[WorkloadRecord, WorkloadRecord]],
            sides: Sequence[str]) -> float:
     """The median new/old ratio of the medians of every side compared (1 without any)."""
-    ratios = sorted(float(n["timings"][s]["median"]) / float(o["timings"][s]["median"])
+    ratios = sorted(float(_side(n, s).median) / float(_side(o, s).median)
                     for o, n in pairs for s in sides
-                    if s in o["timings"] and s in n["timings"]
-                    and o["timings"][s]["median"] > 0)
+                    if o.side(s) is not None and n.side(s) is not None
+                    and _side(o, s).median > 0)
     return statistics.median(ratios) if ratios else 1.0
 
 
-def _fused_change(diff: PerfDiff, base: Mapping[str, Any], record: Mapping[str, Any],
+def _fused_change(diff: PerfDiff, base: WorkloadRecord, record: WorkloadRecord,
                   widen: float) -> None:
     """The relative question, and the flipped verdicts that are judged apart from it."""
     threshold = diff.threshold
-    fused = (float(base["timings"]["fused"]["median"]),
-             float(record["timings"]["fused"]["median"]))
-    change = (record["id"], record["pattern"], RELATIVE, *fused)
+    fused = (float(base.fused.median), float(record.fused.median))
+    change = (record.id, record.pattern, RELATIVE, *fused)
     low, high = _relative(base, record, widen)
     bare = _relative(base, record)[0]
     if low > 1.0 + threshold:
@@ -307,23 +313,23 @@ def _fused_change(diff: PerfDiff, base: Mapping[str, Any], record: Mapping[str, 
                                        "is slower than op by op now, beyond both intervals"))
     elif high * (1.0 + threshold) < 1.0:
         diff.speedups.append(Change(*change, high))
-    if base.get("verdict") == FUSION_PAYS and record.get("verdict") == NOT_FUSED:
-        diff.regressions.append(Change(record["id"], record["pattern"], "partitions", *fused,
+    if base.verdict == FUSION_PAYS and record.verdict == NOT_FUSED:
+        diff.regressions.append(Change(record.id, record.pattern, "partitions", *fused,
                                        bare, "the fusion paid in the baseline and the backend "
                                        "no longer forms it"))
 
 
-def _invalid(record: Mapping[str, Any], run: str) -> str:
+def _invalid(record: WorkloadRecord, run: str) -> str:
     """Why `record`'s fused or op-by-op interval is no measurement ("" when it is one)."""
     for side in SIDES:
-        timing = record["timings"].get(side)
-        if timing is not None and (float(timing["ci_low"]) <= 0 or float(timing["median"]) <= 0):
-            return (f"{record['id']}: the {side} side of the {run} measured 0 s (interval "
-                    f"[{timing['ci_low']}, {timing['ci_high']}] ms): an invalid measurement")
+        timing = record.side(side)
+        if timing is not None and (float(timing.ci_low) <= 0 or float(timing.median) <= 0):
+            return (f"{record.id}: the {side} side of the {run} measured 0 s (interval "
+                    f"[{timing.ci_low}, {timing.ci_high}] ms): an invalid measurement")
     return ""
 
 
-def compare(old: Mapping[str, Any], new: Mapping[str, Any], threshold: float = DEFAULT_THRESHOLD,
+def compare(old: PerfDocument, new: PerfDocument, threshold: float = DEFAULT_THRESHOLD,
             sides: Sequence[str] = SIDES,
             absolute_threshold: float = DEFAULT_ABSOLUTE_THRESHOLD,
             widen: float = DEFAULT_WIDEN, *, allow_narrower: bool = False) -> PerfDiff:
@@ -333,45 +339,45 @@ def compare(old: Mapping[str, Any], new: Mapping[str, Any], threshold: float = D
     if not threshold >= 0 or not absolute_threshold >= 0 or not widen >= 0:
         raise PerfFormatError(f"the thresholds and the widening must be 0 or more, got "
                               f"{threshold}, {absolute_threshold} and {widen}")
-    if old["size"] != new["size"]:
-        raise PerfFormatError(f"the baseline measured size {old['size']!r} and the new run "
-                              f"{new['size']!r}: only runs of the same size compare")
+    if old.size != new.size:
+        raise PerfFormatError(f"the baseline measured size {old.size!r} and the new run "
+                              f"{new.size!r}: only runs of the same size compare")
     diff = PerfDiff(threshold, allow_narrower=allow_narrower)
-    where = [f"{d['backend']} on {d['device']['id']}" for d in (old, new)]
+    where = [d.label for d in (old, new)]
     if where[0] != where[1]:
         diff.note = f"comparing {where[1]} against {where[0]}"
-    before = {r["id"]: r for r in old["workloads"]}
-    after = {r["id"]: r for r in new["workloads"]}
+    before = {r.id: r for r in old.workloads}
+    after = {r.id: r for r in new.workloads}
     diff.only_old = [i for i in before if i not in after]
     diff.only_new = [i for i in after if i not in before]
-    pairs = []
+    pairs: list[tuple[WorkloadRecord, WorkloadRecord]] = []
     for ident, record in after.items():
         base = before.get(ident)
         if base is None:
             continue
-        if "unsupported" in base or "unsupported" in record:
+        if base.unsupported is not None or record.unsupported is not None:
             # A declared limitation is the backend's word, as in a conformance run.
-            run, why = ("new run", record["unsupported"]) if "unsupported" in record \
-                else ("baseline", base["unsupported"])
+            run, why = ("new run", record.unsupported) if record.unsupported is not None \
+                else ("baseline", base.unsupported)
             diff.unsupported.append(f"{ident}: declared unsupported in the {run}: {why}")
             continue
-        if "error" in base:
+        if base.error is not None:
             continue
-        if "error" in record:
-            diff.broken.append(f"{ident}: {record['error']}")
+        if record.error is not None:
+            diff.broken.append(f"{ident}: {record.error}")
             continue
         why = _invalid(base, "baseline") or _invalid(record, "new run")
         if why:
             diff.invalid.append(why)
             continue
         pairs.append((base, record))
-        if base.get("verdict") != record.get("verdict"):
-            diff.verdicts.append((ident, str(base.get("verdict")), str(record.get("verdict"))))
-    diff.invalid += [why for r in new["workloads"] if r["id"] not in before and "timings" in r
+        if base.verdict != record.verdict:
+            diff.verdicts.append((ident, str(base.verdict), str(record.verdict)))
+    diff.invalid += [why for r in new.workloads if r.id not in before and r.timings is not None
                      for why in [_invalid(r, "new run")] if why]
     diff.compared = len(pairs)
-    if new.get("incomplete"):
-        diff.incomplete = f"the new run is incomplete: {new['incomplete']}"
+    if new.incomplete:
+        diff.incomplete = f"the new run is incomplete: {new.incomplete}"
     elif not pairs and not diff.broken and not diff.invalid:
         diff.incomplete = "no workload was measured in both runs: nothing was compared"
     diff.drift = _drift(pairs, sides)
@@ -379,14 +385,14 @@ def compare(old: Mapping[str, Any], new: Mapping[str, Any], threshold: float = D
         _fused_change(diff, base, record, widen)
         diff.reach.append(_reach(base, record, threshold, absolute_threshold, widen))
         for side in sides:
-            b, a = base["timings"].get(side), record["timings"].get(side)
+            b, a = base.side(side), record.side(side)
             if b is None or a is None:
                 continue
             slow, fast = _bounds(b, a, widen)
             if slow / diff.drift > 1.0 + absolute_threshold:
-                diff.regressions.append(Change(record["id"], record["pattern"], side,
-                                               float(b["median"]), float(a["median"]), slow))
+                diff.regressions.append(Change(record.id, record.pattern, side,
+                                               float(b.median), float(a.median), slow))
             elif fast / diff.drift * (1.0 + absolute_threshold) < 1.0:
-                diff.speedups.append(Change(record["id"], record["pattern"], side,
-                                            float(b["median"]), float(a["median"]), fast))
+                diff.speedups.append(Change(record.id, record.pattern, side,
+                                            float(b.median), float(a.median), fast))
     return diff

@@ -27,6 +27,7 @@ raises `BadAnswer`, which replaces the worker too.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import shlex
 from collections.abc import Mapping, Sequence
@@ -42,6 +43,7 @@ from fusionspec.spec.graph import Graph, LogicalTensor
 from fusionspec.spec.types import Array
 
 from ..workers.transport import Reply
+from .records import OutputCheck, Roofline, SideTiming, WorkloadRecord, Yardsticks
 from .roofline import opbyop_bytes, partition_bytes, partition_flops, rate
 from .sides import REFERENCE_SLACK, outputs_agree
 from .verdicts import verdict
@@ -69,7 +71,7 @@ class BenchJob:
     policy: TimingPolicy
     reference: bool
     settle_s: float
-    yardstick: dict[str, Any] | None
+    yardstick: Yardsticks | None
 
 
 def rerun_command(backend_spec: str, device_id: str, size: str, workload_id: str) -> str:
@@ -78,10 +80,10 @@ def rerun_command(backend_spec: str, device_id: str, size: str, workload_id: str
                        "--size", size, "--workload", workload_id])
 
 
-def header(w: Workload, size: str) -> dict[str, Any]:
-    """The fields every record of workload `w` at `size` begins with."""
-    return {"id": w.id, "pattern": w.pattern, "name": w.name, "source": w.source,
-            "dtype": w.dtype, "ops": [op.kind for op in w.graph(size).ops]}
+def header(w: Workload, size: str) -> WorkloadRecord:
+    """The record of workload `w` at `size` with the fields every record begins with."""
+    return WorkloadRecord(id=w.id, pattern=w.pattern, name=w.name, source=w.source,
+                          dtype=w.dtype, ops=tuple(op.kind for op in w.graph(size).ops))
 
 
 def _answer(reply: Reply, ident: str, keys: Sequence[str]) -> dict[str, Any]:
@@ -148,16 +150,17 @@ def conversation(job: BenchJob, ident: str) -> Conversation:
     docstring)."""
     w = workload(ident)
     record = header(w, job.size)
-    rerun = {"rerun": rerun_command(job.spec, job.device_id, job.size, ident)}
+    rerun = rerun_command(job.spec, job.device_id, job.size, ident)
+    replace = dataclasses.replace
     reply = yield ("prepare", ident, job.size, job.seed)
     if reply.failure is not None:
-        return {**record, "error": failure_text(reply.failure), **rerun}
+        return replace(record, error=failure_text(reply.failure), rerun=rerun)
     answer = _answer(reply, ident, ("partitions", "device_time", "fused", "opbyop"))
     graph = w.graph(job.size)
     formed = _formed(graph, answer["partitions"])
     kinds = {op.id: op.kind for op in graph.ops}
-    record["partitions"] = [[kinds[i] for i in p] for p in formed]
-    record["fused_whole"] = len(formed) == 1
+    record = replace(record, partitions=tuple(tuple(kinds[i] for i in p) for p in formed),
+                     fused_whole=len(formed) == 1)
     outputs = graph.output_tensors
     fused = _outputs(answer["fused"], outputs, "fused")
     opbyop = _outputs(answer["opbyop"], outputs, "op-by-op")
@@ -174,20 +177,19 @@ def conversation(job: BenchJob, ident: str) -> Conversation:
         off = max(off, far)
         if not right:
             wrong.append(side)
-    record["check"] = {"agree": agree and not wrong, "max_difference": _number(worst),
-                       "reference_difference": _number(off)}
+    record = replace(record, check=OutputCheck(agree=agree and not wrong,
+                                               max_difference=_number(worst),
+                                               reference_difference=_number(off)))
     if wrong:
-        record["error"] = (f"the {' and the '.join(wrong)} side's outputs differ from "
-                           f"fusionspec's reference (largest difference {off:.3g}); no timing "
-                           "counts")
-        return {**record, **rerun}
+        return replace(record, error=f"the {' and the '.join(wrong)} side's outputs differ "
+                                     f"from fusionspec's reference (largest difference "
+                                     f"{off:.3g}); no timing counts", rerun=rerun)
     if not agree:
-        record["error"] = (f"the fused and op-by-op outputs differ (largest difference "
-                           f"{worst:.3g}); no timing counts")
-        return {**record, **rerun}
+        return replace(record, error=f"the fused and op-by-op outputs differ (largest "
+                                     f"difference {worst:.3g}); no timing counts", rerun=rerun)
     reply = yield ("time", ident, job.policy, job.reference, job.settle_s)
     if reply.failure is not None:
-        return {**record, "error": failure_text(reply.failure), **rerun}
+        return replace(record, error=failure_text(reply.failure), rerun=rerun)
     answer = _answer(reply, ident, ("samples", "stopped"))
     samples, stopped = answer["samples"], answer["stopped"]
     sides = ["fused", "opbyop"] + (["reference"] if job.reference else [])
@@ -199,14 +201,14 @@ def conversation(job: BenchJob, ident: str) -> Conversation:
         method = "events" if device_time and side != "reference" else "wall"
         found_time = _timing(job, side, samples[side], stopped[side], method)
         if isinstance(found_time, str):
-            return {**record, "error": found_time, **rerun}
+            return replace(record, error=found_time, rerun=rerun)
         times[side] = found_time
     for side in ("fused", "opbyop"):
         if times[side].interval[0] <= 0:
-            return {**record, "error": f"{BACKEND_ERROR}: the {side} side's timer read 0 s "
-                                       "(its median interval starts at 0): no measurement",
-                    **rerun}
-    return {**record, **_figures(job, graph, part, times, record), **rerun}
+            return replace(record, error=f"{BACKEND_ERROR}: the {side} side's timer read 0 s "
+                                         "(its median interval starts at 0): no measurement",
+                           rerun=rerun)
+    return replace(_figures(job, graph, part, times, record), rerun=rerun)
 
 
 def _number(value: float) -> float | str:
@@ -214,21 +216,25 @@ def _number(value: float) -> float | str:
 
 
 def _figures(job: BenchJob, graph: Graph, part: Any, times: Mapping[str, Timing],
-             record: Mapping[str, Any]) -> dict[str, Any]:
-    """The timings in ms, the ratio, the verdict and the roofline figures."""
+             record: WorkloadRecord) -> WorkloadRecord:
+    """`record` with the timings in ms, the ratio, the verdict and the roofline figures."""
     fused_s, opbyop_s = times["fused"].median, times["opbyop"].median
     flops = partition_flops(graph.ops)
     moved = partition_bytes(part)
-    fused_t, opbyop_t = times["fused"].as_dict(), times["opbyop"].as_dict()
-    roof = {"gflop_s": rate(flops, fused_s), "gb_s": rate(moved, fused_s)}
+    timings = {name: SideTiming.from_json(t.as_dict(), f"the {name} side's timing")
+               for name, t in times.items()}
+    gflop_s, gb_s = rate(flops, fused_s), rate(moved, fused_s)
+    copy_share = gemm_share = None
     yardstick = job.yardstick
-    if yardstick:
-        if yardstick.get("copy_gb_s"):
-            roof["copy_share"] = roof["gb_s"] / float(yardstick["copy_gb_s"])
-        if yardstick.get("gemm_gflop_s") and GEMM_KINDS & set(record["ops"]):
-            roof["gemm_share"] = roof["gflop_s"] / float(yardstick["gemm_gflop_s"])
-    return {"flops": flops, "bytes_fused": moved, "bytes_opbyop": opbyop_bytes(graph.ops),
-            "timings": {name: t.as_dict() for name, t in times.items()},
-            "ratio": opbyop_s / fused_s,
-            "verdict": verdict(fused_t, opbyop_t, formed_whole=bool(record["fused_whole"])),
-            "roofline": roof}
+    if yardstick is not None:
+        if yardstick.copy_gb_s:
+            copy_share = gb_s / float(yardstick.copy_gb_s)
+        if yardstick.gemm_gflop_s and GEMM_KINDS & set(record.ops):
+            gemm_share = gflop_s / float(yardstick.gemm_gflop_s)
+    return dataclasses.replace(
+        record, flops=flops, bytes_fused=moved, bytes_opbyop=opbyop_bytes(graph.ops),
+        timings=timings, ratio=opbyop_s / fused_s,
+        verdict=verdict(timings["fused"], timings["opbyop"],
+                        formed_whole=bool(record.fused_whole)),
+        roofline=Roofline(gflop_s=gflop_s, gb_s=gb_s, copy_share=copy_share,
+                          gemm_share=gemm_share))

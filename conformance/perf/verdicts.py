@@ -16,6 +16,9 @@ The intervals are those `fusionspec.backend.timing` computes for the median (dis
 op-by-op one, slower beyond the noise of either. It is no verdict of its own (a fusion that
 costs does not pay), but the perf gate asks it of a fusion that paid in the baseline
 (`fusionspec.conformance.perf.gate`).
+
+Both read a side's interval from its `SideTiming` record, or from the figures as
+`Timing.as_dict` gives them (any unit).
 """
 
 from __future__ import annotations
@@ -23,7 +26,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["FUSION_PAYS", "DOES_NOT_PAY", "NOT_FUSED", "VERDICTS", "verdict", "fusion_costs"]
+from .records import SideTiming
+
+__all__ = ["FUSION_PAYS", "DOES_NOT_PAY", "NOT_FUSED", "VERDICTS", "verdict", "fusion_costs",
+           "Side"]
 
 FUSION_PAYS = "fusion pays"
 DOES_NOT_PAY = "fusion does not pay"
@@ -32,19 +38,28 @@ NOT_FUSED = "not fused"
 VERDICTS = (FUSION_PAYS, DOES_NOT_PAY, NOT_FUSED)
 
 
-def verdict(fused: Mapping[str, Any], opbyop: Mapping[str, Any], *, formed_whole: bool,
-            margin: float = 0.0) -> str:
+#: A side's figures: its record, or its timing's figures.
+Side = SideTiming | Mapping[str, Any]
+
+
+def _interval(side: Side) -> tuple[float, float]:
+    if isinstance(side, SideTiming):
+        return float(side.ci_low), float(side.ci_high)
+    return float(side["ci_low"]), float(side["ci_high"])
+
+
+def verdict(fused: Side, opbyop: Side, *, formed_whole: bool, margin: float = 0.0) -> str:
     """The verdict of one workload from the two sides' timing figures (``ci_low`` and
     ``ci_high`` as `Timing.as_dict` gives them, any unit) and whether the backend formed one
     partition of every op."""
     if not formed_whole:
         return NOT_FUSED
-    if float(fused["ci_high"]) < float(opbyop["ci_low"]) * (1.0 - margin):
+    if _interval(fused)[1] < _interval(opbyop)[0] * (1.0 - margin):
         return FUSION_PAYS
     return DOES_NOT_PAY
 
 
-def fusion_costs(fused: Mapping[str, Any], opbyop: Mapping[str, Any]) -> bool:
+def fusion_costs(fused: Side, opbyop: Side) -> bool:
     """Whether the fused side's median interval lies wholly above the op-by-op side's (its
     lower end over the other's upper end): slower than op by op beyond the noise of either."""
-    return float(fused["ci_low"]) > float(opbyop["ci_high"])
+    return _interval(fused)[0] > _interval(opbyop)[1]

@@ -57,6 +57,7 @@ from ..workers import lifeline
 from ..workers.runner import STARTUP_TIMEOUT_S, default_memory_limit, last_words
 from ..workers.signals import kill_worker, track
 from ..workers.transport import Ready, Reply, UnsafeReplyError, dumps, receive_reply
+from .records import WorkloadRecord
 from .server import BenchServer, greeting, serve
 
 __all__ = ["BadAnswer", "Conversation", "BenchWorkers", "InProcess", "Identity",
@@ -72,13 +73,13 @@ BACKEND_ERROR = "backend error"
 #: How many of a dead worker's last log lines its record quotes.
 
 #: One workload's exchange with a worker: requests out, replies in, the record at the end.
-Conversation = Generator[tuple[Any, ...], Reply, dict[str, Any]]
+Conversation = Generator[tuple[Any, ...], Reply, WorkloadRecord]
 #: Makes the conversation of a workload id.
 Talk = Callable[[str], Conversation]
 #: The record of a workload whose worker failed it, from the workload id and the reason.
-Failed = Callable[[str, str], dict[str, Any]]
+Failed = Callable[[str, str], WorkloadRecord]
 #: Sees each record as it is made.
-Done = Callable[[dict[str, Any]], None]
+Done = Callable[[WorkloadRecord], None]
 
 
 class BadAnswer(Exception):
@@ -225,12 +226,12 @@ class BenchWorkers:
     # -- the conversations --------------------------------------------------------------------
 
     def run(self, idents: Sequence[str], talk: Talk, failed: Failed, done: Done
-            ) -> dict[str, dict[str, Any]]:
+            ) -> dict[str, WorkloadRecord]:
         """The record of each of `idents`, measured `jobs` at a time (module docstring)."""
         pending = list(idents)[::-1]
-        records: dict[str, dict[str, Any]] = {}
+        records: dict[str, WorkloadRecord] = {}
 
-        def finish(worker: _Worker, record: dict[str, Any]) -> None:
+        def finish(worker: _Worker, record: WorkloadRecord) -> None:
             assert worker.ident is not None
             records[worker.ident] = record
             worker.ident, worker.talk = None, None
@@ -260,7 +261,7 @@ class BenchWorkers:
         return records
 
     def _begin(self, worker: _Worker, ident: str, talk: Talk, failed: Failed,
-               finish: Callable[[_Worker, dict[str, Any]], None]) -> None:
+               finish: Callable[[_Worker, WorkloadRecord], None]) -> None:
         worker.ident, worker.talk, worker.left = ident, talk(ident), self.timeout_s
         try:
             request = next(worker.talk)
@@ -270,7 +271,7 @@ class BenchWorkers:
         self._send(worker, request, failed, finish)
 
     def _send(self, worker: _Worker, request: tuple[Any, ...], failed: Failed,
-              finish: Callable[[_Worker, dict[str, Any]], None]) -> None:
+              finish: Callable[[_Worker, WorkloadRecord], None]) -> None:
         worker.sent = time.monotonic()
         try:
             worker.conn.send_bytes(dumps(request))
@@ -278,7 +279,7 @@ class BenchWorkers:
             self._dead(worker, failed, finish)
 
     def _answer(self, worker: _Worker, failed: Failed,
-                finish: Callable[[_Worker, dict[str, Any]], None]) -> None:
+                finish: Callable[[_Worker, WorkloadRecord], None]) -> None:
         try:
             reply = receive_reply(worker.conn, budget())
         except (EOFError, OSError):
@@ -305,14 +306,14 @@ class BenchWorkers:
         self._send(worker, request, failed, finish)
 
     def _dead(self, worker: _Worker, failed: Failed,
-              finish: Callable[[_Worker, dict[str, Any]], None]) -> None:
+              finish: Callable[[_Worker, WorkloadRecord], None]) -> None:
         worker.process.join(5)
         code = worker.process.exitcode
         self._lose(worker, crash_text(code, "while measuring this workload")
                    + last_words(worker.log), failed, finish)
 
     def _lose(self, worker: _Worker, why: str, failed: Failed,
-              finish: Callable[[_Worker, dict[str, Any]], None]) -> None:
+              finish: Callable[[_Worker, WorkloadRecord], None]) -> None:
         """Record the workload `worker` held as failed for `why`, and replace the worker."""
         assert worker.ident is not None
         ident = worker.ident
@@ -347,8 +348,8 @@ class InProcess:
         self.server.prepared = None
 
     def run(self, idents: Sequence[str], talk: Talk, failed: Failed, done: Done
-            ) -> dict[str, dict[str, Any]]:
-        records: dict[str, dict[str, Any]] = {}
+            ) -> dict[str, WorkloadRecord]:
+        records: dict[str, WorkloadRecord] = {}
         for ident in idents:
             conversation = talk(ident)
             try:
@@ -356,7 +357,7 @@ class InProcess:
                 while True:
                     request = conversation.send(self.server.handle(request))
             except StopIteration as stop:
-                record: dict[str, Any] = stop.value
+                record: WorkloadRecord = stop.value
             except BadAnswer as exc:
                 record = failed(ident, clean_text(str(exc), REASON_LIMIT))
             records[ident] = record

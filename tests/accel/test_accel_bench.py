@@ -147,7 +147,7 @@ def test_script_writes_a_perf_document_with_the_device_copy(tmp_path: Path) -> N
     assert code == 0, f"the benchmark exited with {code}"
     from fusionspec.conformance.perf.document import load_perf
 
-    doc = load_perf(tmp_path / "perf.json")
+    doc = load_perf(tmp_path / "perf.json").to_json()
     (record,) = doc["workloads"]
     assert record["id"] == "fp.binary_post_ops/resnet50-residual-add-relu", \
         f"--workload selects the workload: {record['id']}"

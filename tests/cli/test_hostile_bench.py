@@ -27,8 +27,9 @@ POLICY = TimingPolicy(warmup=1, min_repeats=3, max_repeats=5, budget_s=0.05,
 
 
 def _bench(backend: str, **kwargs: Any) -> dict[str, Any]:
+    """The document of a run of `backend`, as JSON: as it is written."""
     return run_bench(f"{KIT}:{backend}", ONE, policy=POLICY, measure_yardsticks=False,
-                     settle_s=0.0, **kwargs)
+                     settle_s=0.0, **kwargs).to_json()
 
 
 @pytest.mark.parametrize("isolate", [True, False])
@@ -62,7 +63,8 @@ def test_a_backend_that_misbehaves_gets_a_backend_error(backend: str, said: str)
 
 def test_a_worker_that_dies_is_replaced_and_the_run_goes_on() -> None:
     two = ONE + [w for w in WORKLOADS if w.pattern == "fp.unary_binary"][:1]
-    doc = run_bench(f"{KIT}:ExitsInPartition", two, policy=POLICY, measure_yardsticks=False)
+    doc = run_bench(f"{KIT}:ExitsInPartition", two, policy=POLICY,
+                    measure_yardsticks=False).to_json()
     assert [r["id"] for r in doc["workloads"]] == [w.id for w in two], \
         "every workload has a record, in order"
     assert all("exit code 0" in r["error"] for r in doc["workloads"]), \

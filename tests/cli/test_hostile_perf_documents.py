@@ -23,7 +23,12 @@ from testkit.report import save
 from fusionspec.cli.bench import command_line
 from fusionspec.cli.main import build_parser, main
 from fusionspec.conformance.perf.bench import selection_digest
-from fusionspec.conformance.perf.document import PerfFormatError, load_perf, write_perf
+from fusionspec.conformance.perf.document import (
+    PerfFormatError,
+    load_perf,
+    read_perf,
+    write_perf,
+)
 from fusionspec.reports.perf import perf_section
 from fusionspec.reports.perf_findings import perf_findings_markdown
 
@@ -49,7 +54,8 @@ def test_an_empty_shard_says_empty_and_merge_sees_the_missing_one(tmp_path: Path
     assert empty.returncode == 0 and said["verdict"] == "EMPTY", \
         f"a shard that holds no workload says EMPTY: {empty.returncode} {said}"
     doc = load_perf(tmp_path / "s1" / "perf.json")
-    assert doc["shard"] == "1/2" and doc["selection"]["workloads"] == 1, \
+    assert doc.shard == "1/2" and doc.selection is not None \
+        and doc.selection.workloads == 1, \
         f"the document records its shard and the selection it was split from: {doc}"
     alone = fusionspec(["merge", "s1/perf.json", "-o", "m1.json", "--json"], tmp_path)
     said = json.loads(alone.stdout)
@@ -70,8 +76,8 @@ def test_merge_refuses_shards_of_other_runs(tmp_path: Path,
     one, two = _two(), _two()
     one["shard"], two["shard"] = "1/2", "2/2"
     one["workloads"], two["workloads"] = one["workloads"][:1], two["workloads"][1:]
-    one["selection"] = selection_digest(["fp.matmul_post_ops/bert", "fp.bn_relu/stem"])
-    two["selection"] = selection_digest(["fp.bn_relu/stem"])
+    one["selection"] = selection_digest(["fp.matmul_post_ops/bert", "fp.bn_relu/stem"]).to_json()
+    two["selection"] = selection_digest(["fp.bn_relu/stem"]).to_json()
     paths = [str(save(tmp_path / n / "perf.json", d)) for n, d in (("a", one), ("b", two))]
     assert main(["merge", *paths, "-o", str(tmp_path / "m.json"), "--json"]) == 1, \
         "shards of two different selections do not merge"
@@ -175,7 +181,7 @@ def test_outputs_replace_links_and_never_an_input(tmp_path: Path) -> None:
     link = tmp_path / "out" / "perf.json"
     link.parent.mkdir()
     link.symlink_to(target)
-    write_perf(_two(), link)
+    write_perf(read_perf(_two()), link)
     assert target.read_text() == "keep me" and not link.is_symlink(), \
         "the bench's write replaced the link instead of writing through it"
     part = save(tmp_path / "p" / "perf.json", _two())
@@ -205,7 +211,7 @@ def test_a_document_command_of_another_shape_is_not_shown(tmp_path: Path, comman
     doc["command"] = command
     for record in doc["workloads"]:
         record["rerun"] = command
-    section = perf_section([doc], ["perf.json"])
+    section = perf_section([read_perf(doc)], ["perf.json"])
     (run,) = section.runs
     assert run.command == "" and all(r.rerun == "" for r in run.rows), \
         f"{command!r}: neither the run's command nor a rerun is kept"
@@ -223,7 +229,7 @@ def test_commands_of_fusionspecs_shape_are_shown_requoted() -> None:
     doc = mixed_document()
     doc["command"] = "fusionspec bench --backend 'my backend' --size small --reference"
     doc["workloads"][0]["rerun"] = "fusionspec  bench --backend \"a b\" --workload x/y"
-    (run,) = perf_section([doc], ["perf.json"]).runs
+    (run,) = perf_section([read_perf(doc)], ["perf.json"]).runs
     assert run.command == "fusionspec bench --backend 'my backend' --size small --reference", \
         f"the run's command is kept, quoted: {run.command}"
     assert run.rows[0].rerun == "fusionspec bench --backend 'a b' --workload x/y", \

@@ -8,8 +8,9 @@ from typing import Any
 
 import pytest
 
-from fusionspec.conformance.perf.document import check_perf
-from fusionspec.conformance.perf.gate import RELATIVE, compare
+from fusionspec.conformance.perf.document import check_perf, read_perf
+from fusionspec.conformance.perf.gate import RELATIVE, PerfDiff
+from fusionspec.conformance.perf.gate import compare as gate
 from fusionspec.conformance.perf.verdicts import (
     DOES_NOT_PAY,
     FUSION_PAYS,
@@ -17,6 +18,11 @@ from fusionspec.conformance.perf.verdicts import (
     fusion_costs,
     verdict,
 )
+
+
+def compare(old: dict[str, Any], new: dict[str, Any], *args: Any, **kwargs: Any) -> PerfDiff:
+    """The gate on two documents given as JSON, read to records as the command reads them."""
+    return gate(read_perf(old, "old"), read_perf(new, "new"), *args, **kwargs)
 
 
 def timing(median: float, spread: float) -> dict[str, Any]:

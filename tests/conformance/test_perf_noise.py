@@ -8,9 +8,11 @@ import importlib.util
 import sys
 from pathlib import Path
 from types import ModuleType
-from typing import Any
 
 from testkit.perf_docs import perf_document, workload
+
+from fusionspec.conformance.perf.document import read_perf
+from fusionspec.conformance.perf.records import PerfDocument
 
 
 def _script() -> ModuleType:
@@ -23,9 +25,9 @@ def _script() -> ModuleType:
     return module
 
 
-def _run(fused_ms: float) -> dict[str, Any]:
-    return perf_document([workload("fp.a/one", "fp.a", "fusion pays", fused_ms, 2.0),
-                          workload("fp.b/two", "fp.b", "fusion pays", 1.0, 2.0)])
+def _run(fused_ms: float) -> PerfDocument:
+    return read_perf(perf_document([workload("fp.a/one", "fp.a", "fusion pays", fused_ms, 2.0),
+                                    workload("fp.b/two", "fp.b", "fusion pays", 1.0, 2.0)]))
 
 
 def test_identical_runs_flag_nothing_and_every_pair_is_compared_both_ways() -> None:

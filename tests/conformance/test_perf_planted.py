@@ -6,7 +6,6 @@ runs of the same backend do not trip it."""
 from __future__ import annotations
 
 import functools
-from typing import Any
 
 import pytest
 from testkit.perf_backends import SLOW_PATTERN
@@ -14,6 +13,7 @@ from testkit.perf_backends import SLOW_PATTERN
 from fusionspec.backend.timing import TimingPolicy
 from fusionspec.conformance.perf.bench import run_bench
 from fusionspec.conformance.perf.gate import compare
+from fusionspec.conformance.perf.records import PerfDocument
 from fusionspec.conformance.perf.verdicts import DOES_NOT_PAY, FUSION_PAYS, NOT_FUSED
 from fusionspec.conformance.perf.workloads import WORKLOADS
 
@@ -27,14 +27,14 @@ POLICY = TimingPolicy(warmup=1, min_repeats=20, max_repeats=40, budget_s=0.5,
 
 
 @functools.cache
-def bench(backend: str, run: int = 0) -> dict[str, Any]:
+def bench(backend: str, run: int = 0) -> PerfDocument:
     del run  # only makes separate runs separate cache entries
     return run_bench(f"testkit.perf_backends:{backend}", CHEAP, policy=POLICY,
                      measure_yardsticks=False)
 
 
-def verdicts(doc: dict[str, Any]) -> dict[str, str]:
-    return {r["id"]: r.get("verdict", r.get("error", "")) for r in doc["workloads"]}
+def verdicts(doc: PerfDocument) -> dict[str, str]:
+    return {r.id: r.verdict or r.error or "" for r in doc.workloads}
 
 
 def test_fused_kernels_that_save_launches_pay() -> None:
@@ -51,7 +51,7 @@ def test_a_fused_partition_running_its_ops_one_by_one_does_not_pay() -> None:
 def test_a_backend_that_splits_the_pattern_is_not_fused() -> None:
     doc = bench("SplittingBackend")
     assert set(verdicts(doc).values()) == {NOT_FUSED}, f"split patterns: {verdicts(doc)}"
-    assert all(len(r["partitions"]) == len(r["ops"]) for r in doc["workloads"]), \
+    assert all(len(r.partitions or ()) == len(r.ops) for r in doc.workloads), \
         "the document records the partitions the backend formed"
 
 
@@ -60,7 +60,7 @@ def test_the_gate_names_the_pattern_made_slower() -> None:
     30% under heavy load (a load average of 7 on 2 cores), which widens the intervals past
     what the gate can tell apart; a device timer reports the planted times whatever the load."""
     old, new = bench("DeviceTimedBackend"), bench("DeviceTimedSlowPatternBackend")
-    assert all(r["timings"]["fused"]["method"] == "events" for r in old["workloads"]), \
+    assert all(r.fused.method == "events" for r in old.workloads), \
         "both sides are timed by the backend's own timer"
     found = compare(old, new)
     assert found.failed and found.patterns == [SLOW_PATTERN], \
@@ -77,13 +77,16 @@ def test_two_runs_of_the_same_backend_pass_the_gate() -> None:
 
 
 def test_records_carry_rates_and_a_rerun_command() -> None:
-    for r in bench("PacedBackend")["workloads"]:
-        assert r["check"]["agree"], f"{r['id']}: the sides' outputs agree"
-        assert r["flops"] > 0 and r["bytes_opbyop"] > r["bytes_fused"] > 0, \
-            f"{r['id']}: op by op moves the intermediates too"
-        assert r["roofline"]["gb_s"] > 0, f"{r['id']}: an achieved bandwidth"
-        assert r["rerun"].startswith("fusionspec bench --backend testkit.perf_backends:") \
-            and r["id"] in r["rerun"], f"{r['id']}: the rerun command selects it: {r['rerun']}"
+    for r in bench("PacedBackend").workloads:
+        assert r.check is not None and r.check.agree, f"{r.id}: the sides' outputs agree"
+        assert r.flops and r.bytes_opbyop and r.bytes_fused \
+            and r.flops > 0 and r.bytes_opbyop > r.bytes_fused > 0, \
+            f"{r.id}: op by op moves the intermediates too"
+        assert r.roofline is not None and (r.roofline.gb_s or 0) > 0, \
+            f"{r.id}: an achieved bandwidth"
+        assert r.rerun is not None \
+            and r.rerun.startswith("fusionspec bench --backend testkit.perf_backends:") \
+            and r.id in r.rerun, f"{r.id}: the rerun command selects it: {r.rerun}"
 
 
 @pytest.mark.parametrize("jobs", [1, 2])
@@ -92,15 +95,15 @@ def test_a_backend_that_crashes_costs_only_its_workload(jobs: int) -> None:
     is busy too), and a fresh worker measures the rest."""
     doc = run_bench("testkit.perf_backends:CrashingBackend", CHEAP, policy=POLICY,
                     measure_yardsticks=False, jobs=jobs)
-    found = {r["id"]: r for r in doc["workloads"]}
-    assert [r["id"] for r in doc["workloads"]] == [w.id for w in CHEAP], \
+    found = {r.id: r for r in doc.workloads}
+    assert [r.id for r in doc.workloads] == [w.id for w in CHEAP], \
         "the records keep the workloads' order"
     for ident, record in found.items():
         if ident.startswith(SLOW_PATTERN + "/"):
-            assert "SIGSEGV" in record.get("error", ""), \
+            assert "SIGSEGV" in (record.error or ""), \
                 f"{ident}: the crash is recorded with its signal: {record}"
-            assert record["rerun"].endswith(f"--workload {ident}"), \
-                f"{ident}: the record says how to rerun it: {record['rerun']}"
+            assert (record.rerun or "").endswith(f"--workload {ident}"), \
+                f"{ident}: the record says how to rerun it: {record.rerun}"
         else:
-            assert record.get("verdict") == FUSION_PAYS, \
+            assert record.verdict == FUSION_PAYS, \
                 f"{ident}: measured despite the other workload's crash: {record}"

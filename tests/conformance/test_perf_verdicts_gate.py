@@ -12,14 +12,21 @@ from fusionspec.conformance.perf.document import (
     PerfFormatError,
     check_perf,
     merge_perf,
+    read_perf,
 )
-from fusionspec.conformance.perf.gate import compare
+from fusionspec.conformance.perf.gate import PerfDiff
+from fusionspec.conformance.perf.gate import compare as gate
 from fusionspec.conformance.perf.verdicts import (
     DOES_NOT_PAY,
     FUSION_PAYS,
     NOT_FUSED,
     verdict,
 )
+
+
+def compare(old: dict[str, Any], new: dict[str, Any], *args: Any, **kwargs: Any) -> PerfDiff:
+    """The gate on two documents given as JSON, read to records as the command reads them."""
+    return gate(read_perf(old, "old"), read_perf(new, "new"), *args, **kwargs)
 
 
 def timing(median: float, half: float) -> dict[str, Any]:
@@ -83,16 +90,16 @@ def test_document_schema_accepts_and_rejects() -> None:
 def test_merge_joins_shards_and_refuses_others() -> None:
     a = document(record("fp.bn_relu/a", 1.0, 2.0), shard="1/2")
     b = document(record("fp.unary_binary/b", 1.0, 2.0), shard="2/2")
-    merged = merge_perf([a, b])
-    assert [r["id"] for r in merged["workloads"]] == ["fp.bn_relu/a", "fp.unary_binary/b"], \
+    merged = merge_perf([read_perf(a), read_perf(b)])
+    assert [r.id for r in merged.workloads] == ["fp.bn_relu/a", "fp.unary_binary/b"], \
         "the merged document holds both shards' workloads"
-    assert merged["shard"] is None, "a merged document is no shard"
+    assert merged.shard is None, "a merged document is no shard"
     with pytest.raises(PerfFormatError, match="in both"):
-        merge_perf([a, a], ["one", "two"])
+        merge_perf([read_perf(a), read_perf(a)], ["one", "two"])
     other = copy.deepcopy(b)
     other["size"] = "full"
     with pytest.raises(PerfFormatError, match="size 'full' differs"):
-        merge_perf([a, other])
+        merge_perf([read_perf(a), read_perf(other)])
 
 
 def test_gate_flags_only_what_the_intervals_support() -> None:

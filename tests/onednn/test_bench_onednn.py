@@ -28,7 +28,7 @@ def test_script_compares_backends_through_perf_documents(onednn: OnednnBackend,
     code = _script().main(["--out", str(tmp_path), "--size", "small", "--workload",
                            "fp.binary_post_ops/*", "--budget", "0.02", "--no-accel"])
     assert code == 0, f"the benchmark exited with {code}"
-    doc = load_perf(tmp_path / "onednn-cpu" / "perf.json")
+    doc = load_perf(tmp_path / "onednn-cpu" / "perf.json").to_json()
     (record,) = doc["workloads"]
     assert "verdict" in record or "error" in record, f"oneDNN's record: {record}"
     comparison = json.loads((tmp_path / "comparison.json").read_text())

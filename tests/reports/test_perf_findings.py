@@ -13,6 +13,7 @@ from testkit.perf_docs import mixed_document, perf_document, workload
 from testkit.report import save
 
 from fusionspec.cli.main import main
+from fusionspec.conformance.perf.document import read_perf
 from fusionspec.reports.perf import perf_section
 from fusionspec.reports.perf_findings import perf_findings
 
@@ -48,7 +49,8 @@ def test_another_run_that_fuses_the_workload_measures_the_gain(tmp_path: Path) -
     fused = perf_document([workload("fp.binary_post_ops/res", "fp.binary_post_ops",
                                     "fusion pays", 1.0, 1.5, ops=("Add", "ReLU"))],
                           backend="onednn", driver="3.13", yardsticks={})
-    found = perf_findings(perf_section([split, fused], ["a.json", "b.json"]))
+    found = perf_findings(perf_section([read_perf(split), read_perf(fused)],
+                                       ["a.json", "b.json"]))
     gains = found["onednn on cpu0 (3.2)"][0].gains
     assert len(gains) == 1 and "onednn on cpu0 (3.13) forms it" in gains[0] \
         and "1.50x faster" in gains[0], f"the other version's measured ratio: {gains}"

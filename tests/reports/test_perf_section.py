@@ -16,9 +16,10 @@ from testkit.report import render, save
 from fusionspec.backend.timing import TimingPolicy
 from fusionspec.cli.main import main
 from fusionspec.conformance.perf.bench import run_bench
+from fusionspec.conformance.perf.document import PerfFormatError, read_perf
+from fusionspec.conformance.perf.records import PerfDocument
 from fusionspec.conformance.perf.workloads import WORKLOADS
-from fusionspec.reports.document import Doc, ReportError
-from fusionspec.reports.perf import perf_section, ratio_interval, side_figure
+from fusionspec.reports.perf import ratio_interval, side_figure
 from fusionspec.reports.roofline_svg import RooflinePoint, roofline_chart
 
 
@@ -79,7 +80,7 @@ def test_a_real_bench_run_renders(tmp_path: Path) -> None:
     policy = TimingPolicy(warmup=1, min_repeats=3, max_repeats=5, budget_s=0.05,
                           target_spread=0.5)
     doc = run_bench("reference", cheap, policy=policy, settle_s=0.0)
-    path = save(tmp_path / "ref" / "perf.json", doc)
+    path = save(tmp_path / "ref" / "perf.json", doc.to_json())
     html, dom = render(tmp_path / "index.html", [path])
     assert len(_rows(dom)) == len(cheap), "a row per measured workload"
     circles = dom.find_all("svg", class_="roofline")[0].find_all("circle")
@@ -99,11 +100,14 @@ def test_document_text_is_escaped(tmp_path: Path) -> None:
         "the escaped id reads back as the characters in the point's title"
 
 
-def test_a_wrongly_typed_figure_is_a_report_error() -> None:
+def test_a_wrongly_typed_figure_is_a_typed_error_naming_it() -> None:
     doc = mixed_document()
     doc["workloads"][0]["roofline"]["gflop_s"] = "fast"
-    with pytest.raises(ReportError, match=r"x\.json: .*roofline\.gflop_s is 'fast'"):
-        perf_section([doc], ["x.json"])
+    with pytest.raises(PerfFormatError,
+                       match=r"x\.json: \$\.workloads\[0\]\.roofline\.gflop_s: 'fast' is not"):
+        PerfDocument.from_json(doc, "x.json")
+    with pytest.raises(PerfFormatError, match=r"x\.json: \$\.workloads\[0\]\.roofline\.gflop_s"):
+        read_perf(doc, "x.json")
 
 
 def test_the_command_refuses_a_bad_perf_document(tmp_path: Path,
@@ -119,7 +123,7 @@ def test_the_command_refuses_a_bad_perf_document(tmp_path: Path,
 
 
 def test_ratio_interval_takes_both_sides_intervals() -> None:
-    timings = Doc(mixed_document()["workloads"][0]["timings"], "x")
+    timings = read_perf(mixed_document()).workloads[0].timings
     fused, opbyop = side_figure(timings, "fused"), side_figure(timings, "opbyop")
     assert fused is not None and opbyop is not None, "both sides are read"
     low, high = ratio_interval(fused, opbyop)
