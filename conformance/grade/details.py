@@ -18,16 +18,19 @@ results document beside its reason.
   kept only the facts and says why here (`fusionspec.conformance.grade.results`).
 
 The JSON layout is flat, as a verdict's details have always been written; keys no field
-models stay in ``extra`` and are written back. `Details.read` is the one reader, `to_json` the
-one writer.
+models stay in ``extra`` and are written back. Every record is read field by field as its
+fields' types say (`fusionspec.conformance.grade.record_io.Record.read`; the few fields a type
+cannot describe name their reader in ``SPECIAL``) and written by `to_json`; the schema is
+generated from the same types (`fusionspec.conformance.grade.schema_gen`), so the reader, the
+writer and the schema cannot disagree.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar
 
-from .record_io import Reader, Record, ResultsFormatError
+from .record_io import FieldReaders, Reader, Record, ResultsFormatError
 
 __all__ = ["PartitionRef", "CutFacts", "WrongIO", "FusionFacts", "WorstElement",
            "NumericFacts", "RejectionFacts", "ErrorFacts", "UnsupportedFacts", "ExtensionFacts",
@@ -48,10 +51,6 @@ class PartitionRef(Record):
     ops: list[int] = field(default_factory=list)
     kinds: list[str] = field(default_factory=list)
 
-    @staticmethod
-    def read(r: Reader) -> PartitionRef:
-        return PartitionRef(r.whole_numbers("ops"), r.texts("kinds"))
-
 
 @dataclass(frozen=True)
 class CutFacts(Record):
@@ -63,11 +62,6 @@ class CutFacts(Record):
     partition: list[str] = field(default_factory=list)
     rule: str | None = None
 
-    @staticmethod
-    def read(r: Reader) -> CutFacts:
-        return CutFacts(r.text("before"), r.text("after"), r.texts("partition"),
-                        r.opt_text("rule"))
-
 
 @dataclass(frozen=True)
 class WrongIO(Record):
@@ -77,11 +71,6 @@ class WrongIO(Record):
     outputs: list[int] = field(default_factory=list)
     want_inputs: list[int] = field(default_factory=list)
     want_outputs: list[int] = field(default_factory=list)
-
-    @staticmethod
-    def read(r: Reader) -> WrongIO:
-        return WrongIO(r.whole_numbers("inputs"), r.whole_numbers("outputs"),
-                       r.whole_numbers("want_inputs"), r.whole_numbers("want_outputs"))
 
 
 @dataclass(frozen=True)
@@ -106,12 +95,6 @@ class FusionFacts(_Facts):
 
     OMIT_NONE = ("kinds",)
 
-    @staticmethod
-    def read(r: Reader) -> FusionFacts:
-        return FusionFacts(r.records("expected", PartitionRef.read),
-                           r.records("formed", PartitionRef.read), r.record("cut", CutFacts.read),
-                           r.record("wrong_io", WrongIO.read), r.opt_texts("kinds"))
-
 
 @dataclass(frozen=True)
 class WorstElement(Record):
@@ -125,11 +108,6 @@ class WorstElement(Record):
     high_precision: Figure | None = None
 
     OMIT_NONE = ("high_precision",)
-
-    @staticmethod
-    def read(r: Reader) -> WorstElement:
-        return WorstElement(r.whole_numbers("index"), r.figure("expected"), r.figure("actual"),
-                            r.figure("bound"), r.figure("high_precision"))
 
 
 @dataclass(frozen=True)
@@ -148,12 +126,6 @@ class NumericFacts(_Facts):
     culprit: list[str] | None = None
 
     OMIT_NONE = ("worst",)
-
-    @staticmethod
-    def read(r: Reader) -> NumericFacts:
-        return NumericFacts(r.opt_number("tensor"), r.texts("chain"), r.opt_text("dtype"),
-                            r.flag("nonfinite"), r.text("summary"),
-                            r.opt_records("worst", WorstElement.read), r.opt_texts("culprit"))
 
 
 @dataclass(frozen=True)
@@ -179,26 +151,12 @@ class RejectionFacts(_Raised):
 
     WHAT: ClassVar[str] = "rejection"
 
-    @staticmethod
-    def read(r: Reader) -> RejectionFacts:
-        return RejectionFacts(*_raised(r))
-
 
 @dataclass(frozen=True)
 class ErrorFacts(_Raised):
     """Anything else went wrong (the backend raised, crashed or hung; or the suite failed)."""
 
     WHAT: ClassVar[str] = "error"
-
-    @staticmethod
-    def read(r: Reader) -> ErrorFacts:
-        return ErrorFacts(*_raised(r))
-
-
-def _raised(r: Reader) -> tuple[Any, ...]:
-    fields = None if r.data.get("fields") is None else r.strings("fields")
-    return (r.text("kind"), r.opt_text("stage"), r.opt_text("type"), r.text("message"),
-            r.opt_text("rule"), fields, r.opt_flag("ill_formed"))
 
 
 @dataclass(frozen=True)
@@ -208,9 +166,9 @@ class UnsupportedFacts(_Facts):
     WHAT: ClassVar[str] = "unsupported"
     kinds: list[str] = field(default_factory=list)
 
-    @staticmethod
-    def read(r: Reader) -> UnsupportedFacts:
-        return UnsupportedFacts(r.texts("kinds"))
+
+def _kinds_list(value: object) -> bool:
+    return isinstance(value, list) and all(isinstance(k, str) for k in value)
 
 
 @dataclass(frozen=True)
@@ -218,14 +176,10 @@ class ExtensionFacts(_Facts):
     """A near miss fused and computed right: the merged partitions' kinds, the rule."""
 
     WHAT: ClassVar[str] = "extension"
+    SPECIAL: ClassVar[FieldReaders] = {"merged": lambda r, key: r.opt_list(
+        key, _kinds_list, "a list of lists of strings") or []}
     merged: list[list[str]] = field(default_factory=list)
     rule: str | None = None
-
-    @staticmethod
-    def read(r: Reader) -> ExtensionFacts:
-        merged = r.opt_list("merged", lambda v: isinstance(v, list) and all(
-            isinstance(k, str) for k in v), "a list of lists of strings") or []
-        return ExtensionFacts(merged, r.opt_text("rule"))
 
 
 @dataclass(frozen=True)
@@ -234,10 +188,6 @@ class AcceptedFacts(_Facts):
 
     WHAT: ClassVar[str] = "accepted"
     rule: str | None = None
-
-    @staticmethod
-    def read(r: Reader) -> AcceptedFacts:
-        return AcceptedFacts(r.opt_text("rule"))
 
 
 @dataclass(frozen=True)
@@ -248,15 +198,9 @@ class ContractFacts(_Facts):
     problem: str = ""
     message: str = ""
 
-    @staticmethod
-    def read(r: Reader) -> ContractFacts:
-        return ContractFacts(r.text("problem"), r.text("message"))
-
 
 Facts = (FusionFacts | NumericFacts | RejectionFacts | ErrorFacts | UnsupportedFacts
          | ExtensionFacts | AcceptedFacts | ContractFacts)
-FactKind = Literal["fusion", "numeric", "rejection", "error", "unsupported", "extension",
-                   "accepted", "contract"]
 
 #: Each kind of fact by its ``what``.
 FACT_KINDS: dict[str, type[_Facts]] = {c.WHAT: c for c in (
@@ -272,7 +216,7 @@ def read_facts(r: Reader) -> Facts:
     if kind is None:
         raise ResultsFormatError(f"{r.where}.what is {what[:80]!r}, not a kind of fact "
                                  f"({', '.join(FACT_KINDS)})")
-    found: Facts = kind.read(r)  # type: ignore[attr-defined]
+    found: Facts = kind.read(r)  # type: ignore[assignment]
     return found
 
 
@@ -293,13 +237,6 @@ class PartitionDescription(Record):
 
     OMIT_NONE = ("ops", "kinds", "inputs", "outputs", "supported", "not_a_partition")
 
-    @staticmethod
-    def read(r: Reader) -> PartitionDescription:
-        return PartitionDescription(r.opt_whole_numbers("ops"), r.opt_texts("kinds"),
-                                    r.opt_whole_numbers("inputs"), r.opt_whole_numbers("outputs"),
-                                    r.opt_text("pattern"), r.opt_flag("supported"),
-                                    r.opt_text("not_a_partition"))
-
 
 @dataclass(frozen=True)
 class OutputSummary(Record):
@@ -313,12 +250,6 @@ class OutputSummary(Record):
     max_excess: Figure | None = None
     max_radius: Figure | None = None
 
-    @staticmethod
-    def read(r: Reader) -> OutputSummary:
-        return OutputSummary(r.opt_number("tensor"), r.text("dtype"), r.flag("passed"),
-                             r.figure("max_abs_error"), r.figure("max_rel_error"),
-                             r.figure("max_excess"), r.figure("max_radius"))
-
 
 @dataclass(frozen=True)
 class BoundRecord(Record):
@@ -330,11 +261,6 @@ class BoundRecord(Record):
     basis: list[str] = field(default_factory=list)
     max_radius: Figure | None = None
     uncertain: int = 0
-
-    @staticmethod
-    def read(r: Reader) -> BoundRecord:
-        return BoundRecord(r.text("dtype"), r.text("chain"), r.texts("basis"),
-                           r.figure("max_radius"), r.number("uncertain"))
 
 
 @dataclass(frozen=True)
@@ -350,13 +276,6 @@ class Triage(Record):
     reference_off: int = 0
     extra: dict[str, Any] = field(default_factory=dict)
 
-    @staticmethod
-    def read(r: Reader) -> Triage:
-        return Triage(r.text("closer"), r.number("reference_closer"),
-                      r.number("backend_closer"), r.number("failing"),
-                      r.figure("max_reference_deviation"), r.figure("max_backend_deviation"),
-                      r.number("reference_off"), r.rest(Triage))
-
 
 @dataclass(frozen=True)
 class SignatureMatch(Record):
@@ -366,11 +285,6 @@ class SignatureMatch(Record):
     statement: str = ""
     matched: int = 0
     failing: int = 0
-
-    @staticmethod
-    def read(r: Reader) -> SignatureMatch:
-        return SignatureMatch(r.text("id"), r.text("statement"), r.number("matched"),
-                              r.number("failing"))
 
 
 @dataclass(frozen=True)
@@ -391,17 +305,6 @@ class Culprit(Record):
     benchdnn: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
 
-    @staticmethod
-    def read(r: Reader) -> Culprit:
-        return Culprit(r.text("kinds"), r.text("signature"), r.text("summary"),
-                       r.text("reason"), r.opt_obj("graph"), r.flag("fused_only"),
-                       r.texts("simplified"), r.number("calls"), r.opt_obj("inputs"),
-                       r.text("benchdnn"), r.rest(Culprit))
-
-    @property
-    def kind_list(self) -> list[str]:
-        return self.kinds.split("->") if self.kinds else []
-
 
 @dataclass(frozen=True)
 class DepartureRef(Record):
@@ -413,11 +316,6 @@ class DepartureRef(Record):
     source: str = ""
     label: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
-
-    @staticmethod
-    def read(r: Reader) -> DepartureRef:
-        return DepartureRef(r.text("id"), r.text("statement"), r.text("source"),
-                            r.text("label"), r.rest(DepartureRef))
 
 
 @dataclass(frozen=True)
@@ -474,46 +372,15 @@ class Details(Record):
     extra: dict[str, Any] = field(default_factory=dict)
 
     OMIT_NONE = ("*",)
-
-    @staticmethod
-    def read(r: Reader) -> Details:
-        return Details(
-            facts=r.record("facts", read_facts), departures=_departures(r),
-            expected_partitions=r.opt_records("expected_partitions", PartitionDescription.read),
-            actual_partitions=r.opt_records("actual_partitions", PartitionDescription.read),
-            numerics=r.text("numerics") if isinstance(r.data.get("numerics"), str)
-            else r.opt_records("numerics", OutputSummary.read),
-            reason=r.opt_text("reason"), tensor=r.opt_number("tensor"),
-            tensors=r.opt_whole_numbers("tensors"), dtype=r.opt_text("dtype"),
-            actual_dtype=r.opt_text("actual_dtype"), shape=r.opt_whole_numbers("shape"),
-            bound=r.record("bound", BoundRecord.read), max_abs_error=r.figure("max_abs_error"),
-            max_rel_error=r.figure("max_rel_error"), max_excess=r.figure("max_excess"),
-            mismatches=r.opt_number("mismatches"), total=r.opt_number("total"),
-            worst=r.opt_records("worst", WorstElement.read),
-            kernel_source=r.opt_text("kernel_source"), triage=r.record("triage", Triage.read),
-            reproduced=r.opt_texts("reproduced"),
-            signature=r.record("signature", SignatureMatch.read),
-            culprit=r.record("culprit", Culprit.read),
-            diagnosis_error=r.opt_text("diagnosis_error"),
-            signature_error=r.opt_text("signature_error"),
-            culprit_error=r.opt_text("culprit_error"), stage=r.opt_text("stage"),
-            error_type=r.opt_text("error_type"), message=r.opt_text("message"),
-            traceback=r.opt_text("traceback"), suite_error=r.opt_flag("suite_error"),
-            timeout_s=r.real("timeout_s"), error_rule=r.opt_text("error_rule"),
-            expected_rule=r.opt_text("expected_rule"), rule_matches=r.opt_flag("rule_matches"),
-            limitation=r.opt_text("limitation"), limitation_passed=r.opt_flag(
-                "limitation_passed"), observed_status=r.opt_text("observed_status"),
-            observed_reason=r.opt_text("observed_reason"),
-            unreadable_details=r.opt_text("unreadable_details"), extra=r.rest(Details))
+    SPECIAL: ClassVar[FieldReaders] = {
+        "facts": lambda r, key: r.record(key, read_facts),
+        "numerics": lambda r, key: r.text(key) if isinstance(r.data.get(key), str)
+        else r.opt_records(key, OutputSummary.read)}
 
     @staticmethod
     def of(data: object, where: str = "details") -> Details:
         """The details in `data` (a verdict's, as JSON-ready data)."""
         return Details.read(Reader(data, where))
-
-
-def _departures(r: Reader) -> list[DepartureRef] | None:
-    return r.opt_records("departures", DepartureRef.read)
 
 
 #: The records of a verdict's details, by the name the results schema gives their definition.

@@ -168,12 +168,6 @@ class ReplayRecord(Record):
 
     OMIT_NONE = ("dir", "path")
 
-    @staticmethod
-    def read(r: Reader) -> ReplayRecord:
-        return ReplayRecord(r.number("seed"), r.text("case_id"), r.text("rerun"),
-                            r.opt_text("dir"), r.opt_text("path"), r.texts("commands"),
-                            r.rest(ReplayRecord))
-
 
 @dataclass(frozen=True)
 class FailureRecord(_JudgedCase):

@@ -8,15 +8,20 @@ read and written one way.
 
 from __future__ import annotations
 
+import functools
+import operator
+import types
+import typing
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import fields
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar, Self, TypeVar
 
 from fusionspec.spec.errors import FusionspecError
 
 from ..cases import Status
 
-__all__ = ["ResultsFormatError", "Reader", "Record", "Json", "STATUSES", "kind_of"]
+__all__ = ["ResultsFormatError", "Reader", "Record", "FieldReaders", "Json", "STATUSES",
+           "kind_of"]
 
 
 class ResultsFormatError(FusionspecError):
@@ -223,11 +228,91 @@ def _plain(value: Any) -> Any:
     return value
 
 
+# -- reading a record by its fields' types ------------------------------------------------------
+
+def _optional(hint: object) -> tuple[object, bool]:
+    """`hint` without None, and whether it admitted None."""
+    if typing.get_origin(hint) in (types.UnionType, typing.Union):
+        args = typing.get_args(hint)
+        rest = tuple(a for a in args if a is not type(None))
+        if len(rest) < len(args):
+            return (rest[0] if len(rest) == 1 else functools.reduce(operator.or_, rest)), True
+    return hint, False
+
+
+def _field_reader(hint: object) -> Callable[[Reader, str], Any]:
+    """How a field of type `hint` is read (the `Reader` method its type calls for)."""
+    inner, optional = _optional(hint)
+    args = typing.get_args(inner)
+    if inner is str:
+        return Reader.opt_text if optional else Reader.text
+    if inner is bool:
+        return Reader.opt_flag if optional else Reader.flag
+    if inner is int:
+        return Reader.opt_number if optional else Reader.number
+    if inner is float:
+        return Reader.real
+    if set(args) == {float, str}:
+        return Reader.figure
+    if isinstance(inner, type) and issubclass(inner, Record):
+        read = inner.read
+        return lambda r, key: r.record(key, read)
+    if typing.get_origin(inner) is list:
+        item = args[0]
+        if item is int:
+            return Reader.opt_whole_numbers if optional else Reader.whole_numbers
+        if item is str:
+            return Reader.opt_texts if optional else Reader.texts
+        if isinstance(item, type) and issubclass(item, Record):
+            read = item.read
+            return (lambda r, key: r.opt_records(key, read)) if optional else \
+                (lambda r, key: r.records(key, read))
+    if typing.get_origin(inner) is dict:
+        if args[1] is str:
+            return (lambda r, key: None if r.data.get(key) is None else r.strings(key)) \
+                if optional else Reader.strings
+        return Reader.opt_obj if optional else Reader.obj
+    raise TypeError(f"no reader for a field of type {hint!r}")
+
+
+_READERS: dict[type, tuple[tuple[str, Callable[[Reader, str], Any]], ...]] = {}
+
+
+def _field_readers(record: type) -> tuple[tuple[str, Callable[[Reader, str], Any]], ...]:
+    """Each field of `record` (but ``extra``) with its reader, worked out once per record."""
+    if record not in _READERS:
+        _READERS[record] = _work_out_readers(record)
+    return _READERS[record]
+
+
+def _work_out_readers(record: type) -> tuple[tuple[str, Callable[[Reader, str], Any]], ...]:
+    hints = typing.get_type_hints(record)
+    special: FieldReaders = getattr(record, "SPECIAL", {})
+    return tuple((f.name, special.get(f.name) or _field_reader(hints[f.name]))
+                 for f in fields(record) if f.name != "extra")
+
+
+#: Field name -> how to read it from a `Reader` (given the field's key).
+FieldReaders = Mapping[str, Callable[["Reader", str], Any]]
+
+
 class Record:
-    """What every record shares: written as JSON by `_json`, the fields named in `OMIT_NONE`
-    left out when None."""
+    """What every record shares: read field by field as its fields' types say (`read`; a field
+    whose reading the type cannot say is in `SPECIAL`), written as JSON by `_json`, the fields
+    named in `OMIT_NONE` left out when None."""
 
     OMIT_NONE: ClassVar[tuple[str, ...]] = ()
+    #: Field name -> its reader, for the fields whose type alone does not say how to read them.
+    SPECIAL: ClassVar[FieldReaders] = {}
+
+    @classmethod
+    def read(cls, r: Reader) -> Self:
+        """The record in `r`, each field read by the `Reader` method its type calls for; the
+        keys no field models kept in ``extra`` where the record has one."""
+        values = {name: read(r, name) for name, read in _field_readers(cls)}
+        if any(f.name == "extra" for f in fields(cls)):  # type: ignore[arg-type]
+            values["extra"] = r.rest(cls)
+        return cls(**values)
 
     def to_json(self) -> Json:
         """The record as JSON-ready data (what its ``read`` reads back to an equal one)."""
