@@ -40,8 +40,13 @@ from typing import Any
 
 from .errors import KernelBuildError
 
-__all__ = ["FAULT_ENV", "FRESH_BUILD_MARK", "NO_KERNELS_SOURCE", "compile_source", "load_binary",
-           "kernel_count", "kernel_names", "missing_kernels", "captured_stderr"]
+#: What every program is built headed by: floating-point contraction off, so ``a * b + c``
+#: rounds the product as the reference does, whatever the driver's compiler would fuse
+#: (`fusionspec.accel.runtime` says why). Errors carry the generated source without it.
+PRELUDE = "#pragma OPENCL FP_CONTRACT OFF\n"
+
+__all__ = ["FAULT_ENV", "FRESH_BUILD_MARK", "NO_KERNELS_SOURCE", "PRELUDE", "compile_source",
+           "load_binary", "kernel_count", "kernel_names", "missing_kernels", "captured_stderr"]
 
 FAULT_ENV = "FUSIONSPEC_ACCEL_FAULT"
 #: Appended to a source whose build came back without its kernels (see the module docstring).
@@ -128,7 +133,7 @@ def _build_once(context: Any, device: Any, source: str, options: Sequence[str],
 
     if _fault() == "abort-build":
         os.abort()  # what an LLVM "fatal error" does to the process
-    text = NO_KERNELS_SOURCE if _fault() == "no-kernels" else source
+    text = NO_KERNELS_SOURCE if _fault() == "no-kernels" else PRELUDE + source
     program = cl.Program(cl._cl._Program(context, text))  # uncached: see the module docstring
     with captured_stderr() as chatter:
         try:

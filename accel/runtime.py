@@ -24,6 +24,13 @@ names, looking in three places in turn:
 Build options: every program gets ``-cl-fp32-correctly-rounded-divide-sqrt`` when the device
 supports it (Divide, Reciprocal and Sqrt then round like NumPy's float32 operations; without
 it OpenCL allows 2.5 ulp for division and 3 ulp for sqrt), and never a fast-math option.
+
+Every program is built headed by `fusionspec.accel.build.PRELUDE`, which turns floating-point
+contraction off: OpenCL lets a
+compiler fuse ``a * b + c`` into one FMA (one rounding instead of two), and whether it does
+depends on the shape of the kernel. Intel's CPU compiler fuses differently in the table and the
+specialised form of one partition, so the two forms gave results a few ulp apart there; with
+contraction off each product is rounded, as the reference rounds it, on every driver.
 """
 
 from __future__ import annotations
@@ -49,7 +56,7 @@ __all__ = ["GENERATOR_VERSION", "CACHE_ENV", "Runtime", "CacheStats", "runtime_f
 
 #: Part of every disk-cache key: bump when generated code changes meaning for the same source
 #: (e.g. different helper semantics), so stale binaries are never reused.
-GENERATOR_VERSION = "2"
+GENERATOR_VERSION = "3"  # 3: programs built with contraction off (`build.PRELUDE`)
 CACHE_ENV = "FUSIONSPEC_ACCEL_CACHE_DIR"
 #: How many built programs a context keeps in memory (a suite run compiles thousands; compiled
 #: partitions keep their own programs alive regardless).
