@@ -159,8 +159,10 @@ def _typed_details(case_id: str, details: Mapping[str, object]) -> Any:
         Details.of(data, f"case {case_id!r}: details")
     except ResultsFormatError as exc:
         kept: dict[str, Any] = {"unreadable_details": str(exc)}
-        with suppress(ResultsFormatError, KeyError):
-            kept["facts"] = Details.of({"facts": data.get("facts")}).to_json()["facts"]
+        facts = {"facts": data.get("facts")}
+        with suppress(ResultsFormatError):
+            if facts["facts"] is not None and Details.of(facts).facts is not None:
+                kept.update(facts)
         return kept
     return data
 
