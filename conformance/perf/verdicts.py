@@ -17,19 +17,14 @@ op-by-op one, slower beyond the noise of either. It is no verdict of its own (a 
 costs does not pay), but the perf gate asks it of a fusion that paid in the baseline
 (`fusionspec.conformance.perf.gate`).
 
-Both read a side's interval from its `SideTiming` record, or from the figures as
-`Timing.as_dict` gives them (any unit).
+Both read each side's interval from its `SideTiming` record (any unit).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
 from .records import SideTiming
 
-__all__ = ["FUSION_PAYS", "DOES_NOT_PAY", "NOT_FUSED", "VERDICTS", "verdict", "fusion_costs",
-           "Side"]
+__all__ = ["FUSION_PAYS", "DOES_NOT_PAY", "NOT_FUSED", "VERDICTS", "verdict", "fusion_costs"]
 
 FUSION_PAYS = "fusion pays"
 DOES_NOT_PAY = "fusion does not pay"
@@ -38,28 +33,19 @@ NOT_FUSED = "not fused"
 VERDICTS = (FUSION_PAYS, DOES_NOT_PAY, NOT_FUSED)
 
 
-#: A side's figures: its record, or its timing's figures.
-Side = SideTiming | Mapping[str, Any]
-
-
-def _interval(side: Side) -> tuple[float, float]:
-    if isinstance(side, SideTiming):
-        return float(side.ci_low), float(side.ci_high)
-    return float(side["ci_low"]), float(side["ci_high"])
-
-
-def verdict(fused: Side, opbyop: Side, *, formed_whole: bool, margin: float = 0.0) -> str:
+def verdict(fused: SideTiming, opbyop: SideTiming, *, formed_whole: bool,
+            margin: float = 0.0) -> str:
     """The verdict of one workload from the two sides' timing figures (``ci_low`` and
     ``ci_high`` as `Timing.as_dict` gives them, any unit) and whether the backend formed one
     partition of every op."""
     if not formed_whole:
         return NOT_FUSED
-    if _interval(fused)[1] < _interval(opbyop)[0] * (1.0 - margin):
+    if float(fused.ci_high) < float(opbyop.ci_low) * (1.0 - margin):
         return FUSION_PAYS
     return DOES_NOT_PAY
 
 
-def fusion_costs(fused: Side, opbyop: Side) -> bool:
+def fusion_costs(fused: SideTiming, opbyop: SideTiming) -> bool:
     """Whether the fused side's median interval lies wholly above the op-by-op side's (its
     lower end over the other's upper end): slower than op by op beyond the noise of either."""
-    return _interval(fused)[0] > _interval(opbyop)[1]
+    return float(fused.ci_low) > float(opbyop.ci_high)

@@ -11,6 +11,7 @@ import pytest
 from fusionspec.conformance.perf.document import check_perf, read_perf
 from fusionspec.conformance.perf.gate import RELATIVE, PerfDiff
 from fusionspec.conformance.perf.gate import compare as gate
+from fusionspec.conformance.perf.records import SideTiming
 from fusionspec.conformance.perf.verdicts import (
     DOES_NOT_PAY,
     FUSION_PAYS,
@@ -41,7 +42,8 @@ def record(ident: str, fused: float, opbyop: float, spread: float,
             "partitions": [["Add", "ReLU"]] if whole else [["Add"], ["ReLU"]],
             "fused_whole": whole, "check": {"agree": True, "max_difference": 0.0},
             "timings": {"fused": f, "opbyop": o}, "ratio": opbyop / fused,
-            "verdict": verdict(f, o, formed_whole=whole), "roofline": {"gflop_s": 1.0}}
+            "verdict": verdict(SideTiming.from_json(f), SideTiming.from_json(o),
+                               formed_whole=whole), "roofline": {"gflop_s": 1.0}}
 
 
 def document(*records: dict[str, Any]) -> dict[str, Any]:
@@ -100,8 +102,8 @@ def test_a_flip_that_straddles_the_boundary_is_listed_not_gated() -> None:
 def test_a_flip_clear_of_the_boundary_but_within_the_threshold_is_not_gated() -> None:
     old = document(record(ADD_RELU, 1.0, 1.03, 0.005), *STEADY)
     new = document(record(ADD_RELU, 1.0, 0.97, 0.005), *STEADY)
-    assert fusion_costs(new["workloads"][0]["timings"]["fused"],
-                        new["workloads"][0]["timings"]["opbyop"]), \
+    assert fusion_costs(SideTiming.from_json(new["workloads"][0]["timings"]["fused"]),
+                        SideTiming.from_json(new["workloads"][0]["timings"]["opbyop"])), \
         "the new fused interval lies wholly above op by op's"
     assert not compare(old, new).failed, \
         "a 6% change stays under the 10% threshold even when the verdict flips"

@@ -16,6 +16,7 @@ from fusionspec.conformance.perf.document import (
 )
 from fusionspec.conformance.perf.gate import PerfDiff
 from fusionspec.conformance.perf.gate import compare as gate
+from fusionspec.conformance.perf.records import SideTiming
 from fusionspec.conformance.perf.verdicts import (
     DOES_NOT_PAY,
     FUSION_PAYS,
@@ -35,6 +36,11 @@ def timing(median: float, half: float) -> dict[str, Any]:
             "stopped": "spread", "samples": [median] * 9}
 
 
+
+def side(median: float, half: float) -> SideTiming:
+    return SideTiming.from_json(timing(median, half))
+
+
 def record(ident: str, fused: float, opbyop: float, half: float = 0.05) -> dict[str, Any]:
     pattern = ident.split("/")[0]
     f, o = timing(fused, half), timing(opbyop, half)
@@ -43,7 +49,8 @@ def record(ident: str, fused: float, opbyop: float, half: float = 0.05) -> dict[
             "fused_whole": True, "flops": 10, "bytes_fused": 12, "bytes_opbyop": 20,
             "check": {"agree": True, "max_difference": 0.0},
             "timings": {"fused": f, "opbyop": o}, "ratio": opbyop / fused,
-            "verdict": verdict(f, o, formed_whole=True), "roofline": {"gflop_s": 1.0}}
+            "verdict": verdict(SideTiming.from_json(f), SideTiming.from_json(o),
+                               formed_whole=True), "roofline": {"gflop_s": 1.0}}
 
 
 def document(*records: dict[str, Any], shard: str | None = None) -> dict[str, Any]:
@@ -56,15 +63,15 @@ def document(*records: dict[str, Any], shard: str | None = None) -> dict[str, An
 
 
 def test_verdict_rules() -> None:
-    assert verdict(timing(1.0, 0.05), timing(2.0, 0.05), formed_whole=True) == FUSION_PAYS, \
+    assert verdict(side(1.0, 0.05), side(2.0, 0.05), formed_whole=True) == FUSION_PAYS, \
         "a fused interval wholly below op by op's pays"
-    assert verdict(timing(1.9, 0.1), timing(2.0, 0.1), formed_whole=True) == DOES_NOT_PAY, \
+    assert verdict(side(1.9, 0.1), side(2.0, 0.1), formed_whole=True) == DOES_NOT_PAY, \
         "overlapping intervals: faster is not shown beyond the noise"
-    assert verdict(timing(2.5, 0.05), timing(2.0, 0.05), formed_whole=True) == DOES_NOT_PAY, \
+    assert verdict(side(2.5, 0.05), side(2.0, 0.05), formed_whole=True) == DOES_NOT_PAY, \
         "a slower fused side does not pay"
-    assert verdict(timing(1.0, 0.05), timing(2.0, 0.05), formed_whole=False) == NOT_FUSED, \
+    assert verdict(side(1.0, 0.05), side(2.0, 0.05), formed_whole=False) == NOT_FUSED, \
         "a backend that split the pattern is 'not fused', whatever the times"
-    assert verdict(timing(1.0, 0.05), timing(1.1, 0.01), formed_whole=True,
+    assert verdict(side(1.0, 0.05), side(1.1, 0.01), formed_whole=True,
                    margin=0.1) == DOES_NOT_PAY, "a margin asks for more than disjoint intervals"
 
 
