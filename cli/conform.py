@@ -179,18 +179,20 @@ def _summary(args: argparse.Namespace, collector: ResultsCollector, written: Pat
     verdict = "INCOMPLETE" if collector.incomplete else "FAIL" if collector.failed else \
         "EMPTY" if empty_shard else "PASS"
     shard = f" (shard {collector.shard})" if collector.shard else ""
+    passes = [p.to_json() for p in collector.unexpected_passes]
     lines = [f"{verdict}: {collector.backend} on {collector.device.id}{shard}: {totals}"
-             f"{unexpected_pass_note(collector.unexpected_passes, collector.strict)}"]
+             f"{unexpected_pass_note(passes, collector.strict)}"]
     if empty_shard:
         lines.append(f"  shard {collector.shard} holds none of the selected cases")
     if collector.incomplete:
         lines.append(f"  the run is incomplete: {collector.incomplete}")
-    expected = sum(1 for f in collector.failures if f.get("expected"))
+    expected = sum(1 for f in collector.failures if f.expected)
     if expected:
         lines.append(f"  {expected} expected failure(s) (expectations file)")
     if collector.skipped:
         lines.append(f"  {len(collector.skipped)} case(s) skipped (expectations file)")
-    lines += stale_lines(collector.unexpected_passes, collector.strict)  # every stale entry
+    lines += stale_lines([p.to_json() for p in collector.unexpected_passes],
+                         collector.strict)  # every stale entry
     unexpected = document.unexpected_failures
     lines += failure_lines(document, unexpected, lambda f: _replay_line(collector, f))
     lines.append(time_line(collector.timings, collector.oracle))
@@ -312,7 +314,8 @@ def _replay(args: argparse.Namespace) -> int:
     emit(args, clean_text(text, 8000), {"case_id": case.id, "status": verdict.status.value,
                                         "reason": verdict.reason, "backend": backend,
                                         "device": device_id,
-                                        "worst": verdict.details.get("worst") or []})
+                                        "worst": [w.to_json() for w in
+                                                  verdict.details.worst or ()]})
     return 1 if verdict.failed else 0
 
 

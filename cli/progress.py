@@ -28,7 +28,8 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-from fusionspec.conformance.cases import FAILING, Verdict
+from fusionspec.conformance.cases import FAILING
+from fusionspec.conformance.grade.verdict import Verdict
 from fusionspec.conformance.suite import PlannedCase
 
 __all__ = ["RunProgress", "PLAIN_INTERVAL_S"]

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from fusionspec.conformance.cases import Case, Verdict
+from fusionspec.conformance.cases import Case
+from fusionspec.conformance.grade.verdict import Verdict
 from fusionspec.conformance.replay import ReplayError, worst_lines
 from fusionspec.conformance.workers import Runner
 from fusionspec.reference.arrays import read_npz, write_npz
@@ -54,8 +55,8 @@ def verdict_lines(case: Case, verdict: Verdict, where: str) -> list[str]:
     lines = [f"{verdict.status.value}: {case.id}{described} on {where}"]
     if verdict.reason:
         lines.append(f"  {verdict.reason}")
-    trace = verdict.details.get("traceback")
-    if isinstance(trace, str) and trace:
+    trace = verdict.details.traceback
+    if trace:
         lines.append("  what the backend raised:")
         lines += [f"    {line}" for line in trace.splitlines()]
     worst = worst_lines(verdict.details)

@@ -1,4 +1,4 @@
-"""What the conformance suite generates and what it concludes: cases, statuses, verdicts.
+"""What the conformance suite generates: cases, their kinds and statuses, the structural rules.
 
 A `Case` is one graph with what the spec says about it:
 
@@ -10,7 +10,7 @@ A `Case` is one graph with what the spec says about it:
 - ``ill-formed``: a graph that breaks an op-schema or graph rule (`rule` is the schema rule id,
   e.g. ``schema.attr.required``); the spec requires a typed rejection.
 
-A `Verdict` is the suite's conclusion on one case for one backend and device, with a `Status`
+A case's verdict (`fusionspec.conformance.grade.verdict.Verdict`) has a `Status`
 (`fusionspec.backend.status`, re-exported here).
 """
 
@@ -23,7 +23,7 @@ from enum import StrEnum
 from fusionspec.backend.status import FAILING, Status
 from fusionspec.spec.graph import Graph
 
-__all__ = ["CaseKind", "Case", "Status", "FAILING", "Verdict", "StructuralRule",
+__all__ = ["CaseKind", "Case", "Status", "FAILING", "StructuralRule",
            "STRUCTURAL_RULES"]
 
 
@@ -78,25 +78,3 @@ class Case:
     features: Mapping[str, str | int] = field(default_factory=dict)
     description: str = ""
     values: Mapping[int, str] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class Verdict:
-    """The suite's conclusion on `case` for one backend/device.
-
-    `reason` says why in a sentence (`dst dtype f16, spec requires f32 [SoftMax->Add]`);
-    `details` carries what the report's drill-down shows (expected vs actual partitions, worst
-    elements, error vs tolerance, the backend's message), all JSON-ready.
-    """
-
-    case_id: str
-    pattern: str
-    kind: CaseKind
-    status: Status
-    reason: str = ""
-    rule: str | None = None
-    details: Mapping[str, object] = field(default_factory=dict)
-
-    @property
-    def failed(self) -> bool:
-        return self.status in FAILING

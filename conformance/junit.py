@@ -31,6 +31,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from .cases import Status
+from .grade.details import Details
 from .replay import worst_lines
 
 __all__ = ["junit_xml", "xml_legal", "ERROR_STATUSES"]
@@ -58,7 +59,7 @@ def _failure_text(failure: Mapping[str, Any]) -> str:
     lines = [f"{failure.get('status')}: {failure.get('case_id')}"
              + (f" ({failure['description']})" if failure.get("description") else ""),
              f"  {failure.get('reason')}"]
-    worst = worst_lines(failure.get("details") or {})
+    worst = worst_lines(Details.of(failure.get("details") or {}))
     if worst:
         lines.append("  worst elements (index: reference vs backend):")
         lines += [f"    {line}" for line in worst]

@@ -68,7 +68,7 @@ from .expectations import (
     stale_lines,
     unexpected_pass_note,
 )
-from .grade.document import ResultsDocument
+from .grade.document import FailureRecord, ResultsDocument
 from .grade.merge import merge_documents
 from .grade.results import ResultsCollector, artifact_name, replay_commands
 from .options import RunOptions, add_flags, read_options, refused_value
@@ -285,23 +285,23 @@ def judge_case(planned: PlannedCase | None, config: pytest.Config) -> None:
     pytest.fail(text, pytrace=False)
 
 
-def _failure_text(collector: ResultsCollector, failure: dict[str, Any]) -> str:
-    lines = [f"{failure['status']}: {failure['case_id']}"
-             + (f" ({failure['description']})" if failure.get("description") else ""),
-             f"  {failure['reason']}"]
-    slipped = failure.get("unexpected_status")
+def _failure_text(collector: ResultsCollector, failure: FailureRecord) -> str:
+    lines = [f"{failure.status}: {failure.case_id}"
+             + (f" ({failure.description})" if failure.description else ""),
+             f"  {failure.reason}"]
+    slipped = failure.unexpected_status
     if slipped:
         lines.append(f"  expectations entry {slipped['entry']} expects another failing status")
-    worst = worst_lines(failure.get("details") or {})
+    worst = worst_lines(failure.details)
     if worst:
         lines.append("  worst elements (index: reference vs backend):")
         lines += [f"    {line}" for line in worst]
-    replay = failure["replay"]
-    if collector.out_dir is not None and replay.get("path"):
-        folder = (collector.out_dir / replay["path"]).resolve()
+    replay = failure.replay
+    if collector.out_dir is not None and replay.path:
+        folder = (collector.out_dir / replay.path).resolve()
         lines.append("  replay: " + replay_commands(folder, collector.backend_spec,
                                                     collector.device.id, False)[0])
-    lines.append(f"  rerun:  {replay['rerun']}")
+    lines.append(f"  rerun:  {replay.rerun}")
     return "\n".join(lines)
 
 

@@ -67,7 +67,7 @@ from fusionspec.backend import Device
 from fusionspec.spec.catalog import PatternEntry, entry
 
 from . import draw_cache
-from .cases import Case, CaseKind, Status, Verdict
+from .cases import Case, CaseKind, Status
 from .expectations import Expectation, Expectations
 from .generate.boundaries import boundary_near_misses
 from .generate.ids import unique_cases
@@ -82,6 +82,7 @@ from .generate.strategies import design_cases, ill_formed_cases, near_miss_cases
 from .generate.values import CHECK_SEED, harvesting
 from .grade.prepared import Prepared
 from .grade.results import ResultsCollector
+from .grade.verdict import Verdict
 from .selection import (
     PROFILES,
     Profile,

@@ -44,6 +44,7 @@ from fusionspec.spec.opschemas import SCHEMAS
 from fusionspec.spec.types import Array
 
 from .bounds import ancestors, output_bounds
+from .details import Culprit as CulpritRecord
 from .tolerances import Comparison, compare
 
 __all__ = ["Culprit", "isolate", "MAX_CALLS", "MAX_SECONDS", "signature_of", "CULPRIT_FILE",
@@ -81,12 +82,13 @@ class Culprit:
     calls: int = 0
     inputs: Mapping[str, list[Any]] = field(default_factory=dict)
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"kinds": "->".join(self.kinds), "signature": self.signature,
-                "summary": self.summary, "reason": self.reason, "graph": dict(self.graph),
-                "fused_only": self.fused_only, "simplified": list(self.simplified),
-                "calls": self.calls, "inputs": dict(self.inputs),
-                "benchdnn": f"benchdnn --graph --case={CULPRIT_FILE}"}
+    def record(self) -> CulpritRecord:
+        """The culprit as a verdict's details record it."""
+        return CulpritRecord(kinds="->".join(self.kinds), signature=self.signature,
+                             summary=self.summary, reason=self.reason, graph=dict(self.graph),
+                             fused_only=self.fused_only, simplified=list(self.simplified),
+                             calls=self.calls, inputs=dict(self.inputs),
+                             benchdnn=f"benchdnn --graph --case={CULPRIT_FILE}")
 
 
 class _Spent(Exception):

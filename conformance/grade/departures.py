@@ -1,9 +1,9 @@
 """Which of a backend's declared known departures a verdict shows.
 
 `matching_departures(departures, case, status, details)` tests each `fusionspec.backend.
-Departure` against the verdict's facts (``details["facts"]``, `fusionspec.conformance.grade.
-facts`), the names of the substitutes that reproduced a numeric mismatch
-(``details["reproduced"]``) and the case itself (its pattern, its rule, its graph's ops and
+Departure` against the verdict's facts (`Details.facts`, `fusionspec.conformance.grade.
+details`), the names of the substitutes that reproduced a numeric mismatch
+(`Details.reproduced`) and the case itself (its pattern, its rule, its graph's ops and
 dtypes), and returns what the verdict records of those that match: id, statement, source
 and label. Every matcher a departure gives must hold; within one matcher, any listed value
 will do. A cut side matches its kind, ``*``, or the name of a category holding the kind
@@ -19,6 +19,14 @@ from fusionspec.backend import Departure
 from fusionspec.spec.categories import BINARY, UNARY
 
 from ..cases import Case, Status
+from .details import (
+    DepartureRef,
+    Details,
+    ErrorFacts,
+    FusionFacts,
+    RejectionFacts,
+    UnsupportedFacts,
+)
 
 __all__ = ["matching_departures", "departure_matches"]
 
@@ -26,18 +34,15 @@ _CATEGORIES: Mapping[str, frozenset[str]] = {"Unary": frozenset(UNARY),
                                              "Binary": frozenset(BINARY)}
 
 
-def _side(want: str, kind: object) -> bool:
+def _side(want: str, kind: str) -> bool:
     return want in ("*", kind) or kind in _CATEGORIES.get(want, frozenset())
 
 
-def _mapping(value: object) -> Mapping[str, object]:
-    return value if isinstance(value, Mapping) else {}
-
-
 def departure_matches(departure: Departure, case: Case, status: Status,
-                      details: Mapping[str, object]) -> bool:
+                      details: Details) -> bool:
     """Whether `departure` explains the verdict `status` with `details` on `case`."""
-    facts = _mapping(details.get("facts"))
+    facts = details.facts
+    raised = facts if isinstance(facts, RejectionFacts | ErrorFacts) else None
     if departure.statuses and status.value not in departure.statuses:
         return False
     if departure.patterns and not any(fnmatchcase(case.pattern, g) for g in departure.patterns):
@@ -53,29 +58,25 @@ def departure_matches(departure: Departure, case: Case, status: Status,
         if not dtypes & set(departure.dtypes):
             return False
     if departure.cut is not None:
-        cut = _mapping(facts.get("cut"))
-        if not cut or not (_side(departure.cut[0], cut.get("before"))
-                           and _side(departure.cut[1], cut.get("after"))):
+        cut = facts.cut if isinstance(facts, FusionFacts) else None
+        if cut is None or not (_side(departure.cut[0], cut.before)
+                               and _side(departure.cut[1], cut.after)):
             return False
     if departure.unsupported:
-        kinds = facts.get("kinds") if facts.get("what") == "unsupported" else None
-        if not isinstance(kinds, list) or not set(kinds) & set(departure.unsupported):
+        kinds = facts.kinds if isinstance(facts, UnsupportedFacts) else []
+        if not set(kinds) & set(departure.unsupported):
             return False
-    if departure.error_kinds and facts.get("kind") not in departure.error_kinds:
+    if departure.error_kinds and (raised is None or raised.kind not in departure.error_kinds):
         return False
     if departure.error_fields:
-        fields = _mapping(facts.get("fields"))
+        fields = (raised.fields if raised is not None else None) or {}
         if not all(fields.get(name) == value for name, value in departure.error_fields):
             return False
-    if departure.substitute is not None:
-        reproduced = details.get("reproduced")
-        if not isinstance(reproduced, list) or departure.substitute not in reproduced:
-            return False
-    return True
+    return departure.substitute is None or departure.substitute in (details.reproduced or ())
 
 
 def matching_departures(departures: Sequence[Departure], case: Case, status: Status,
-                        details: Mapping[str, object]) -> list[dict[str, str]]:
+                        details: Details) -> list[DepartureRef]:
     """What the verdict records of the `departures` it shows (see the module docstring)."""
-    return [{"id": d.id, "statement": d.statement, "source": d.source, "label": d.label}
+    return [DepartureRef(id=d.id, statement=d.statement, source=d.source, label=d.label)
             for d in departures if departure_matches(d, case, status, details)]

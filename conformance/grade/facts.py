@@ -1,7 +1,7 @@
-"""The facts of a verdict, as data, and the reason sentence rendered from them.
+"""The facts of a verdict: how grading computes them, and the reason sentence rendered from them.
 
-Every verdict that is not a plain pass carries ``details["facts"]``, one of the typed records
-below, told apart by ``what``:
+Every verdict that is not a plain pass carries `Details.facts`, one of the typed records of
+`fusionspec.conformance.grade.details`, told apart by ``what`` in JSON:
 
 - ``fusion`` (a ``fusion-mismatch`` on partitions): the expected partitions the backend did not
   form and the partitions it formed instead (op ids and kinds), the first cut (the kinds on
@@ -9,7 +9,7 @@ below, told apart by ``what``:
   the partition whose inputs or outputs differ from the spec's;
 - ``numeric`` (``numeric-mismatch``): the failing output's tensor id, the chain of op kinds
   that computes it, its dtype, whether NaN/inf disagree (``nonfinite``), the comparison's own
-  summary, the worst elements (`WorstFacts`: index, the reference's value and bound, the
+  summary, the worst elements (`WorstElement`: index, the reference's value and bound, the
   backend's value, the float64 value) and the op kinds the culprit isolation blames;
 - ``rejection`` (the backend refused the graph) and ``error`` (anything else went wrong): the
   error's kind (``rejection``, ``exception``, ``crash``, ``timeout``, ``suite``), the stage,
@@ -28,88 +28,45 @@ the sentence, so rewording a reason changes no grouping.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from itertools import pairwise
-from typing import Any, Literal, NotRequired, TypedDict
+from typing import Any
 
 import numpy as np
 
 from fusionspec.reference.partitioner import external_tensors
 from fusionspec.spec.graph import Graph, Op, Partition
 
-__all__ = ["PartitionFacts", "CutFacts", "WorstFacts", "Facts", "partition_facts", "first_cut",
-           "reason", "kinds_text", "diagnosed_facts", "fusion_facts", "nonfinite_differ",
-           "GRAPH_INPUT"]
+from .details import (
+    AcceptedFacts,
+    ContractFacts,
+    CutFacts,
+    ErrorFacts,
+    ExtensionFacts,
+    Facts,
+    FusionFacts,
+    NumericFacts,
+    PartitionRef,
+    RejectionFacts,
+    UnsupportedFacts,
+    WorstElement,
+    WrongIO,
+)
+
+__all__ = ["partition_facts", "first_cut", "reason", "kinds_text", "diagnosed_facts",
+           "fusion_facts", "nonfinite_differ", "GRAPH_INPUT"]
 
 #: The kind named before a cut where the formed partition starts one the spec extends back.
 GRAPH_INPUT = "(graph input)"
-
-
-class PartitionFacts(TypedDict):
-    ops: list[int]
-    kinds: list[str]
-
-
-class CutFacts(TypedDict):
-    before: str
-    after: str
-    #: The kinds of the expected partition the cut falls in.
-    partition: list[str]
-    rule: str | None
-
-
-class WorstFacts(TypedDict):
-    """One failing element: its index, the reference's value and the bound around it (the
-    expected interval is value ± bound), the backend's value and, once diagnosed, the float64
-    value of the graph there."""
-
-    index: list[int]
-    expected: float | str
-    actual: float | str
-    bound: float | str
-    high_precision: NotRequired[float | str]
-
-
-class Facts(TypedDict):
-    what: Literal["fusion", "numeric", "rejection", "error", "unsupported", "extension",
-                  "accepted", "contract"]
-    # fusion
-    expected: NotRequired[list[PartitionFacts]]
-    formed: NotRequired[list[PartitionFacts]]
-    cut: NotRequired[CutFacts | None]
-    wrong_io: NotRequired[dict[str, list[int]] | None]
-    # numeric
-    tensor: NotRequired[int]
-    chain: NotRequired[list[str]]
-    dtype: NotRequired[str]
-    nonfinite: NotRequired[bool]
-    summary: NotRequired[str]
-    #: The failing elements furthest beyond their bound.
-    worst: NotRequired[list[WorstFacts]]
-    #: The op kinds of the smallest failing piece the culprit isolation found (None: none).
-    culprit: NotRequired[list[str] | None]
-    # rejection, error
-    kind: NotRequired[str]
-    stage: NotRequired[str]
-    type: NotRequired[str]
-    message: NotRequired[str]
-    rule: NotRequired[str | None]
-    fields: NotRequired[dict[str, str]]
-    #: The exception was raised for an ill-formed graph (which asked for a rejection).
-    ill_formed: NotRequired[bool]
-    # unsupported, extension
-    kinds: NotRequired[list[str]]
-    merged: NotRequired[list[list[str]]]
-    # contract
-    problem: NotRequired[str]
 
 
 def _sorted(ops: Sequence[Op]) -> list[Op]:
     return sorted(ops, key=lambda o: o.id)
 
 
-def partition_facts(part: Partition) -> PartitionFacts:
+def partition_facts(part: Partition) -> PartitionRef:
     ops = _sorted(part.ops)
-    return {"ops": [op.id for op in ops], "kinds": [op.kind for op in ops]}
+    return PartitionRef(ops=[op.id for op in ops], kinds=[op.kind for op in ops])
 
 
 def kinds_text(kinds: Sequence[str]) -> str:
@@ -133,11 +90,10 @@ def first_cut(expected: Sequence[Partition], formed: Sequence[Partition],
         first_home = home.get(ops[0].id)
         if first_home is not None and any(
                 op.id not in own and op.id < ops[0].id for op in formed[first_home].ops):
-            return {"before": GRAPH_INPUT, "after": ops[0].kind, "partition": kinds,
-                    "rule": rule}
+            return CutFacts(before=GRAPH_INPUT, after=ops[0].kind, partition=kinds, rule=rule)
         for a, b in pairwise(ops):
             if home.get(a.id) != home.get(b.id):
-                return {"before": a.kind, "after": b.kind, "partition": kinds, "rule": rule}
+                return CutFacts(before=a.kind, after=b.kind, partition=kinds, rule=rule)
     return None
 
 
@@ -146,17 +102,15 @@ def _key(part: Partition) -> frozenset[int]:
 
 
 def fusion_facts(graph: Graph, expected: Sequence[Partition], parts: Sequence[Partition],
-                 rule: str | None) -> Facts:
+                 rule: str | None) -> FusionFacts:
     """What differs between the `expected` and the formed partitions `parts` of `graph`: the
     missing and the extra partitions, the first cut, and the first formed partition whose
     inputs or outputs differ from the spec's (`rule`: the case's rule, if it names one)."""
     want = {_key(p): p for p in expected}
     got = {_key(p): p for p in parts}
-    facts: Facts = {
-        "what": "fusion",
-        "expected": [partition_facts(p) for k, p in want.items() if k not in got],
-        "formed": [partition_facts(p) for k, p in got.items() if k not in want],
-        "cut": first_cut(expected, parts, rule), "wrong_io": None}
+    facts = FusionFacts(expected=[partition_facts(p) for k, p in want.items() if k not in got],
+                        formed=[partition_facts(p) for k, p in got.items() if k not in want],
+                        cut=first_cut(expected, parts, rule))
     for part in parts:
         if _key(part) not in want:
             continue
@@ -164,10 +118,8 @@ def fusion_facts(graph: Graph, expected: Sequence[Partition], parts: Sequence[Pa
         have_in, have_out = sorted(t.id for t in part.inputs), sorted(t.id for t in part.outputs)
         want_in, want_out = sorted(t.id for t in ins), sorted(t.id for t in outs)
         if (have_in, have_out) != (want_in, want_out):
-            facts["kinds"] = partition_facts(part)["kinds"]
-            facts["wrong_io"] = {"inputs": have_in, "outputs": have_out,
-                                 "want_inputs": want_in, "want_outputs": want_out}
-            break
+            return replace(facts, kinds=partition_facts(part).kinds, wrong_io=WrongIO(
+                inputs=have_in, outputs=have_out, want_inputs=want_in, want_outputs=want_out))
     return facts
 
 
@@ -187,55 +139,46 @@ def nonfinite_differ(expected: Any, actual: object) -> bool:
 def reason(facts: Facts, rule_text: str = "") -> str:
     """The verdict's sentence for `facts` (`rule_text`: the rule's statement, where the
     sentence quotes it)."""
-    what = facts["what"]
-    if what == "fusion":
-        io = facts.get("wrong_io")
-        if io:
-            return (f"partition {kinds_text(facts.get('kinds', []))} has inputs "
-                    f"{io['inputs']} and outputs {io['outputs']}; the spec requires "
-                    f"{io['want_inputs']} and {io['want_outputs']}")
-        missing = ", ".join(kinds_text(p["kinds"]) for p in facts.get("expected", []))
-        extra = ", ".join(kinds_text(p["kinds"]) for p in facts.get("formed", []))
-        return f"expected partition(s) {missing}; the backend formed {extra or 'other partitions'}"
-    if what == "numeric":
-        return f"tensor {facts.get('tensor')}: {facts.get('summary', '')}"
-    if what == "rejection":
-        return (f"{facts.get('stage')}() rejected the graph: {facts.get('type')}: "
-                f"{facts.get('message')}")
-    if what == "error":
-        return _error_reason(facts)
-    if what == "unsupported":
-        return f"the backend marks partition {kinds_text(facts.get('kinds', []))} unsupported"
-    if what == "extension":
-        merged = ", ".join(kinds_text(k) for k in facts.get("merged", []))
-        return f"fused {merged} past {rule_text}, and computed it right"
-    if what == "accepted":
-        return f"accepted an ill-formed graph without complaint ({rule_text})"
-    return facts.get("message", "")
+    match facts:
+        case FusionFacts(wrong_io=WrongIO() as io):
+            return (f"partition {kinds_text(facts.kinds or [])} has inputs {io.inputs} and "
+                    f"outputs {io.outputs}; the spec requires {io.want_inputs} and "
+                    f"{io.want_outputs}")
+        case FusionFacts():
+            missing = ", ".join(kinds_text(p.kinds) for p in facts.expected)
+            extra = ", ".join(kinds_text(p.kinds) for p in facts.formed)
+            return (f"expected partition(s) {missing}; the backend formed "
+                    f"{extra or 'other partitions'}")
+        case NumericFacts():
+            return f"tensor {facts.tensor}: {facts.summary}"
+        case RejectionFacts():
+            return f"{facts.stage}() rejected the graph: {facts.type}: {facts.message}"
+        case ErrorFacts():
+            return _error_reason(facts)
+        case UnsupportedFacts():
+            return f"the backend marks partition {kinds_text(facts.kinds)} unsupported"
+        case ExtensionFacts():
+            merged = ", ".join(kinds_text(k) for k in facts.merged)
+            return f"fused {merged} past {rule_text}, and computed it right"
+        case AcceptedFacts():
+            return f"accepted an ill-formed graph without complaint ({rule_text})"
+        case ContractFacts():
+            return facts.message
+    raise TypeError(f"no sentence for facts of type {type(facts).__name__}")
 
 
-def _error_reason(facts: Facts) -> str:
-    kind = facts.get("kind")
-    if kind in ("crash", "timeout", "suite"):
-        return facts.get("message", "")
-    said = f"{facts.get('stage')}() raised {facts.get('type')}: {facts.get('message')}"
-    return f"unexpected exception for an ill-formed graph: {said}" if facts.get("ill_formed") \
+def _error_reason(facts: ErrorFacts) -> str:
+    if facts.kind in ("crash", "timeout", "suite"):
+        return facts.message
+    said = f"{facts.stage}() raised {facts.type}: {facts.message}"
+    return f"unexpected exception for an ill-formed graph: {said}" if facts.ill_formed \
         else said
 
 
-def diagnosed_facts(facts: Facts, worst: object, culprit: object) -> Facts:
+def diagnosed_facts(facts: NumericFacts, worst: Sequence[WorstElement] | None,
+                    culprit_kinds: str | None) -> NumericFacts:
     """A numeric mismatch's `facts` completed by its diagnosis: the `worst` elements (the
     comparison's, with float64 values where the diagnosis computed them) and the op kinds of
-    the `culprit` (the isolation's smallest failing piece, None when it found none)."""
-    found: list[WorstFacts] = []
-    for w in worst if isinstance(worst, list) else ():
-        if not isinstance(w, dict):
-            continue
-        item = WorstFacts(index=[int(i) for i in w.get("index", ())],
-                          expected=w.get("expected", ""), actual=w.get("actual", ""),
-                          bound=w.get("bound", ""))
-        if "high_precision" in w:
-            item["high_precision"] = w["high_precision"]
-        found.append(item)
-    kinds = culprit.get("kinds") if isinstance(culprit, dict) else None
-    return {**facts, "worst": found, "culprit": str(kinds).split("->") if kinds else None}
+    the culprit (``A->B``: the isolation's smallest failing piece; None when it found none)."""
+    return replace(facts, worst=list(worst or ()),
+                   culprit=culprit_kinds.split("->") if culprit_kinds else None)

@@ -28,21 +28,15 @@ from typing import TypeVar
 from .document import ExpectationsSummary, PatternCounts, ResultsDocument, RuleCounts
 from .emptiness import shows_nothing
 from .gather import gather_artifacts
-from .results import ResultsFormatError, canonical_counts
+from .results import ResultsFormatError, by_index, canonical_counts
 
-__all__ = ["merge_documents", "gather_artifacts", "SAME_FIELDS", "in_plan_order"]
+__all__ = ["merge_documents", "gather_artifacts", "SAME_FIELDS"]
 
 #: Fields every part of one run has in common (compared before merging).
 SAME_FIELDS = ("schema", "suite_version", "spec_version", "backend", "backend_spec", "seed",
                "profile", "selection", "planned")
 
 _R = TypeVar("_R")
-
-
-def in_plan_order(records: Iterable[_R]) -> list[_R]:
-    """`records` in plan order (their ``index``; one without an index first), the order of
-    every list of cases of a document."""
-    return sorted(records, key=lambda r: getattr(r, "index", None) or 0)
 
 
 def _summed(counts: Iterable[Mapping[str, int]]) -> dict[str, int]:
@@ -157,9 +151,9 @@ def _expectations(documents: Sequence[ResultsDocument]) -> ExpectationsSummary |
         return None
     sections = [doc.expectations for doc in documents if doc.expectations is not None]
     return replace(first, expected_failures=sum(s.expected_failures for s in sections),
-                   unexpected_passes=in_plan_order(p for s in sections
+                   unexpected_passes=by_index(p for s in sections
                                                    for p in s.unexpected_passes),
-                   skipped=in_plan_order(c for s in sections for c in s.skipped))
+                   skipped=by_index(c for s in sections for c in s.skipped))
 
 
 def merge_documents(documents: Sequence[ResultsDocument], sources: Sequence[str],
@@ -190,7 +184,7 @@ def merge_documents(documents: Sequence[ResultsDocument], sources: Sequence[str]
         problems.update(doc.device_problems)
     unavailable = first.unavailable if all(d.unavailable for d in documents) else None
     incomplete = "; ".join(notes) if notes and unavailable is None else None
-    ordered = in_plan_order(verdicts)
+    ordered = by_index(verdicts)
     hollow = None if unavailable is not None else shows_nothing(ordered, skipped)
     if hollow is not None:
         # A merged run that shows nothing is incomplete, never a PASS.
@@ -201,9 +195,9 @@ def merge_documents(documents: Sequence[ResultsDocument], sources: Sequence[str]
         finished=max(d.finished or "" for d in documents),
         totals=_summed(d.totals for d in documents), patterns=_patterns(documents),
         rules=_rules(documents), verdicts=ordered,
-        failures=in_plan_order(f for d in documents for f in d.failures),
-        limitations=in_plan_order(lim for d in documents for lim in d.limitations),
-        extensions=in_plan_order(e for d in documents for e in d.extensions),
+        failures=by_index(f for d in documents for f in d.failures),
+        limitations=by_index(lim for d in documents for lim in d.limitations),
+        extensions=by_index(e for d in documents for e in d.extensions),
         device_problems=problems, backend_counters=_added(d.backend_counters
                                                           for d in documents),
         unavailable=unavailable, incomplete=incomplete, expectations=expectations)

@@ -71,13 +71,13 @@ import platform
 import re
 import shlex
 from collections import Counter, defaultdict
-from collections.abc import Mapping, Sequence
-from contextlib import suppress
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
 from datetime import UTC, datetime
 from importlib import resources
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast, overload
 
 from fusionspec.backend import Departure, Device
 from fusionspec.backend.departures import departure_data
@@ -92,11 +92,28 @@ from fusionspec.spec.pages import PAGES, SPEC_VERSION
 from fusionspec.spec.release import VERSION, source_commit
 from fusionspec.spec.text import clean_json
 
-from ..cases import FAILING, Case, CaseKind, Status, Verdict
+from ..cases import FAILING, Case, CaseKind, Status
 from .culprit import CULPRIT_FILE, CULPRIT_INPUTS, culprit_inputs
-from .details import Details
-from .document import SCHEMA_VERSION, ResultsDocument, ResultsFormatError, upgrade
+from .details import Culprit
+from .document import (
+    SCHEMA_VERSION,
+    CaseRecord,
+    DepartureRecord,
+    DeviceRecord,
+    ExpectationsSummary,
+    FailureRecord,
+    LimitationRecord,
+    PatternCounts,
+    ReplayRecord,
+    ResultsDocument,
+    ResultsFormatError,
+    RuleCounts,
+    SpecPage,
+    VerdictLine,
+    upgrade,
+)
 from .schema_check import Predicate, Unsupported, compile_schema
+from .verdict import Verdict
 from .verdicts import rule_statement
 
 if TYPE_CHECKING:
@@ -150,21 +167,19 @@ def _jsonable(value: object) -> Any:
     return str(value)
 
 
-def _typed_details(case_id: str, details: Mapping[str, object]) -> Any:
-    """A verdict's details as JSON its record reads; a value a backend made of the wrong type
-    (its partition's pattern a number, say) costs the details, never the run: what is left is
-    the facts, if they read, and the reader's complaint."""
-    data = _jsonable(details)
-    try:
-        Details.of(data, f"case {case_id!r}: details")
-    except ResultsFormatError as exc:
-        kept: dict[str, Any] = {"unreadable_details": str(exc)}
-        facts = {"facts": data.get("facts")}
-        with suppress(ResultsFormatError):
-            if facts["facts"] is not None and Details.of(facts).facts is not None:
-                kept.update(facts)
-        return kept
-    return data
+def _departure_record(departure: Departure) -> DepartureRecord:
+    """A declared departure as the document lists it: id and statement, and what it matches."""
+    data = departure_data(departure)
+    return DepartureRecord(id=departure.id, statement=departure.statement,
+                           extra={k: v for k, v in data.items() if k not in ("id", "statement")})
+
+
+def _text_or_none(value: object) -> str | None:
+    return None if value is None else str(value)
+
+
+def _count_or_none(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def artifact_name(case_id: str) -> str:
@@ -182,18 +197,41 @@ def _natural(key: str) -> tuple[object, ...]:
                  for part in re.split(r"(\d+)", key))
 
 
-def canonical_counts(counts: Mapping[str, Any]) -> dict[str, Any]:
+@overload
+def canonical_counts(counts: Mapping[str, int]) -> dict[str, int]: ...
+
+
+@overload
+def canonical_counts(counts: Mapping[str, Mapping[str, int]]) -> dict[str, dict[str, int]]: ...
+
+
+def canonical_counts(counts: Mapping[str, int] | Mapping[str, Mapping[str, int]],
+                     ) -> dict[str, int] | dict[str, dict[str, int]]:
     """`counts` (a status or value -> count object, or an object of them) with its keys in
     sorted order at every level, so two tallies of the same cases print alike."""
-    return {k: canonical_counts(v) if isinstance(v, Mapping) else v
-            for k, v in sorted(counts.items(), key=lambda kv: _natural(str(kv[0])))}
+    order = sorted(counts, key=lambda k: _natural(str(k)))
+    if all(isinstance(v, Mapping) for v in counts.values()):
+        tables = cast(Mapping[str, Mapping[str, int]], counts)
+        return {k: _sorted_counts(tables[k]) for k in order}
+    return _sorted_counts(cast(Mapping[str, int], counts))
 
 
-def by_index(records: Sequence[Any]) -> list[Any]:
-    """`records` in plan order (their ``index``; a record without one, or not an object, first),
-    which is how every list of cases of a document is ordered."""
-    return sorted(records, key=lambda r: int(r.get("index", 0)) if isinstance(r, Mapping)
-                  else 0)
+def _sorted_counts(counts: Mapping[str, int]) -> dict[str, int]:
+    return {k: counts[k] for k in sorted(counts, key=lambda k: _natural(str(k)))}
+
+
+class _Indexed(Protocol):
+    @property
+    def index(self) -> int | None: ...
+
+
+R = TypeVar("R", bound=_Indexed)
+
+
+def by_index(records: Iterable[R]) -> list[R]:
+    """`records` in plan order (their ``index``; a record without one first), which is how every
+    list of cases of a document is ordered."""
+    return sorted(records, key=lambda r: r.index or 0)
 
 
 class ResultsCollector:
@@ -219,7 +257,7 @@ class ResultsCollector:
         self.strict = strict
         self.device_problems = dict(device_problems or {})
         #: The backend's declared known departures (what verdicts' ``departures`` refer to).
-        self.departures = [departure_data(d) for d in departures]
+        self.departures = [_departure_record(d) for d in departures]
         self.unavailable = unavailable
         self.counters: dict[str, int] = {}
         #: Seconds each step of the run took (starting, drawing, judging), and how many cases'
@@ -239,14 +277,14 @@ class ResultsCollector:
             "coverage": defaultdict(Counter)})
         self._rules: defaultdict[str, dict[str, Counter[str]]] = defaultdict(
             lambda: {"counts": Counter(), "patterns": Counter()})
-        self.verdicts: list[dict[str, Any]] = []
-        self.failures: list[dict[str, Any]] = []
-        self.extensions: list[dict[str, Any]] = []
-        self.limitations: list[dict[str, Any]] = []
+        self.verdicts: list[VerdictLine] = []
+        self.failures: list[FailureRecord] = []
+        self.extensions: list[FailureRecord] = []
+        self.limitations: list[LimitationRecord] = []
         #: Cases an expectations entry expected to fail that did not fail.
-        self.unexpected_passes: list[dict[str, Any]] = []
+        self.unexpected_passes: list[CaseRecord] = []
         #: Cases an expectations entry kept from running.
-        self.skipped: list[dict[str, Any]] = []
+        self.skipped: list[CaseRecord] = []
         self._used_names: set[str] = set()
 
     @property
@@ -261,8 +299,7 @@ class ResultsCollector:
         drawn = self._drawn()
         return drawn.profile.name if drawn is not None else None
 
-    @property
-    def selection(self) -> dict[str, Any] | None:
+    def _selection(self) -> dict[str, Any] | None:
         """The selection as the document records it (None as for `profile`)."""
         drawn = self._drawn()
         return drawn.selection.to_dict() if drawn is not None else None
@@ -282,9 +319,9 @@ class ResultsCollector:
         return len(self.verdicts)
 
     @property
-    def unexpected_failures(self) -> list[dict[str, Any]]:
+    def unexpected_failures(self) -> list[FailureRecord]:
         """The failing cases no expectations entry expects (shrunk copies left out)."""
-        return [f for f in self.failures if not f.get("expected") and not f.get("minimal_of")]
+        return [f for f in self.failures if not f.expected and not f.minimal_of]
 
     @property
     def failed(self) -> bool:
@@ -296,11 +333,12 @@ class ResultsCollector:
     def skip(self, case: Case, *, index: int, occurrence: int = 1,
              expectation: Mapping[str, Any] | None = None) -> None:
         """Record that `case` was not run because of an expectations entry."""
-        record = {"index": index, "case_id": case.id, "pattern": case.pattern,
-                  "kind": case.kind.value, "rule": case.rule, "dtype": case.dtype}
-        if occurrence > 1:
-            record["occurrence"] = occurrence
-        self.skipped.append({**record, **dict(expectation or {})})
+        cited = dict(expectation or {})
+        status = cited.pop("status", None)
+        self.skipped.append(CaseRecord(
+            case_id=case.id, pattern=case.pattern, index=index, kind=case.kind.value,
+            rule=case.rule, dtype=case.dtype, status=None if status is None else str(status),
+            occurrence=occurrence if occurrence > 1 else None, extra=_jsonable(cited)))
 
     def add(self, case: Case, verdict: Verdict, *, index: int | None = None,
             occurrence: int = 1, seconds: float | None = None,
@@ -327,29 +365,24 @@ class ResultsCollector:
             entry["rules"][case.rule][status] += 1
             self._rules[case.rule]["counts"][status] += 1
             self._rules[case.rule]["patterns"][case.pattern] += 1
-        line: dict[str, Any] = {"index": index, "case_id": case.id, "pattern": case.pattern,
-                                "kind": case.kind.value, "rule": case.rule, "dtype": case.dtype,
-                                "status": status, "reason": verdict.reason}
-        if seconds is not None:
-            line["seconds"] = round(seconds, 4)
-        if met:
-            line["expected"] = expected
-        self.verdicts.append(line)
+        self.verdicts.append(VerdictLine(
+            case_id=case.id, pattern=case.pattern, status=status, index=index,
+            kind=case.kind.value, rule=case.rule, dtype=case.dtype, reason=verdict.reason,
+            seconds=None if seconds is None else round(seconds, 4),
+            expected=expected if met else None))
         if verdict.status is Status.unsupported:
-            self.limitations.append({
-                "index": index, "case_id": case.id, "pattern": case.pattern,
-                "dtype": case.dtype, "reason": verdict.reason,
-                "limitation_passed": bool(verdict.details.get("limitation_passed", False)),
-                "observed_status": verdict.details.get("observed_status")})
+            self.limitations.append(LimitationRecord(
+                case_id=case.id, pattern=case.pattern, index=index, dtype=case.dtype,
+                reason=verdict.reason,
+                limitation_passed=verdict.details.limitation_passed is True,
+                observed_status=verdict.details.observed_status))
         if verdict.failed:
             record = self._failure(case, verdict, index=index, occurrence=occurrence)
-            if met:
-                record["expected"] = expected
-            elif expectation is not None:
-                # An entry matched, but it expects another failing status: this failure is
-                # news, and says which entry it slipped past.
-                record["unexpected_status"] = expected
-            self.failures.append(record)
+            # An entry that matched but expects another failing status makes this failure
+            # news: it says which entry it slipped past.
+            self.failures.append(replace(
+                record, expected=expected if met else None,
+                unexpected_status=expected if expectation is not None and not met else None))
         elif verdict.status is Status.extension:
             self.extensions.append(self._failure(case, verdict, folder="extensions",
                                                  index=index, occurrence=occurrence))
@@ -357,27 +390,27 @@ class ResultsCollector:
             # The entry is cited, but the status is the one the case got: the entry's own
             # (the failure it expected) is kept apart.
             cited = {k: v for k, v in expected.items() if k != "status"}
-            self.unexpected_passes.append({"index": index, "case_id": case.id,
-                                           "pattern": case.pattern, **cited, "status": status,
-                                           "expected_status": expected.get("status")})
+            wanted = expected.get("status")
+            self.unexpected_passes.append(CaseRecord(
+                case_id=case.id, pattern=case.pattern, index=index, status=status,
+                expected_status=None if wanted is None else str(wanted), extra=cited))
 
     def add_minimal(self, case: Case, verdict: Verdict, *, of_case: str) -> None:
         """Record a shrunk case that stands for the failure `of_case`: saved and listed with
         the failures (``minimal_of``), but not counted again in the totals."""
         if not verdict.failed:
             return
-        original = next((f for f in self.failures if f["case_id"] == of_case), None)
-        index = int(original["index"]) if original is not None else len(self.verdicts)
+        original = next((f for f in self.failures if f.case_id == of_case), None)
+        index = original.index or 0 if original is not None else len(self.verdicts)
         record = self._failure(case, verdict, index=index)
-        record["minimal_of"] = of_case
-        if original is not None and original.get("expected"):
-            record["expected"] = original["expected"]
-        self.failures.append(record)
+        self.failures.append(replace(
+            record, minimal_of=of_case,
+            expected=original.expected if original is not None and original.expected else None))
 
     def _failure(self, case: Case, verdict: Verdict, *, index: int, occurrence: int = 1,
-                 folder: str = "failures") -> dict[str, Any]:
-        replay: dict[str, Any] = {"seed": self.seed, "case_id": case.id,
-                                  "rerun": shlex.join(self._rerun(case.id))}
+                 folder: str = "failures") -> FailureRecord:
+        replay = ReplayRecord(seed=self.seed, case_id=case.id,
+                              rerun=shlex.join(self._rerun(case.id)))
         if self.out_dir is not None:
             # Named after the case (and its occurrence), so any process judging it picks the
             # same folder: shards and pytest workers write side by side without clashing.
@@ -390,14 +423,15 @@ class ResultsCollector:
                                   backend=self.backend_spec, device_id=self.device.id,
                                   seed=self.seed, backend_name=self.backend)
             inputs = (saved / "inputs.npz").exists()
-            replay.update(dir=str(saved), path=f"{folder}/{name}", commands=replay_commands(
-                Path(folder, name), self.backend_spec, self.device.id, inputs))
-        return {"index": index, "case_id": case.id, "pattern": case.pattern,
-                "kind": case.kind.value, "rule": case.rule, "dtype": case.dtype,
-                "description": case.description, "features": _jsonable(case.features),
-                "values": _jsonable(case.values),
-                "status": verdict.status.value, "reason": verdict.reason,
-                "details": _typed_details(case.id, verdict.details), "replay": replay}
+            replay = replace(replay, dir=str(saved), path=f"{folder}/{name}",
+                             commands=replay_commands(Path(folder, name), self.backend_spec,
+                                                      self.device.id, inputs))
+        return FailureRecord(
+            case_id=case.id, pattern=case.pattern, status=verdict.status.value, index=index,
+            kind=case.kind.value, rule=case.rule, dtype=case.dtype,
+            description=case.description, features=_jsonable(case.features),
+            values={str(k): str(v) for k, v in case.values.items()}, reason=verdict.reason,
+            details=verdict.details, replay=replay)
 
     def _rerun(self, case_id: str) -> list[str]:
         """The command that draws `case_id` afresh and judges it (no saved folder needed)."""
@@ -412,53 +446,50 @@ class ResultsCollector:
         self.finished = _now()
 
     def to_dict(self) -> dict[str, Any]:
-        """The document as JSON data (`document`, written out)."""
-        return self.document().to_json()
+        """The document as JSON data (`document`, written out): a non-finite number a record
+        still holds becomes its text, as JSON has no token for it."""
+        found: dict[str, Any] = _jsonable(self.document().to_json())
+        return found
 
     def document(self) -> ResultsDocument:
         """The results document so far, as the typed records every reader reads."""
         if self.finished is None:
             self.finish()
-        device = {"id": self.device.id, "kind": self.device.kind, "name": self.device.name,
-                  "driver": self.device.driver, "runtime": self.device.runtime,
-                  "extras": dict(self.device.extras)}
-        patterns = {
-            pid: canonical_counts({"counts": e["counts"], "by_kind": e["by_kind"],
-                                   "by_dtype": e["by_dtype"], "rules": e["rules"],
-                                   "coverage": e["coverage"]})
+        device = DeviceRecord(id=self.device.id, kind=self.device.kind, name=self.device.name,
+                              driver=self.device.driver, runtime=self.device.runtime,
+                              extras={str(k): str(v) for k, v in self.device.extras.items()})
+        patterns = {pid: PatternCounts(
+            counts=canonical_counts(e["counts"]), by_kind=canonical_counts(e["by_kind"]),
+            by_dtype=canonical_counts(e["by_dtype"]), rules=canonical_counts(e["rules"]),
+            coverage=canonical_counts(e["coverage"]))
             for pid, e in sorted(self._pattern.items())}
-        rules = {rid: {"statement": _statement(rid), "counts": canonical_counts(r["counts"]),
-                       "patterns": canonical_counts(r["patterns"])}
+        rules = {rid: RuleCounts(statement=_statement(rid), counts=canonical_counts(r["counts"]),
+                                 patterns=canonical_counts(r["patterns"]))
                  for rid, r in sorted(self._rules.items())}
-        document = {
-            "schema": SCHEMA_VERSION, "suite_version": suite_version(),
-            "suite_commit": source_commit(),
-            "spec_version": SPEC_VERSION,
-            "spec_pages": [{"file": p.file, "title": p.title, "sha256": p.sha256}
-                           for p in PAGES],
-            "backend": self.backend, "backend_spec": self.backend_spec, "device": device,
-            "environment": environment(), "seed": self.seed, "profile": self.profile,
-            "selection": self.selection, "shard": self.shard, "planned": self.planned,
-            "started": self.started, "finished": self.finished,
-            "totals": canonical_counts(self.totals), "patterns": patterns, "rules": rules,
-            "verdicts": by_index(self.verdicts), "failures": by_index(self.failures),
-            "limitations": by_index(self.limitations),
-            "extensions": by_index(self.extensions),
-            "device_problems": self.device_problems, "backend_counters": self.counters,
-            "departures": self.departures}
-        if self.unavailable is not None:
-            document["unavailable"] = self.unavailable
-        if self.incomplete is not None:
-            document["incomplete"] = self.incomplete
+        expectations = None
         if self.expectations is not None:
-            document["expectations"] = {
-                **self.expectations, "strict": self.strict,
-                "expected_failures": sum(1 for f in self.failures if f.get("expected")
-                                         and not f.get("minimal_of")),
-                "unexpected_passes": by_index(self.unexpected_passes),
-                "skipped": by_index(self.skipped)}
-        # Through the typed model: what is written is what every reader reads back.
-        return ResultsDocument.from_json(_jsonable(document), "the collected document")
+            given = dict(self.expectations)
+            expectations = ExpectationsSummary(
+                file=_text_or_none(given.pop("file", None)),
+                sha256=_text_or_none(given.pop("sha256", None)),
+                entries=_count_or_none(given.pop("entries", None)), strict=self.strict,
+                expected_failures=sum(1 for f in self.failures if f.expected
+                                      and not f.minimal_of),
+                unexpected_passes=by_index(self.unexpected_passes),
+                skipped=by_index(self.skipped), extra=_jsonable(given))
+        return ResultsDocument(
+            backend=self.backend, device=device, suite_version=suite_version(),
+            suite_commit=source_commit(), spec_version=SPEC_VERSION,
+            spec_pages=[SpecPage(file=p.file, title=p.title, sha256=p.sha256) for p in PAGES],
+            backend_spec=self.backend_spec, environment=environment(), seed=self.seed,
+            profile=self.profile, selection=self._selection(), shard=self.shard,
+            planned=self.planned, started=self.started, finished=self.finished,
+            totals=canonical_counts(self.totals), patterns=patterns, rules=rules,
+            verdicts=by_index(self.verdicts), failures=by_index(self.failures),
+            limitations=by_index(self.limitations), extensions=by_index(self.extensions),
+            device_problems=dict(self.device_problems), backend_counters=dict(self.counters),
+            departures=list(self.departures), unavailable=self.unavailable,
+            incomplete=self.incomplete, expectations=expectations)
 
     def write(self, path: str | Path) -> Path:
         """Write the document as JSON (strict: no NaN tokens) and return its path."""
@@ -577,15 +608,15 @@ def write_failure(folder: str | Path, case: Case, verdict: Verdict, *, backend: 
         write_npz(target / "inputs.npz", inputs, graph.tensors)
     except (FusionspecError, ValueError, TypeError) as exc:
         notes.append(f"inputs.npz not written: {type(exc).__name__}: {exc}")
-    culprit = verdict.details.get("culprit")
+    culprit = verdict.details.culprit
     culprit_lines = []
-    if isinstance(culprit, Mapping) and isinstance(culprit.get("graph"), Mapping):
+    if culprit is not None and culprit.graph is not None:
         # The smallest failing piece, as oneDNN graph JSON (benchdnn's graph driver reads it
         # too), with the inputs the isolation fed it, so that fusionspec replays it alone.
         atomic_write_text(target / CULPRIT_FILE,
-                          json.dumps(_jsonable(culprit["graph"]), indent=1, allow_nan=False)
+                          json.dumps(_jsonable(culprit.graph), indent=1, allow_nan=False)
                           + "\n")
-        named = " ".join(str(culprit.get("signature", "")).split())  # one line, whatever it holds
+        named = " ".join(culprit.signature.split())  # one line, whatever it holds
         culprit_lines.append(f"# the smallest failing piece: {named}".rstrip())
         if inputs is not None and _write_culprit_inputs(target, culprit, graph, inputs, notes):
             culprit_lines.append(shlex.join([
@@ -598,7 +629,7 @@ def write_failure(folder: str | Path, case: Case, verdict: Verdict, *, backend: 
               "backend": backend,
               "backend_name": backend_name or backend, "device": device_id,
               "status": verdict.status.value, "reason": verdict.reason,
-              "details": verdict.details, "notes": notes}
+              "details": verdict.details.to_json(), "notes": notes}
     atomic_write_text(target / "case.json",
                       json.dumps(_jsonable(record), indent=1, allow_nan=False) + "\n")
     lines = replay_commands(".", backend, device_id, (target / "inputs.npz").exists())
@@ -631,16 +662,15 @@ def load_failure(folder: str | Path) -> tuple[Case, int]:
                                  f"{exc}") from None
 
 
-def _write_culprit_inputs(target: Path, culprit: Mapping[str, Any], graph: Graph,
+def _write_culprit_inputs(target: Path, culprit: Culprit, graph: Graph,
                           inputs: Mapping[int, Any], notes: list[str]) -> bool:
     """Write ``culprit_inputs.npz``: the culprit's inputs, rebuilt from the reference's values
     of the case (`culprit_inputs`); a culprit they cannot be rebuilt for is noted instead."""
     try:
-        piece = from_dict(culprit["graph"], source=CULPRIT_FILE).finalize()
+        piece = from_dict(culprit.graph or {}, source=CULPRIT_FILE).finalize()
         values = execute(graph, inputs, keep_intermediates=True)
-        given = culprit.get("inputs")
-        kept: Mapping[str, Sequence[Any]] = given if isinstance(given, Mapping) else {}
-        write_npz(target / CULPRIT_INPUTS, culprit_inputs(piece, values, kept), piece.tensors)
+        write_npz(target / CULPRIT_INPUTS, culprit_inputs(piece, values, culprit.inputs or {}),
+                  piece.tensors)
     except (FusionspecError, ValueError, TypeError, KeyError) as exc:
         notes.append(f"{CULPRIT_INPUTS} not written: {type(exc).__name__}: {exc}")
         return False

@@ -31,6 +31,8 @@ from fusionspec.spec.dtypes import DataType
 from fusionspec.spec.graph import Graph, Partition
 from fusionspec.spec.types import Array
 
+from .details import SignatureMatch
+
 __all__ = ["Signature", "SIGNATURES", "match_signature", "MATCH_SHARE", "truncate_to",
            "round_half_away"]
 
@@ -256,7 +258,7 @@ def _share(flags: Array) -> float:
 
 def match_signature(graph: Graph, inputs: Mapping[int, Array], tensor: int, expected: Array,
                     actual: Array, radius: Array,
-                    partitions: Sequence[Partition]) -> dict[str, object] | None:
+                    partitions: Sequence[Partition]) -> SignatureMatch | None:
     """The first signature that reproduces the backend's values on at least `MATCH_SHARE` of
     the failing elements of `tensor`: its id, statement and how many elements it explains."""
     bad = _failing(expected, actual, radius)
@@ -293,5 +295,5 @@ def match_signature(graph: Graph, inputs: Mapping[int, Array], tensor: int, expe
     return None
 
 
-def _found(sig: Signature, matched: int, failing: int) -> dict[str, object]:
-    return {"id": sig.id, "statement": sig.statement, "matched": matched, "failing": failing}
+def _found(sig: Signature, matched: int, failing: int) -> SignatureMatch:
+    return SignatureMatch(id=sig.id, statement=sig.statement, matched=matched, failing=failing)

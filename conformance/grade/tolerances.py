@@ -45,6 +45,8 @@ from fusionspec.spec.dtypes import DataType
 from fusionspec.spec.errors import FusionspecError
 from fusionspec.spec.graph import Op
 
+from .details import BoundRecord, Details, OutputSummary, WorstElement
+
 __all__ = ["EPS", "U32", "WEAK_RELATIVE", "Accuracy", "ACCURACY", "ToleranceError",
            "weak_elements",
            "accuracy_of", "accuracy_table", "Bound", "Worst", "Comparison", "compare",
@@ -204,11 +206,12 @@ class Bound:
         """Elements with weak signal (see `weak_elements`)."""
         return weak_elements(expected, self.radius, self.dtype)
 
-    def to_dict(self) -> dict[str, Any]:
+    def record(self) -> BoundRecord:
+        """The bound as the results document records it."""
         finite = self.radius[np.isfinite(self.radius)]
-        return {"dtype": self.dtype.value, "chain": self.label, "basis": list(self.basis),
-                "max_radius": _json_number(float(finite.max())) if finite.size else 0.0,
-                "uncertain": int(np.isinf(self.radius).sum())}
+        return BoundRecord(dtype=self.dtype.value, chain=self.label, basis=list(self.basis),
+                           max_radius=_json_number(float(finite.max())) if finite.size else 0.0,
+                           uncertain=int(np.isinf(self.radius).sum()))
 
 
 def weak_elements(expected: np.ndarray[Any, Any], radius: np.ndarray[Any, Any],
@@ -243,9 +246,10 @@ class Worst:
     actual: float
     bound: float = 0.0
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"index": list(self.index), "expected": _json_number(self.expected),
-                "actual": _json_number(self.actual), "bound": _json_number(self.bound)}
+    def record(self) -> WorstElement:
+        """The element as the results document records it."""
+        return WorstElement(index=list(self.index), expected=_json_number(self.expected),
+                            actual=_json_number(self.actual), bound=_json_number(self.bound))
 
 
 @dataclass(frozen=True)
@@ -264,13 +268,22 @@ class Comparison:
     #: the largest error divided by its element's bound (inf when the bound is 0)
     max_excess: float = 0.0
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"passed": self.passed, "reason": self.reason, "bound": self.bound.to_dict(),
-                "max_abs_error": _json_number(self.max_abs_error),
-                "max_rel_error": _json_number(self.max_rel_error),
-                "max_excess": _json_number(self.max_excess),
-                "mismatches": self.mismatches, "total": self.total,
-                "worst": [w.to_dict() for w in self.worst]}
+    def output_summary(self, tensor: int) -> OutputSummary:
+        """The comparison of graph output `tensor`, as the details' numerics list it."""
+        return OutputSummary(tensor=tensor, dtype=self.bound.dtype.value, passed=self.passed,
+                             max_abs_error=_json_number(self.max_abs_error),
+                             max_rel_error=_json_number(self.max_rel_error),
+                             max_excess=_json_number(self.max_excess),
+                             max_radius=self.bound.record().max_radius)
+
+    def failing_output(self) -> Details:
+        """What the details of a numeric mismatch record of the failing output's comparison."""
+        return Details(bound=self.bound.record(),
+                       max_abs_error=_json_number(self.max_abs_error),
+                       max_rel_error=_json_number(self.max_rel_error),
+                       max_excess=_json_number(self.max_excess),
+                       mismatches=self.mismatches, total=self.total,
+                       worst=[w.record() for w in self.worst])
 
 
 def _json_number(value: float) -> float | str:

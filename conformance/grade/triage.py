@@ -32,6 +32,8 @@ from fusionspec.reference.registry import REGISTRY, substituted
 from fusionspec.spec.graph import Graph, Partition
 from fusionspec.spec.types import Array
 
+from .details import Triage
+
 __all__ = ["who_is_right", "explain", "Substitute", "SUBSTITUTES"]
 
 
@@ -46,10 +48,10 @@ def _failing(expected: Array, actual: Array, radius: Array) -> Array:
 
 def who_is_right(graph: Graph, inputs: Mapping[int, Array], tensor: int, expected: Array,
                  actual: Array, radius: Array,
-                 partitions: Sequence[Partition] | None = None) -> dict[str, Any]:
+                 partitions: Sequence[Partition] | None = None) -> tuple[Triage, Array]:
     """How far the reference and the backend are from the float64 evaluation, over the
-    elements where they disagree (see the module docstring); `partitions` are the
-    reference's (default: the reference partitioner's)."""
+    elements where they disagree (see the module docstring), and that evaluation's values of
+    `tensor`; `partitions` are the reference's (default: the reference partitioner's)."""
     if not graph.finalized:
         graph = graph.finalize()
     parts = partitions if partitions is not None else default_partitioner(graph)
@@ -76,14 +78,14 @@ def who_is_right(graph: Graph, inputs: Mapping[int, Array], tensor: int, expecte
             np.abs(a - spec) < np.abs(e - spec))
     closer = "reference" if ref_closer > be_closer else (
         "backend" if be_closer > ref_closer else "neither")
-    return {"closer": closer, "reference_closer": ref_closer, "backend_closer": be_closer,
-            "failing": int(bad.sum()),
-            "max_reference_deviation": _num(float(ref_dev[finite].max()) if finite.any()
-                                            else 0.0),
-            "max_backend_deviation": _num(float(be_dev[finite].max()) if finite.any()
-                                          else 0.0),
-            "reference_off": int(off.sum()),
-            "high_precision": high}
+    triage = Triage(closer=closer, reference_closer=ref_closer, backend_closer=be_closer,
+                    failing=int(bad.sum()),
+                    max_reference_deviation=_num(float(ref_dev[finite].max()) if finite.any()
+                                                 else 0.0),
+                    max_backend_deviation=_num(float(be_dev[finite].max()) if finite.any()
+                                               else 0.0),
+                    reference_off=int(off.sum()))
+    return triage, high
 
 
 def _num(value: float) -> float | str:

@@ -24,18 +24,21 @@ traceback. A case covered by one of the backend's declared ``limitations`` is st
 reported ``unsupported`` with the limitation's reason; ``limitation_passed`` in the details
 says whether it would have passed.
 
-Every verdict other than a pass carries its facts as data (``details["facts"]``, see
-`fusionspec.conformance.grade.facts`), and its reason is rendered from them. The known
+Every verdict other than a pass carries its facts as a typed record (`Details.facts`, one class
+per kind of fact in `fusionspec.conformance.grade.details`), and its reason is rendered from them
+(`fusionspec.conformance.grade.facts`). The details are built as records where grading learns
+them (`_Stop` carries what it knows so far), never as a mapping of string keys. The known
 departures the backend declares are matched against the facts and the case graph
-(`fusionspec.conformance.grade.departures`); those that match are ``details["departures"]``.
+(`fusionspec.conformance.grade.departures`); those that match are `Details.departures`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import nullcontext
+from dataclasses import dataclass, fields, replace
 from functools import partial
-from typing import Any, TypeVar, cast
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -48,6 +51,7 @@ from fusionspec.spec.dtypes import DataType
 from fusionspec.spec.graph import Graph, Op, Partition
 from fusionspec.spec.rules import RuleKind, UnknownRuleError, rule
 from fusionspec.spec.text import MESSAGE_LIMIT, clean_text
+from fusionspec.spec.types import Array
 
 from ..answers import (
     BackendFailure,
@@ -59,22 +63,29 @@ from ..answers import (
     rejection_types,
     short_traceback,
 )
-from ..cases import STRUCTURAL_RULES, Case, CaseKind, Status, Verdict
+from ..cases import STRUCTURAL_RULES, Case, CaseKind, Status
 from .bounds import ancestors, error_bounds, in_order
 from .culprit import MAX_SECONDS, isolate
 from .departures import matching_departures
-from .facts import (
+from .details import (
+    AcceptedFacts,
+    ContractFacts,
+    Details,
+    ErrorFacts,
+    ExtensionFacts,
     Facts,
-    diagnosed_facts,
-    fusion_facts,
-    nonfinite_differ,
-    partition_facts,
-    reason,
+    NumericFacts,
+    OutputSummary,
+    PartitionDescription,
+    RejectionFacts,
+    UnsupportedFacts,
 )
+from .facts import diagnosed_facts, fusion_facts, nonfinite_differ, partition_facts, reason
 from .prepared import Prepared
 from .signatures import match_signature
 from .tolerances import Bound, chain_of, compare, dtype_name, dtype_reason
 from .triage import explain, who_is_right
+from .verdict import Verdict
 
 __all__ = ["judge", "matching_limitation", "apply_limitation", "rule_statement", "ancestors"]
 
@@ -90,17 +101,17 @@ class _Stop(Exception):
     """Ends grading early with a verdict (raised and caught inside this module only): its
     reason is rendered from its facts."""
 
-    def __init__(self, status: Status, facts: Facts, **details: object) -> None:
+    def __init__(self, status: Status, facts: Facts, details: Details | None = None) -> None:
         self.reason = reason(facts)
         super().__init__(self.reason)
         self.status = status
-        self.details = {**details, "facts": facts}
+        self.details = replace(details or Details(), facts=facts)
 
 
-def _contract(status: Status, problem: str, message: str, **details: object) -> _Stop:
+def _contract(status: Status, problem: str, message: str,
+              details: Details | None = None) -> _Stop:
     """A verdict on a backend that broke the interface (`problem` names how)."""
-    return _Stop(status, {"what": "contract", "problem": problem, "message": message},
-                 **details)
+    return _Stop(status, ContractFacts(problem=problem, message=message), details)
 
 
 def judge(case: Case, backend: Backend, device: Device, *, seed: int = 0,
@@ -122,12 +133,12 @@ def judge(case: Case, backend: Backend, device: Device, *, seed: int = 0,
     except _Stop as stop:
         status, said, details = stop.status, stop.reason, stop.details
     except Exception as exc:  # a bug of the suite itself: report it on this case, go on
-        facts: Facts = {"what": "error", "kind": "suite",
-                        "message": f"the suite failed: {type(exc).__name__}: {exc}"}
+        facts = ErrorFacts(kind="suite",
+                           message=f"the suite failed: {type(exc).__name__}: {exc}")
         status, said = Status.error, reason(facts)
-        details = {"suite_error": True, "traceback": short_traceback(exc), "facts": facts}
+        details = Details(suite_error=True, traceback=short_traceback(exc), facts=facts)
     if status is not Status.passed and known:
-        details = {**details, "departures": matching_departures(known, case, status, details)}
+        details = replace(details, departures=matching_departures(known, case, status, details))
     verdict = Verdict(case.id, case.pattern, case.kind, status, said, case.rule, details)
     limitation = matching_limitation(getattr(backend, "limitations", ()), case, device)
     return verdict if limitation is None else apply_limitation(verdict, limitation)
@@ -148,8 +159,8 @@ def matching_limitation(limitations: Sequence[Limitation], case: Case,
 def apply_limitation(verdict: Verdict, limitation: Limitation) -> Verdict:
     """`verdict` reported as ``unsupported``: the observed outcome moves into the details."""
     passed = verdict.status in (Status.passed, Status.extension)
-    details = {**verdict.details, "limitation": limitation.reason, "limitation_passed": passed,
-               "observed_status": verdict.status.value, "observed_reason": verdict.reason}
+    details = replace(verdict.details, limitation=limitation.reason, limitation_passed=passed,
+                      observed_status=verdict.status.value, observed_reason=verdict.reason)
     return Verdict(verdict.case_id, verdict.pattern, verdict.kind, Status.unsupported,
                    f"declared limitation: {limitation.reason}", verdict.rule, details)
 
@@ -201,12 +212,13 @@ def _call_backend(stage: str, backend: object, fn: Callable[[], T], *,
         return fn()
     except (Exception, SystemExit) as exc:  # a backend may even try to end the process
         said = _described(exc, backend)
-        facts: Facts = {"what": "rejection", "kind": "rejection", "stage": stage,
-                        "type": said.type_name, "message": said.message, "rule": said.rule,
-                        "fields": dict(said.fields)}
         if rejection is not None and said.is_rejection:
-            raise _Stop(rejection, facts, stage=stage, error_type=said.type_name,
-                        message=said.message, error_rule=said.rule) from None
+            facts = RejectionFacts(kind="rejection", stage=stage, type=said.type_name,
+                                   message=said.message, rule=said.rule,
+                                   fields=dict(said.fields))
+            raise _Stop(rejection, facts, Details(stage=stage, error_type=said.type_name,
+                                                  message=said.message,
+                                                  error_rule=said.rule)) from None
         if stage == "execute" and said.fields.get("problem") == "output-shape":
             # The kernel ran and its result has the wrong shape (a backend built on the
             # reference's executor says so with this exception): wrong values, not a crash.
@@ -214,10 +226,12 @@ def _call_backend(stage: str, backend: object, fn: Callable[[], T], *,
             raise _contract(Status.numeric_mismatch, "wrong-shape",
                             f"execute() computed output tensor {tensor} with the wrong shape: "
                             f"{said.fields.get('detail', said.message)}",
-                            **({"tensor": int(tensor)} if tensor.isdigit() else {})) from None
-        facts["what"], facts["kind"] = "error", "exception"
-        raise _Stop(Status.error, facts, stage=stage, error_type=said.type_name,
-                    message=said.message, traceback=said.traceback) from None
+                            Details(tensor=int(tensor) if tensor.isdigit() else None)) from None
+        raised = ErrorFacts(kind="exception", stage=stage, type=said.type_name,
+                            message=said.message, rule=said.rule, fields=dict(said.fields))
+        raise _Stop(Status.error, raised, Details(stage=stage, error_type=said.type_name,
+                                                  message=said.message,
+                                                  traceback=said.traceback)) from None
 
 
 def _call_reference(what: str, fn: Callable[[], T]) -> T:
@@ -225,16 +239,16 @@ def _call_reference(what: str, fn: Callable[[], T]) -> T:
     try:
         return fn()
     except Exception as exc:
-        raise _Stop(Status.error, {"what": "error", "kind": "suite", "message":
-                                   f"the reference could not {what} (a problem of the suite, "
-                                   f"not the backend): {type(exc).__name__}: {exc}"},
-                    suite_error=True, traceback=short_traceback(exc)) from exc
+        raise _Stop(Status.error, ErrorFacts(
+            kind="suite", message=f"the reference could not {what} (a problem of the suite, "
+                                  f"not the backend): {type(exc).__name__}: {exc}"),
+            Details(suite_error=True, traceback=short_traceback(exc))) from exc
 
 
 # -- ill-formed ------------------------------------------------------------------------------
 
 def _judge_ill_formed(case: Case, backend: Backend, device: Device,
-                      ) -> tuple[Status, str, dict[str, object]]:
+                      ) -> tuple[Status, str, Details]:
     try:
         parts = _call_backend("partition", backend, lambda: list(backend.partition(case.graph)),
                               rejection=Status.passed)
@@ -242,27 +256,26 @@ def _judge_ill_formed(case: Case, backend: Backend, device: Device,
             _call_backend("compile", backend, partial(backend.compile, part, device),
                           rejection=Status.passed)
     except _Stop as stop:
-        stopped = stop.details.get("facts")
-        if stop.status is Status.error and isinstance(stopped, dict):
-            stopped["ill_formed"] = True
-            stop.reason = reason(cast(Facts, stopped))
-            raise
-        got_rule = stop.details.get("error_rule")
-        details = {**stop.details, "expected_rule": case.rule,
-                   "rule_matches": None if got_rule is None else got_rule == case.rule}
+        stopped = stop.details.facts
+        if stop.status is Status.error and isinstance(stopped, ErrorFacts):
+            marked = replace(stopped, ill_formed=True)
+            raise _Stop(stop.status, marked, stop.details) from None
+        got_rule = stop.details.error_rule
+        details = replace(stop.details, expected_rule=case.rule,
+                          rule_matches=None if got_rule is None else got_rule == case.rule)
         note = "" if got_rule in (None, case.rule) else f" (the case breaks {case.rule})"
         return Status.passed, stop.reason + note, details
-    facts: Facts = {"what": "accepted", "rule": case.rule}
+    facts = AcceptedFacts(rule=case.rule)
     return (Status.accepted_invalid, reason(facts, rule_statement(case.rule)),
-            {"expected_rule": case.rule, "actual_partitions": _describe_all(parts),
-             "facts": facts})
+            Details(expected_rule=case.rule, actual_partitions=_describe_all(parts),
+                    facts=facts))
 
 
 # -- valid and near-miss ---------------------------------------------------------------------
 
 def _judge_well_formed(case: Case, backend: Backend, device: Device, seed: int,
                        known: Sequence[Departure], ahead: Prepared | None,
-                       ) -> tuple[Status, str, dict[str, object]]:
+                       ) -> tuple[Status, str, Details]:
     if ahead is not None:
         graph, expected = ahead.graph, list(ahead.expected)
     else:
@@ -272,36 +285,45 @@ def _judge_well_formed(case: Case, backend: Backend, device: Device, seed: int,
                           rejection=Status.rejected_valid)
     _check_cover(graph, parts)
     fusion = _fusion(case, graph, expected, parts)
-    details: dict[str, object] = {"expected_partitions": _describe_all(expected),
-                                  "actual_partitions": _describe_all(parts)}
+    partitions = Details(expected_partitions=_describe_all(expected),
+                         actual_partitions=_describe_all(parts))
     if fusion == "mismatch":
         # Fusion is graded first and stands on its own; the numerics are still run for the
         # report's drill-down, and whatever they run into only lands in the details.
+        summary: list[OutputSummary] | str
         try:
-            outcome = _numerics(case, graph, backend, device, parts, seed, expected, ahead)
-            details["numerics"] = outcome["summary"]
+            summary = _numerics(case, graph, backend, device, parts, seed, expected,
+                                ahead).summary
         except _Stop as stop:
-            details["numerics"] = f"{stop.status.value}: {stop.reason}"
+            summary = f"{stop.status.value}: {stop.reason}"
         except Exception as exc:
-            details["numerics"] = f"not run: {type(exc).__name__}: {exc}"
-        facts = fusion_facts(graph, expected, parts, case.rule)
-        return Status.fusion_mismatch, reason(facts), {**details, "facts": facts}
+            summary = f"not run: {type(exc).__name__}: {exc}"
+        fused = fusion_facts(graph, expected, parts, case.rule)
+        return Status.fusion_mismatch, reason(fused), replace(partitions, numerics=summary,
+                                                             facts=fused)
     numerics = _numerics(case, graph, backend, device, parts, seed, expected, ahead)
-    details["numerics"] = numerics["summary"]
-    if numerics["failure"] is not None:
-        failure = numerics["failure"]
-        failure.update(_diagnose(graph, backend, device, parts, numerics["context"], failure,
-                                 known))
-        failure["facts"] = diagnosed_facts(failure["facts"], failure.get("worst"),
-                                           failure.get("culprit"))
-        return Status.numeric_mismatch, str(failure["reason"]), {**details, **failure}
+    details = replace(partitions, numerics=numerics.summary)
+    if numerics.failure is not None:
+        failure = _diagnose(graph, backend, device, parts, numerics, known)
+        found = failure.facts
+        assert isinstance(found, NumericFacts), "a failing output's facts are numeric"
+        facts = diagnosed_facts(found, failure.worst,
+                                failure.culprit.kinds if failure.culprit else None)
+        return (Status.numeric_mismatch, str(failure.reason),
+                _merged(details, replace(failure, facts=facts)))
     if fusion == "extension":
-        merged = [partition_facts(p)["kinds"] for p in parts
+        merged = [partition_facts(p).kinds for p in parts
                   if _key(p) not in {_key(e) for e in expected}]
-        facts = {"what": "extension", "merged": merged, "rule": case.rule}
-        return (Status.extension, reason(facts, rule_statement(case.rule)),
-                {**details, "facts": facts})
+        extension = ExtensionFacts(merged=merged, rule=case.rule)
+        return (Status.extension, reason(extension, rule_statement(case.rule)),
+                replace(details, facts=extension))
     return Status.passed, "", details
+
+
+def _merged(base: Details, more: Details) -> Details:
+    """`base` with every field `more` sets (is not None) taken from `more`."""
+    return replace(base, **{f.name: getattr(more, f.name) for f in fields(Details)
+                            if f.name != "extra" and getattr(more, f.name) is not None})
 
 
 def _key(part: Partition) -> frozenset[int]:
@@ -312,21 +334,22 @@ def _kinds(ops: Sequence[Op]) -> str:
     return "[" + "->".join(op.kind for op in sorted(ops, key=lambda o: o.id)) + "]"
 
 
-def _describe(part: object) -> dict[str, object]:
+def _describe(part: object) -> PartitionDescription:
     if isinstance(part, Foreign):  # what a broken backend returned, as its worker saw it
-        return {"not_a_partition": f"{part.type_name}: {part.text}"}
+        return PartitionDescription(not_a_partition=f"{part.type_name}: {part.text}")
     if not isinstance(part, Partition):
-        return {"not_a_partition": repr(part)[:200]}
+        return PartitionDescription(not_a_partition=repr(part)[:200])
     # What a backend put in its partition is typed here, once: the details are a typed record.
     ops = sorted(part.ops, key=lambda o: o.id)
-    return {"ops": [int(op.id) for op in ops], "kinds": [str(op.kind) for op in ops],
-            "inputs": sorted(int(t.id) for t in part.inputs),
-            "outputs": sorted(int(t.id) for t in part.outputs),
-            "pattern": None if part.pattern is None else str(part.pattern),
-            "supported": part.supported is True}
+    return PartitionDescription(
+        ops=[int(op.id) for op in ops], kinds=[str(op.kind) for op in ops],
+        inputs=sorted(int(t.id) for t in part.inputs),
+        outputs=sorted(int(t.id) for t in part.outputs),
+        pattern=None if part.pattern is None else str(part.pattern),
+        supported=part.supported is True)
 
 
-def _describe_all(parts: Sequence[object]) -> list[dict[str, object]]:
+def _describe_all(parts: Sequence[object]) -> list[PartitionDescription]:
     return [_describe(p) for p in parts]
 
 
@@ -337,22 +360,22 @@ def _check_cover(graph: Graph, parts: Sequence[object]) -> None:
         if not isinstance(part, Partition):
             kind = part.type_name if isinstance(part, Foreign) else type(part).__name__
             raise _contract(Status.error, "not-a-partition", f"partition() returned a {kind}, "
-                            "not a fusionspec Partition", stage="partition")
+                            "not a fusionspec Partition", Details(stage="partition"))
         for op in part.ops:
             if op.id not in graph.op_by_id:
                 raise _contract(Status.fusion_mismatch, "op-outside-graph", f"partition {index} "
                                 f"holds op {op.id}, which is not in the graph",
-                                actual_partitions=_describe_all(parts))
+                                Details(actual_partitions=_describe_all(parts)))
             if op.id in seen:
                 raise _contract(Status.fusion_mismatch, "op-twice", f"op {op.id} ({op.kind}) is "
                                 f"in partitions {seen[op.id]} and {index}",
-                                actual_partitions=_describe_all(parts))
+                                Details(actual_partitions=_describe_all(parts)))
             seen[op.id] = index
     left = [op for op in graph.ops if op.id not in seen]
     if left:
         raise _contract(Status.fusion_mismatch, "op-uncovered", f"ops {[op.id for op in left]} "
                         f"({', '.join(op.kind for op in left)}) are in no partition",
-                        actual_partitions=_describe_all(parts))
+                        Details(actual_partitions=_describe_all(parts)))
 
 
 def _io_ok(graph: Graph, part: Partition) -> bool:
@@ -367,16 +390,15 @@ def _fusion(case: Case, graph: Graph, expected: Sequence[Partition],
     for a backend partition marked unsupported (a rejection of a valid graph)."""
     for part in parts:
         if not part.supported:
-            raise _Stop(Status.rejected_valid, {"what": "unsupported",
-                                                "kinds": partition_facts(part)["kinds"]},
-                        actual_partitions=_describe_all(parts))
+            raise _Stop(Status.rejected_valid, UnsupportedFacts(kinds=partition_facts(part).kinds),
+                        Details(actual_partitions=_describe_all(parts)))
     # The reference may label an instance with an overlapping pattern that comes first in the
     # catalog (convtranspose.int8 vs int8.convtranspose_post_ops); the op sets are what count.
     if case.kind is CaseKind.valid and all(p.pattern is None for p in expected):
-        raise _Stop(Status.error, {"what": "error", "kind": "suite", "message":
-                                   f"the reference fuses nothing in this valid case of "
-                                   f"{case.pattern} (a problem of the suite)"},
-                    suite_error=True, expected_partitions=_describe_all(expected))
+        raise _Stop(Status.error, ErrorFacts(
+            kind="suite", message=f"the reference fuses nothing in this valid case of "
+                                  f"{case.pattern} (a problem of the suite)"),
+            Details(suite_error=True, expected_partitions=_describe_all(expected)))
     want = {_key(p) for p in expected}
     got = {_key(p) for p in parts}
     if not all(_io_ok(graph, p) for p in parts):
@@ -396,7 +418,7 @@ def _order(parts: Sequence[Partition]) -> list[Partition]:
     if not acyclic:
         raise _contract(Status.fusion_mismatch, "cycle", "the backend's partitions depend on "
                         "each other in a cycle (a partition is not convex)",
-                        actual_partitions=_describe_all(parts))
+                        Details(actual_partitions=_describe_all(parts)))
     return ordered
 
 
@@ -432,12 +454,10 @@ def _declared_roundings(case: Case, expected: Sequence[Partition]) -> set[int]:
 
 def _numerics(case: Case, graph: Graph, backend: Backend, device: Device,
               parts: Sequence[Partition], seed: int, expected: Sequence[Partition],
-              ahead: Prepared | None = None) -> dict[str, Any]:
-    """Run the backend's partitions and compare the graph outputs with the reference's.
-
-    Returns ``summary`` (per output: dtype, errors, tolerance, passed) and ``failure`` (the
-    details of the first failing output, or None).
-    """
+              ahead: Prepared | None = None) -> _Numerics:
+    """Run the backend's partitions and compare the graph outputs with the reference's: the
+    summary per output, the details of the first failing output (or None), and what its
+    diagnosis needs."""
     if ahead is not None:
         inputs, reference = ahead.inputs, ahead.reference
     else:
@@ -454,7 +474,8 @@ def _numerics(case: Case, graph: Graph, backend: Backend, device: Device,
                           rejection=Status.rejected_valid)
             raise _contract(Status.fusion_mismatch, "unfed-input", f"partition "
                             f"{_kinds(part.ops)} reads tensor(s) {unfed}, which no partition "
-                            "outputs", tensors=unfed, actual_partitions=_describe_all(parts))
+                            "outputs", Details(tensors=unfed,
+                                               actual_partitions=_describe_all(parts)))
         feed: dict[int, Any] = {t.id: values[t.id] for t in part.inputs}
         compiled, produced = _compile_and_execute(backend, part, device, feed)
         sources.append(_kernel_source(compiled, part))
@@ -467,46 +488,52 @@ def _numerics(case: Case, graph: Graph, backend: Backend, device: Device,
             if t.id not in produced:
                 raise _contract(Status.numeric_mismatch, "missing-output", f"execute() of "
                                 f"partition {_kinds(part.ops)} returned no array for output "
-                                f"tensor {t.id}", tensor=t.id)
+                                f"tensor {t.id}", Details(tensor=t.id))
             array = produced[t.id]
             if isinstance(array, Foreign):
                 raise _contract(Status.numeric_mismatch, "not-an-array", f"execute() returned "
                                 f"a {array.type_name} for output tensor {t.id}, not an array",
-                                tensor=t.id)
+                                Details(tensor=t.id))
             want = graph.tensors[t.id].dtype
             if isinstance(array, np.ndarray) and array.dtype != numpy_dtype(want):
                 raise _contract(Status.numeric_mismatch, "wrong-dtype", dtype_reason(
                     dtype_name(array.dtype), want, ancestors(graph, t.id)),
-                    tensor=t.id, dtype=want.value, actual_dtype=str(array.dtype))
+                    Details(tensor=t.id, dtype=want.value, actual_dtype=str(array.dtype)))
             values[t.id] = array
     differs = _rounding_differs(graph, expected, parts) - _declared_roundings(case, expected)
     radii = ahead.radii if ahead is not None and not differs else _call_reference(
         "bound the errors", lambda: error_bounds(graph, inputs, expected,
                                                  rounding_differs=differs))
-    summary: list[dict[str, object]] = []
-    failure: dict[str, object] | None = None
+    summary: list[OutputSummary] = []
+    failure: Details | None = None
     for t in graph.output_tensors:
         bound = Bound(t.dtype, radii[t.id], chain_of(ancestors(graph, t.id)))
         result = compare(reference[t.id], values.get(t.id), bound)
-        said = result.to_dict()
-        summary.append({"tensor": t.id, "dtype": t.dtype.value, "passed": result.passed,
-                        "max_abs_error": said["max_abs_error"],
-                        "max_rel_error": said["max_rel_error"],
-                        "max_excess": said["max_excess"],
-                        "max_radius": said["bound"]["max_radius"]})
+        summary.append(result.output_summary(t.id))
         if failure is None and not result.passed:
-            facts: Facts = {"what": "numeric", "tensor": t.id, "chain": list(bound.chain),
-                            "dtype": t.dtype.value, "summary": result.reason,
-                            "nonfinite": nonfinite_differ(reference[t.id], values.get(t.id))}
-            failure = {"reason": reason(facts), "facts": facts, "tensor": t.id,
-                       "dtype": t.dtype.value, "shape": list(reference[t.id].shape),
-                       **{k: v for k, v in result.to_dict().items()
-                          if k not in ("reason", "passed")}}
+            facts = NumericFacts(tensor=t.id, chain=list(bound.chain), dtype=t.dtype.value,
+                                 summary=result.reason,
+                                 nonfinite=nonfinite_differ(reference[t.id], values.get(t.id)))
+            failure = replace(result.failing_output(), reason=reason(facts), facts=facts,
+                              tensor=t.id, dtype=t.dtype.value,
+                              shape=list(reference[t.id].shape))
             if any(sources):
-                failure["kernel_source"] = "\n".join(src for src in sources if src)
-    context = {"inputs": inputs, "reference": reference, "values": values, "radii": radii,
-               "partitions": expected}
-    return {"summary": summary, "failure": failure, "context": context}
+                failure = replace(failure, kernel_source="\n".join(src for src in sources if src))
+    return _Numerics(summary, failure, inputs, reference, values, radii, expected)
+
+
+@dataclass(frozen=True)
+class _Numerics:
+    """What `_numerics` found: each output's comparison, the first failing output's details
+    (None: all pass), and what the diagnosis of that failure recomputes from."""
+
+    summary: list[OutputSummary]
+    failure: Details | None
+    inputs: Mapping[int, Array]
+    reference: Mapping[int, Array]
+    values: Mapping[int, object]
+    radii: Mapping[int, Array]
+    partitions: Sequence[Partition]
 
 
 def _compile_and_execute(backend: Backend, part: Partition, device: Device,
@@ -525,40 +552,39 @@ def _compile_and_execute(backend: Backend, part: Partition, device: Device,
 
 
 def _diagnose(graph: Graph, backend: Backend, device: Device, parts: Sequence[Partition],
-              context: Mapping[str, Any], failure: Mapping[str, object],
-              known: Sequence[Departure]) -> dict[str, object]:
-    """What the details of a numeric mismatch add: who is right (the float64 evaluation,
-    also on each worst element), the substitutes of `known` departures that reproduce the
-    backend's values (``reproduced``), and the culprit (the
-    smallest piece that still fails). A failure here is noted, never the verdict's end."""
-    added: dict[str, object] = {}
-    tensor = failure.get("tensor")
-    if not isinstance(tensor, int):
-        return added
-    inputs, reference = context["inputs"], context["reference"]
-    actual, radius = context["values"].get(tensor), context["radii"][tensor]
+              numerics: _Numerics, known: Sequence[Departure]) -> Details:
+    """The failing output's details completed by its diagnosis: who is right (the float64
+    evaluation, also on each worst element), the substitutes of `known` departures that
+    reproduce the backend's values (``reproduced``), and the culprit (the smallest piece that
+    still fails). A failure here is noted, never the verdict's end."""
+    failure = numerics.failure
+    assert failure is not None, "only a failing output is diagnosed"
+    tensor = failure.tensor
+    if tensor is None:
+        return failure
+    inputs, reference = numerics.inputs, numerics.reference
+    actual, radius = numerics.values.get(tensor), numerics.radii[tensor]
     if not isinstance(actual, np.ndarray) or actual.shape != reference[tensor].shape:
-        return added
+        return failure
     try:
-        verdict = who_is_right(graph, inputs, tensor, reference[tensor], actual, radius,
-                               context.get("partitions"))
-        high = verdict.pop("high_precision")
-        worst = failure.get("worst")
-        if isinstance(worst, list):
-            added["worst"] = [{**w, "high_precision": _json_float(float(high[tuple(
-                w["index"])]))} for w in worst if isinstance(w, dict)]
-        added["triage"] = verdict
+        triage, high = who_is_right(graph, inputs, tensor, reference[tensor], actual, radius,
+                                    numerics.partitions)
+        worst = [replace(w, high_precision=_json_float(float(high[tuple(w.index)])))
+                 for w in failure.worst or ()]
         names = sorted({d.substitute for d in known if d.substitute is not None})
-        added["reproduced"] = explain(graph, inputs, parts, tensor, actual, radius, names)
+        failure = replace(failure, worst=worst, triage=triage, reproduced=explain(
+            graph, inputs, parts, tensor, actual, radius, names))
     except Exception as exc:  # the diagnosis is a courtesy; the verdict stands without it
-        added["diagnosis_error"] = clip(f"{type(exc).__name__}: {exc}", _DIAGNOSIS_ERROR_LIMIT)
+        failure = replace(failure, diagnosis_error=clip(f"{type(exc).__name__}: {exc}",
+                                                        _DIAGNOSIS_ERROR_LIMIT))
     try:
         signature = match_signature(graph, inputs, tensor, reference[tensor], actual, radius,
-                                    context.get("partitions") or parts)
+                                    numerics.partitions or parts)
         if signature is not None:
-            added["signature"] = signature
+            failure = replace(failure, signature=signature)
     except Exception as exc:  # likewise a courtesy
-        added["signature_error"] = clip(f"{type(exc).__name__}: {exc}", _DIAGNOSIS_ERROR_LIMIT)
+        failure = replace(failure, signature_error=clip(f"{type(exc).__name__}: {exc}",
+                                                        _DIAGNOSIS_ERROR_LIMIT))
     # The isolation calls the backend again: in the runner's worker under a courtesy budget
     # of its own, so that a crash or a hang there costs the diagnosis, never the verdict.
     courtesy = getattr(backend, "courtesy", None)
@@ -567,10 +593,11 @@ def _diagnose(graph: Graph, backend: Backend, device: Device, parts: Sequence[Pa
         with guard:
             culprit = isolate(graph, backend, device, reference, tensor, parts)
         if culprit is not None:
-            added["culprit"] = culprit.to_dict()
+            failure = replace(failure, culprit=culprit.record())
     except Exception as exc:  # Abandoned included: the verdict stands without a culprit
-        added["culprit_error"] = clip(f"{type(exc).__name__}: {exc}", _DIAGNOSIS_ERROR_LIMIT)
-    return added
+        failure = replace(failure, culprit_error=clip(f"{type(exc).__name__}: {exc}",
+                                                      _DIAGNOSIS_ERROR_LIMIT))
+    return failure
 
 
 def _json_float(value: float) -> float | str:

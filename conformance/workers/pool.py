@@ -26,8 +26,9 @@ from types import TracebackType
 
 from fusionspec.backend import BackendError
 
-from ..cases import Case, Verdict
+from ..cases import Case
 from ..grade.prepared import Prepared
+from ..grade.verdict import Verdict
 from ..selection import RunSettings
 from .ahead import MIN_CASES, Ahead
 from .runner import Runner, worker_context

@@ -76,10 +76,12 @@ from fusionspec.spec.text import clean_text
 from fusionspec.spec.types import Array
 
 from ..answers import Abandoned, BackendFailure, Failure, OneTrip, Trip
-from ..cases import Case, Status, Verdict
+from ..cases import Case, Status
 from ..grade.departures import matching_departures
-from ..grade.facts import Facts, reason
+from ..grade.details import Details, ErrorFacts
+from ..grade.facts import reason
 from ..grade.prepared import Prepared
+from ..grade.verdict import Verdict
 from ..grade.verdicts import apply_limitation, judge, matching_limitation
 from ..limitations import check_limitations
 from ..replay import ReplayError, backend_outputs
@@ -281,12 +283,12 @@ class Runner:
                 self.call(("release",))
         except _Timeout:
             self._stop()
-            verdict = self._failure(case, Status.timeout, {
-                "what": "error", "kind": "timeout", "message": f"no verdict within "
-                f"{self.timeout_s:g} s; the backend process was killed and restarted"})
+            verdict = self._failure(case, Status.timeout, ErrorFacts(
+                kind="timeout", message=f"no verdict within {self.timeout_s:g} s; the backend "
+                                        "process was killed and restarted"))
         except _Died as died:
-            verdict = self._failure(case, Status.error, {"what": "error", "kind": "crash",
-                                                         "message": died.reason})
+            verdict = self._failure(case, Status.error,
+                                    ErrorFacts(kind="crash", message=died.reason))
         finally:
             self._deadline = None
             self._trim_log()
@@ -448,11 +450,11 @@ class Runner:
 
     # -- verdicts and the log ----------------------------------------------------------------
 
-    def _failure(self, case: Case, status: Status, facts: Facts) -> Verdict:
-        details: dict[str, object] = {"facts": facts}
-        if status is Status.timeout:
-            details["timeout_s"] = self.timeout_s
-        details["departures"] = matching_departures(self.departures, case, status, details)
+    def _failure(self, case: Case, status: Status, facts: ErrorFacts) -> Verdict:
+        details = Details(facts=facts,
+                          timeout_s=self.timeout_s if status is Status.timeout else None)
+        details = replace(details, departures=matching_departures(self.departures, case, status,
+                                                                  details))
         verdict = Verdict(case.id, case.pattern, case.kind, status, reason(facts), case.rule,
                           details)
         limitation = matching_limitation(self.limitations, case, self.device)

@@ -8,7 +8,8 @@ import io
 from testkit import toy_backends as toy
 
 from fusionspec.cli.progress import RunProgress
-from fusionspec.conformance.cases import Status, Verdict
+from fusionspec.conformance.cases import Status
+from fusionspec.conformance.grade.verdict import Verdict
 from fusionspec.conformance.suite import PlannedCase
 
 CASE = toy.valid_case("fp.matmul_post_ops", 1)

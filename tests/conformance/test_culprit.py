@@ -31,20 +31,20 @@ def _run(mutant: str, patterns: list[str], out: Path | None = None) -> ResultsCo
 
 def test_gelu_tanh_mutant_is_isolated_to_gelu_with_a_benchdnn_case(tmp_path: Path) -> None:
     results = _run("GeluTanhForErf", ["fp.unary_binary", "fp.conv_post_ops"], tmp_path)
-    numeric = [f for f in results.failures if f["status"] == "numeric-mismatch"]
+    numeric = [f for f in results.failures if f.status == "numeric-mismatch"]
     assert numeric, f"the GELU mutant must fail numerically: {dict(results.totals)}"
     for failure in numeric:
-        culprit = failure["details"].get("culprit")
+        culprit = failure.details.culprit
         assert culprit is not None, \
-            f"{failure['case_id']}: no culprit isolated " \
-            f"({failure['details'].get('culprit_error')})"
-        assert culprit["kinds"] == "GELU", \
-            f"{failure['case_id']}: the culprit is the GELU op alone, not {culprit['kinds']}"
-        graph = loads(json.dumps(culprit["graph"]))
+            f"{failure.case_id}: no culprit isolated ({failure.details.culprit_error})"
+        assert culprit.kinds == "GELU", \
+            f"{failure.case_id}: the culprit is the GELU op alone, not {culprit.kinds}"
+        graph = loads(json.dumps(culprit.graph))
         assert [op.kind for op in graph.ops] == ["GELU"], \
             "the culprit's graph JSON holds the one failing op and reads back"
-        triage = failure["details"]["triage"]
-        assert triage["closer"] == "reference" and triage["reference_off"] == 0, \
+        triage = failure.details.triage
+        assert triage is not None and triage.closer == "reference" \
+            and triage.reference_off == 0, \
             f"the float64 evaluation sides with the reference against tanh GELU: {triage}"
     folder = tmp_path / "failures"
     saved = sorted(folder.glob("*/culprit.json"))
@@ -90,13 +90,13 @@ def test_gelu_tanh_mutant_is_one_finding_naming_gelu() -> None:
 
 def test_maximum_dropping_nan_is_a_known_departure_where_the_backend_declares_it() -> None:
     results = _run("MaximumDropsFirstNaNDeclared", ["fp.binary_post_ops", "fp.pool_binary"])
-    numeric = [f for f in results.failures if f["status"] == "numeric-mismatch"]
+    numeric = [f for f in results.failures if f.status == "numeric-mismatch"]
     assert numeric, f"the NaN-dropping Maximum must fail numerically: {dict(results.totals)}"
     named = [f for f in numeric
-             if any(d["id"] == "nan-select-max" for d in f["details"].get("departures", []))]
+             if any(d.id == "nan-select-max" for d in f.details.departures or ())]
     assert named, "the compare-and-select Maximum is explained by the nan-select-max " \
-                  f"departure: {[f['details'].get('departures') for f in numeric[:3]]}"
-    assert all(d.get("source") for f in named for d in f["details"]["departures"]), \
+                  f"departure: {[f.details.departures for f in numeric[:3]]}"
+    assert all(d.source for f in named for d in f.details.departures or ()), \
         "a known departure carries where it is documented"
     declared = results.to_dict()["departures"]
     assert [d["id"] for d in declared] == ["nan-select-max"], \
@@ -105,9 +105,9 @@ def test_maximum_dropping_nan_is_a_known_departure_where_the_backend_declares_it
 
 def test_an_undeclared_departure_stays_unexplained() -> None:
     results = _run("MaximumDropsFirstNaN", ["fp.binary_post_ops"])
-    numeric = [f for f in results.failures if f["status"] == "numeric-mismatch"]
+    numeric = [f for f in results.failures if f.status == "numeric-mismatch"]
     assert numeric, f"the NaN-dropping Maximum must fail numerically: {dict(results.totals)}"
-    assert not any(f["details"].get("departures") for f in numeric), \
+    assert not any(f.details.departures for f in numeric), \
         "a backend that declares no departure is explained by none (not by another library's)"
 
 
@@ -122,10 +122,9 @@ def test_triage_flags_a_reference_that_is_the_one_off() -> None:
     truth = np.exp(x.astype(np.float64)).astype(np.float32)
     wrong_reference = truth * np.float32(1.01)  # what a buggy reference would say
     radius = np.full(4, 1e-6, dtype=np.float64) * np.abs(truth)
-    verdict = who_is_right(_exp_graph(), {0: x}, 1, wrong_reference, truth, radius)
-    assert verdict["closer"] == "backend" and verdict["reference_off"] > 0, \
-        f"a reference further from float64 than its bound is flagged as the one off: " \
-        f"{ {k: v for k, v in verdict.items() if k != 'high_precision'} }"
-    right = who_is_right(_exp_graph(), {0: x}, 1, truth, wrong_reference, radius)
-    assert right["closer"] == "reference" and right["reference_off"] == 0, \
+    verdict, _ = who_is_right(_exp_graph(), {0: x}, 1, wrong_reference, truth, radius)
+    assert verdict.closer == "backend" and verdict.reference_off > 0, \
+        f"a reference further from float64 than its bound is flagged as the one off: {verdict}"
+    right, _ = who_is_right(_exp_graph(), {0: x}, 1, truth, wrong_reference, radius)
+    assert right.closer == "reference" and right.reference_off == 0, \
         "a backend that is off leaves the reference unflagged"

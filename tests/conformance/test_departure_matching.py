@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from fusionspec.backend import Departure, OpMatch
 from fusionspec.conformance.cases import Case, CaseKind, Status
 from fusionspec.conformance.grade.departures import matching_departures
+from fusionspec.conformance.grade.details import Details, Facts
 from fusionspec.conformance.grade.facts import first_cut, reason
 from fusionspec.conformance.workers import Runner
 from fusionspec.spec.dtypes import DataType
@@ -33,7 +34,9 @@ def _case(graph: Graph, pattern: str = "fp.unary_binary") -> Case:
 
 def _ids(departures: list[Departure], case: Case, status: Status,
          details: dict[str, object]) -> list[str]:
-    return [d["id"] for d in matching_departures(departures, case, status, details)]
+    """The ids of the departures that match `details`, given as a results document writes
+    them."""
+    return [d.id for d in matching_departures(departures, case, status, Details.of(details))]
 
 
 def test_a_cut_matches_by_kind_category_or_wildcard() -> None:
@@ -42,9 +45,9 @@ def test_a_cut_matches_by_kind_category_or_wildcard() -> None:
     expected = [Partition(0, tuple(ops), (), ())]
     formed = [Partition(0, (ops[0],), (), ()), Partition(1, tuple(ops[1:]), (), ())]
     cut = first_cut(expected, formed, "r")
-    assert cut is not None and (cut["before"], cut["after"]) == ("ReLU", "Abs"), \
+    assert cut is not None and (cut.before, cut.after) == ("ReLU", "Abs"), \
         f"the first cut lies between the first two ops, in different partitions: {cut}"
-    details: dict[str, object] = {"facts": {"what": "fusion", "cut": cut}}
+    details: dict[str, object] = {"facts": {"what": "fusion", "cut": cut.to_json()}}
     declared = [Departure("by-kind", "s", cut=("ReLU", "Abs")),
                 Departure("by-category", "s", cut=("Unary", "Unary")),
                 Departure("wildcard", "s", cut=("*", "Abs")),
@@ -92,12 +95,21 @@ def test_a_numeric_departure_needs_its_substitute_to_reproduce() -> None:
         "the substitute reproduced the values: the departure explains them"
 
 
+def _facts(data: dict[str, object]) -> Facts:
+    """The facts a results document writes as `data`."""
+    found = Details.of({"facts": data}).facts
+    assert found is not None, f"facts read from {data}"
+    return found
+
+
 def test_reasons_are_rendered_from_facts() -> None:
-    said = reason({"what": "fusion", "expected": [{"ops": [0, 1], "kinds": ["ReLU", "Add"]}],
-                   "formed": [{"ops": [0], "kinds": ["ReLU"]}, {"ops": [1], "kinds": ["Add"]}]})
+    said = reason(_facts({"what": "fusion",
+                          "expected": [{"ops": [0, 1], "kinds": ["ReLU", "Add"]}],
+                          "formed": [{"ops": [0], "kinds": ["ReLU"]},
+                                     {"ops": [1], "kinds": ["Add"]}]}))
     assert said == "expected partition(s) [ReLU->Add]; the backend formed [ReLU], [Add]", \
         f"a fusion mismatch reads as before: {said!r}"
-    assert reason({"what": "unsupported", "kinds": ["Reciprocal"]}) == \
+    assert reason(_facts({"what": "unsupported", "kinds": ["Reciprocal"]})) == \
         "the backend marks partition [Reciprocal] unsupported", "an unsupported partition"
 
 
@@ -122,6 +134,6 @@ def test_the_first_cut_is_the_first_split_boundary(kinds: list[str],
               enumerate(pairwise(bounds))]
     cut = first_cut([Partition(0, tuple(ops), (), ())], formed, None)
     first = splits[0]
-    assert cut is not None and (cut["before"], cut["after"]) == (kinds[first - 1], kinds[first]), \
+    assert cut is not None and (cut.before, cut.after) == (kinds[first - 1], kinds[first]), \
         f"a chain split at {splits} is first cut between ops {first - 1} and {first}: {cut}"
-    assert cut["partition"] == kinds, "the cut names the expected partition it falls in"
+    assert cut.partition == kinds, "the cut names the expected partition it falls in"

@@ -122,17 +122,18 @@ def test_an_expected_failure_does_not_fail_the_run() -> None:
 
 def test_another_failing_status_than_expected_is_a_failure() -> None:
     collector = _collect(toy.NeverFuses(), EXPECT_MATMUL)
-    assert collector.failures[0]["status"] == "fusion-mismatch", collector.failures[0]
-    assert "expected" not in collector.failures[0] and collector.failed, \
+    first = collector.failures[0]
+    assert first.status == "fusion-mismatch", first
+    assert first.expected is None and collector.failed, \
         "the entry expects numeric-mismatch: a fusion-mismatch is not covered"
-    assert collector.failures[0]["unexpected_status"]["entry"] == 1, \
+    assert (first.unexpected_status or {}).get("entry") == 1, \
         "the failure says which entry it slipped past"
 
 
 def test_an_expected_failure_that_passes_fails_only_in_strict_mode() -> None:
     lenient = _collect(toy.Faithful(), EXPECT_MATMUL)
     strict = _collect(toy.Faithful(), EXPECT_MATMUL, strict=True)
-    assert [p["case_id"] for p in lenient.unexpected_passes] == [VALID.id], \
+    assert [p.case_id for p in lenient.unexpected_passes] == [VALID.id], \
         f"the stale entry is reported: {lenient.unexpected_passes}"
     assert not lenient.failed and strict.failed, \
         "an unexpected pass is a note, and an error in strict mode"
@@ -143,7 +144,7 @@ def test_an_unexpected_pass_records_the_status_it_got() -> None:
     (fail), which is kept as expected_status, in the collector and the written document."""
     collector = _collect(toy.Faithful(), EXPECT_MATMUL)
     section = collector.to_dict()["expectations"]
-    for where, record in (("collector", collector.unexpected_passes[0]),
+    for where, record in (("collector", collector.unexpected_passes[0].to_json()),
                           ("document", section["unexpected_passes"][0])):
         assert record["status"] == "pass", \
             f"{where}: the case passed, so its status is pass, not the entry's: {record}"

@@ -134,6 +134,6 @@ def test_ci_draws_side_inputs_fed_by_kinds_sorting_before_and_after(pattern: str
 def test_a_matcher_comparing_kinds_by_order_is_a_fusion_mismatch() -> None:
     results = run_backend("testkit.mutants_neighbours:KindsComparedByOrder",
                           ["int8.conv_post_ops", "int8.matmul_post_ops"], [CaseKind.valid])
-    statuses = {f["status"] for f in results.failures}
+    statuses = {f.status for f in results.failures}
     assert results.failed and statuses == {Status.fusion_mismatch.value}, \
         f"the order-comparing matcher must fail on fusion only: {dict(results.totals)}"

@@ -71,6 +71,6 @@ def test_a_backend_message_is_cleaned_and_clipped(isolate: bool) -> None:
     assert verdict.failed and "\x1b" not in verdict.reason and "\r" not in verdict.reason, \
         f"no escape sequence in the reason: {verdict.reason[:200]!r}"
     assert len(verdict.reason) < 3000, f"clipped: {len(verdict.reason)}"
-    kept = json.dumps(verdict.details)
+    kept = json.dumps(verdict.details.to_json())
     assert "\\u001b" not in kept and len(kept) < 20_000, \
         f"the details carry neither escapes nor megabytes: {len(kept)}"

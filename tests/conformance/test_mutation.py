@@ -253,7 +253,7 @@ def test_suite_catches_planted_bug(mutant: str, bug_class: str, patterns: list[s
     else:
         # The method mutants must get their status everywhere: a crash is not a verdict.
         tolerated = (status.value,) if mutant.startswith(METHODS) else (status.value, "error")
-        wrong = [f for f in results.failures if f["status"] not in tolerated]
+        wrong = [f for f in results.failures if f.status not in tolerated]
     caught = seen[status.value] > 0 and not wrong and (
         status is Status.extension or results.failed)
     # One bug should make one finding: the score document lists what the findings were.
@@ -322,7 +322,7 @@ def test_the_coverage_methods_grow_the_ci_profile_by_at_most_30_percent(
 def test_reference_passes_every_pattern_with_zero_failures(
         reference_results: ResultsCollector) -> None:
     results = reference_results
-    bad = [(f["case_id"], f["status"], f["reason"]) for f in results.failures[:5]]
+    bad = [(f.case_id, f.status, f.reason) for f in results.failures[:5]]
     assert not results.failed, f"the reference fails its own suite: {bad}"
     assert set(results.totals) == {Status.passed.value}, \
         f"the reference must pass every case: {dict(results.totals)}"

@@ -35,7 +35,7 @@ def test_one_round_trip_per_partition(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(runner_module.Runner, "call", counted)
     verdict = _verdict("testkit.toy_backends:Faithful", isolate=True)
     assert verdict.status is Status.passed, f"{verdict.status}: {verdict.reason}"
-    parts = len(verdict.details["actual_partitions"])
+    parts = len(verdict.details.actual_partitions)
     assert verbs["compile_execute"] == parts and not verbs["compile"] \
         and not verbs["execute"], f"each of the {parts} partition(s) is compiled and " \
         f"executed in one request, never in two: {dict(verbs)}"
@@ -47,8 +47,8 @@ def test_a_rejection_at_compile_is_a_rejected_valid_case(isolate: bool) -> None:
     assert verdict.status is Status.rejected_valid, \
         f"a declared rejection at compile rejects a valid case: {verdict.status}: " \
         f"{verdict.reason}"
-    assert verdict.details.get("stage") == "compile", \
-        f"the stage named is compile: {verdict.details.get('stage')!r}"
+    assert verdict.details.stage == "compile", \
+        f"the stage named is compile: {verdict.details.stage!r}"
 
 
 @pytest.mark.parametrize("isolate", [True, False], ids=["worker", "in-process"])
@@ -56,7 +56,7 @@ def test_a_failure_in_execute_is_an_error_of_execute(isolate: bool) -> None:
     verdict = _verdict("testkit.toy_backends:FailsInExecute", isolate)
     assert verdict.status is Status.error, \
         f"execute may not reject: its failure is an error: {verdict.status}: {verdict.reason}"
-    assert verdict.details.get("stage") == "execute", \
-        f"the stage named is execute: {verdict.details.get('stage')!r}"
+    assert verdict.details.stage == "execute", \
+        f"the stage named is execute: {verdict.details.stage!r}"
     assert "ran out of something" in verdict.reason, \
         f"the backend's message is in the reason: {verdict.reason}"

@@ -64,7 +64,7 @@ def _params() -> list[Any]:
 def test_suite_catches_real_bug(bug: RealBug) -> None:
     results = run_backend(bug.backend, bug.patterns, bug.kinds)
     seen = Counter(results.totals)
-    wrong = [f for f in results.failures if f["status"] not in (bug.status.value, "error")]
+    wrong = [f for f in results.failures if f.status not in (bug.status.value, "error")]
     caught = seen[bug.status.value] > 0 and results.failed and not wrong
     found = [f"{f.signature} ({len(f.records)})" for f in group_findings(results.document())]
     _OUTCOMES.append({"bug": bug.id, "class": bug.bug_class, "source": bug.source,

@@ -81,7 +81,7 @@ def test_passes_every_valid_instance(entry: PatternEntry) -> None:
         verdict = judge(case, backend, NUMPY_DEVICE, seed=index)
         assert verdict.status is Status.passed, \
             f"{case.id} ({plan.describe()}): {verdict.status} {verdict.reason}"
-        numerics = verdict.details["numerics"]
+        numerics = verdict.details.numerics
         assert isinstance(numerics, list) and numerics, f"{case.id}: numerics were compared"
 
 

@@ -11,7 +11,8 @@ import pytest
 from testkit import toy_backends as toy
 
 from fusionspec.backend import Backend
-from fusionspec.conformance.cases import Case, CaseKind, Status, Verdict
+from fusionspec.conformance.cases import Case, CaseKind, Status
+from fusionspec.conformance.grade.details import Details
 from fusionspec.conformance.grade.results import (
     SCHEMA_VERSION,
     SPEC_VERSION,
@@ -22,6 +23,7 @@ from fusionspec.conformance.grade.results import (
     load_results,
     write_failure,
 )
+from fusionspec.conformance.grade.verdict import Verdict
 from fusionspec.conformance.grade.verdicts import judge
 from fusionspec.conformance.selection import RunSettings
 from fusionspec.reference import fill_inputs
@@ -201,7 +203,7 @@ def test_load_rejects_other_schemas(tmp_path: Path) -> None:
 def test_non_finite_details_become_strings(tmp_path: Path) -> None:
     collector = ResultsCollector("x", NUMPY_DEVICE)
     verdict = Verdict("c", "p", CaseKind.valid, Status.numeric_mismatch, "r",
-                      details={"max_rel_error": float("inf"), "odd": {1, 2}})
+                      details=Details(max_rel_error=float("inf")))
     collector.add(Case("c", CaseKind.valid, "p", VALID.graph), verdict)
     path = collector.write(tmp_path / "r.json")
     details = load_results(path)["failures"][0]["details"]

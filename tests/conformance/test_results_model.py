@@ -262,16 +262,16 @@ def test_a_field_of_the_wrong_type_is_named() -> None:
 def test_numeric_facts_carry_the_worst_elements_and_the_culprit() -> None:
     case = toy.valid_case("fp.matmul_post_ops", 3)
     verdict = judge(case, toy.WrongMath(), NUMPY_DEVICE, seed=5)
-    facts = verdict.details["facts"]
-    assert facts["what"] == "numeric", f"WrongMath fails on numerics: {facts['what']}"
-    worst = facts["worst"]
-    assert worst and all({"index", "expected", "actual", "bound"} <= set(w) for w in worst), \
+    facts = verdict.details.facts
+    assert isinstance(facts, NumericFacts), f"WrongMath fails on numerics: {facts}"
+    worst = facts.worst
+    assert worst and all(None not in (w.expected, w.actual, w.bound) and w.index
+                         for w in worst), \
         f"each worst element has its index, value, bound and the backend's value: {worst[:1]}"
-    assert worst[0]["index"] == list(verdict.details["worst"][0]["index"]), \
+    assert verdict.details.worst and worst[0].index == verdict.details.worst[0].index, \
         "the facts name the same worst element as the comparison"
-    assert "culprit" in facts and (facts["culprit"] is None or all(
-        isinstance(k, str) for k in facts["culprit"])), \
-        f"the culprit's op kinds, or None: {facts.get('culprit')}"
+    assert facts.culprit is None or all(isinstance(k, str) for k in facts.culprit), \
+        f"the culprit's op kinds, or None: {facts.culprit}"
 
 
 def test_the_schema_of_details_and_replay_is_generated_from_their_records() -> None:
@@ -332,20 +332,23 @@ def test_the_details_a_run_writes_are_typed_records(tmp_path: Path) -> None:
             f"{failure.case_id}: no modelled key is left untyped: {sorted(failure.details.extra)}"
 
 
-def test_details_of_the_wrong_type_cost_the_details_not_the_run() -> None:
+def test_a_backend_value_of_the_wrong_type_is_typed_where_the_details_are_made() -> None:
     """A backend's partition whose pattern is a number cannot make the document unreadable:
-    the collector keeps the facts and says why the rest went."""
-    from fusionspec.conformance.cases import Status, Verdict
+    grading types what the backend made once, as it describes the partition, and the
+    collected document reads back to equal records."""
+    from dataclasses import replace
+
+    class NumberedPatterns(toy.WrongMath):
+        def partition(self, graph: Any) -> list[Any]:
+            return [replace(p, pattern=3) for p in super().partition(graph)]
 
     case = toy.valid_case("fp.matmul_post_ops", 3)
-    facts = {"what": "contract", "problem": "op-twice", "message": "op 1 twice"}
-    verdict = Verdict(case.id, case.pattern, case.kind, Status.fusion_mismatch, "op 1 twice",
-                      case.rule, {"facts": facts, "actual_partitions": [{"pattern": 3}]})
+    verdict = judge(case, NumberedPatterns(), NUMPY_DEVICE, seed=5)
     collector = ResultsCollector("toy", NUMPY_DEVICE, run_settings=RunSettings(seed=5))
     collector.add(case, verdict)
-    (failure,) = collector.document().failures
-    assert failure.details.unreadable_details and "pattern" in \
-        failure.details.unreadable_details, \
-        f"the reader's complaint names the field: {failure.details.unreadable_details}"
-    assert failure.details.facts is not None and failure.details.facts.to_json() == facts, \
-        f"the facts are kept: {failure.details.facts}"
+    document = collector.document()
+    (failure,) = document.failures
+    patterns = {p.pattern for p in failure.details.actual_partitions or ()}
+    assert patterns == {"3"}, f"the backend's number is recorded as text: {patterns}"
+    assert ResultsDocument.from_json(document.to_json()) == document, \
+        "the collected document reads back to equal records"

@@ -80,7 +80,7 @@ def test_timeout_under_a_declared_limitation_is_unsupported() -> None:
     with runner("testkit.toy_backends:LimitedSleeps", timeout_s=1.0) as run:
         verdict = run.run(VALID)
         assert verdict.status is Status.unsupported, f"{verdict.status}: {verdict.reason}"
-        assert verdict.details["observed_status"] == "timeout", f"{verdict.details}"
+        assert verdict.details.observed_status == "timeout", f"{verdict.details}"
 
 
 def test_unknown_backend_and_device_are_typed_errors() -> None:

@@ -9,7 +9,8 @@ import pytest
 from testkit import toy_backends as toy
 
 from fusionspec.backend import Limitation
-from fusionspec.conformance.cases import FAILING, Case, CaseKind, Status, Verdict
+from fusionspec.conformance.cases import FAILING, Case, CaseKind, Status
+from fusionspec.conformance.grade.verdict import Verdict
 from fusionspec.conformance.grade.verdicts import apply_limitation, judge, rule_statement
 from fusionspec.reference.backend import NUMPY_DEVICE, ReferenceBackend
 
@@ -32,7 +33,7 @@ def test_details_are_json_ready() -> None:
         for case in (VALID, NEAR_MISS, ILL_FORMED):
             verdict = verdict_of(backend, case)
             try:
-                json.dumps(verdict.details, allow_nan=False)
+                json.dumps(verdict.details.to_json(), allow_nan=False)
             except (TypeError, ValueError) as exc:
                 pytest.fail(f"{backend.name} on {case.id}: details are not strict JSON: {exc}")
 
@@ -40,7 +41,7 @@ def test_details_are_json_ready() -> None:
 def test_valid_case_passes_on_the_reference() -> None:
     verdict = verdict_of(ReferenceBackend(), VALID)
     assert_status(verdict, Status.passed)
-    assert verdict.details["expected_partitions"] == verdict.details["actual_partitions"], \
+    assert verdict.details.expected_partitions == verdict.details.actual_partitions, \
         "a pass means the backend partitioned exactly like the reference"
 
 
@@ -48,9 +49,9 @@ def test_never_fusing_is_a_fusion_mismatch() -> None:
     verdict = verdict_of(toy.NeverFuses(), VALID)
     assert_status(verdict, Status.fusion_mismatch)
     assert "MatMul" in verdict.reason, f"the reason names the expected partition: {verdict.reason}"
-    actual = verdict.details["actual_partitions"]
+    actual = verdict.details.actual_partitions
     assert isinstance(actual, list) and len(actual) > 1, "details show the backend's partitions"
-    assert isinstance(verdict.details["numerics"], list), \
+    assert isinstance(verdict.details.numerics, list), \
         "numerics are still reported alongside a fusion mismatch"
 
 
@@ -58,9 +59,10 @@ def test_wrong_math_is_a_numeric_mismatch() -> None:
     verdict = verdict_of(toy.WrongMath(), VALID)
     assert_status(verdict, Status.numeric_mismatch)
     for key in ("tensor", "dtype", "shape", "bound", "max_abs_error", "max_excess", "worst"):
-        assert key in verdict.details, f"numeric-mismatch details carry {key}: {verdict.details}"
-    assert verdict.details["max_abs_error"] == pytest.approx(1.0), \
-        f"every element is 1 off: {verdict.details['max_abs_error']}"
+        assert getattr(verdict.details, key) is not None, \
+            f"numeric-mismatch details carry {key}: {verdict.details}"
+    assert verdict.details.max_abs_error == pytest.approx(1.0), \
+        f"every element is 1 off: {verdict.details.max_abs_error}"
 
 
 def test_wrong_output_dtype_is_a_numeric_mismatch_with_the_reason() -> None:
@@ -73,21 +75,21 @@ def test_wrong_output_dtype_is_a_numeric_mismatch_with_the_reason() -> None:
 def test_rejecting_a_valid_graph_is_rejected_valid() -> None:
     verdict = verdict_of(toy.RejectsEverything(), VALID)
     assert_status(verdict, Status.rejected_valid)
-    assert verdict.details["error_rule"] == "toy.reject", f"details: {verdict.details}"
+    assert verdict.details.error_rule == "toy.reject", f"details: {verdict.details}"
     assert_status(verdict_of(toy.RejectsEverything(), NEAR_MISS), Status.rejected_valid)
 
 
 def test_ill_formed_rejected_with_the_rule_passes() -> None:
     verdict = verdict_of(ReferenceBackend(), ILL_FORMED)
     assert_status(verdict, Status.passed)
-    assert verdict.details["rule_matches"] is True, \
+    assert verdict.details.rule_matches is True, \
         f"the reference names {ILL_FORMED.rule}: {verdict.details}"
 
 
 def test_ill_formed_rejected_with_another_rule_still_passes() -> None:
     verdict = verdict_of(toy.RejectsEverything(), ILL_FORMED)
     assert_status(verdict, Status.passed)
-    assert verdict.details["rule_matches"] is False, "a different rule is recorded as such"
+    assert verdict.details.rule_matches is False, "a different rule is recorded as such"
     assert ILL_FORMED.rule is not None and ILL_FORMED.rule in verdict.reason, \
         f"the reason names the case's rule: {verdict.reason}"
 
@@ -95,7 +97,7 @@ def test_ill_formed_rejected_with_another_rule_still_passes() -> None:
 def test_declared_rejection_type_counts() -> None:
     verdict = verdict_of(toy.DeclaredRejection(), ILL_FORMED)
     assert_status(verdict, Status.passed)
-    assert verdict.details["rule_matches"] is None, "no rule to compare for a foreign exception"
+    assert verdict.details.rule_matches is None, "no rule to compare for a foreign exception"
 
 
 def test_accepting_an_ill_formed_graph_is_accepted_invalid() -> None:
@@ -114,7 +116,7 @@ def test_key_error_is_an_error_with_a_traceback() -> None:
     verdict = verdict_of(toy.RaisesKeyError(), VALID)
     assert_status(verdict, Status.error)
     assert "partition() raised KeyError" in verdict.reason, f"reason: {verdict.reason}"
-    trace = str(verdict.details["traceback"])
+    trace = str(verdict.details.traceback)
     assert "KeyError" in trace and trace.count('  File "') <= 8, f"a short traceback: {trace}"
     assert "toy_backends.py" in trace and "conformance/grade" not in trace, \
         f"the traceback keeps the backend's frame, not the suite's: {trace}"
@@ -123,7 +125,7 @@ def test_key_error_is_an_error_with_a_traceback() -> None:
 def test_an_error_keeps_the_backends_frames_however_deep_it_is_raised() -> None:
     verdict = verdict_of(toy.FailsDeepInNumPy(), VALID)
     assert_status(verdict, Status.error)
-    trace = str(verdict.details["traceback"])
+    trace = str(verdict.details.traceback)
     assert "_plan_weights" in trace and "np.apply_along_axis" in trace, \
         f"the backend's own frame and line, under NumPy's frames, are kept: {trace}"
     assert trace.rstrip().endswith("Singular matrix"), \
@@ -159,7 +161,7 @@ def test_splitting_a_near_miss_is_a_fusion_mismatch() -> None:
 def test_declared_limitation_is_unsupported_and_says_it_passed() -> None:
     verdict = verdict_of(toy.LimitedFaithful(), VALID)
     assert_status(verdict, Status.unsupported)
-    assert verdict.details["limitation_passed"] is True, \
+    assert verdict.details.limitation_passed is True, \
         f"a declared limitation that passes is flagged: {verdict.details}"
     assert "matmul is not implemented" in verdict.reason, f"reason: {verdict.reason}"
 
@@ -167,8 +169,8 @@ def test_declared_limitation_is_unsupported_and_says_it_passed() -> None:
 def test_declared_limitation_that_fails_is_unsupported() -> None:
     verdict = verdict_of(toy.LimitedWrong(), VALID)
     assert_status(verdict, Status.unsupported)
-    assert verdict.details["limitation_passed"] is False, "it would have failed"
-    assert verdict.details["observed_status"] == "numeric-mismatch", f"{verdict.details}"
+    assert verdict.details.limitation_passed is False, "it would have failed"
+    assert verdict.details.observed_status == "numeric-mismatch", f"{verdict.details}"
 
 
 def test_limitation_does_not_cover_other_patterns() -> None:
@@ -179,7 +181,7 @@ def test_limitation_does_not_cover_other_patterns() -> None:
 def test_apply_limitation_keeps_the_observation() -> None:
     base = Verdict("c", "p", CaseKind.valid, Status.timeout, "too slow")
     moved = apply_limitation(base, Limitation("slow on purpose"))
-    assert moved.status is Status.unsupported and moved.details["observed_status"] == "timeout", \
+    assert moved.status is Status.unsupported and moved.details.observed_status == "timeout", \
         f"a timeout under a limitation is unsupported, observed timeout: {moved}"
 
 
@@ -200,14 +202,14 @@ def test_rounding_half_up_at_exact_ties_is_a_numeric_mismatch() -> None:
     # inexact 1/scale product of other scales).
     verdict = verdict_of(toy.RoundsHalfUp(), INT8)
     assert_status(verdict, Status.numeric_mismatch)
-    assert verdict.details["max_abs_error"] == 1.0, \
+    assert verdict.details.max_abs_error == 1.0, \
         f"half-up differs from half-even by one at the ties: {verdict.details}"
 
 
 def test_quantizing_one_high_is_a_numeric_mismatch() -> None:
     verdict = verdict_of(toy.QuantizesOneHigh(), INT8)
     assert_status(verdict, Status.numeric_mismatch)
-    assert verdict.details["dtype"] == "u8", f"the failing output is the u8 one: {verdict.details}"
+    assert verdict.details.dtype == "u8", f"the failing output is the u8 one: {verdict.details}"
 
 
 def test_wrong_partition_outputs_are_a_fusion_mismatch() -> None:
@@ -254,6 +256,6 @@ def test_numeric_mismatch_carries_the_generated_kernel_source() -> None:
 
     verdict = verdict_of(Sourced(), VALID)
     assert_status(verdict, Status.numeric_mismatch)
-    source = verdict.details.get("kernel_source")
+    source = verdict.details.kernel_source
     assert isinstance(source, str) and "/* generated */" in source and "partition" in source, \
         f"a failing case keeps the backend's kernel source for the report: {source!r}"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from fusionspec.backend.checks import checked_departures, declared_departures
 from fusionspec.conformance.cases import CaseKind
+from fusionspec.conformance.grade.details import RejectionFacts
 from fusionspec.conformance.grade.triage import SUBSTITUTES
 from fusionspec.conformance.suite import run_suite
 from fusionspec.onednn import OnednnBackend, OnednnRejection
@@ -33,13 +34,13 @@ def test_a_run_names_the_departures_it_shows(onednn: OnednnBackend) -> None:
     # records as a crash of that case instead of losing the test process.
     results = run_suite("onednn", patterns=["fp.reciprocal_multiply", "fp.binary_post_ops"],
                         kinds=[CaseKind.near_miss], isolate=True)
-    failing = [f for f in results.failures if f["status"] == "rejected-valid"]
+    failing = [f for f in results.failures if f.status == "rejected-valid"]
     assert failing, f"oneDNN refuses some of these cases: {dict(results.totals)}"
-    named = {d["id"] for f in failing for d in f["details"].get("departures", [])}
-    assert named, f"each refusal is explained by a declared departure: {failing[0]['details']}"
-    refused = [f["details"]["facts"] for f in failing
-               if f["details"]["facts"].get("what") == "rejection"]
-    assert refused and all(r["fields"].get("function") for r in refused), \
+    named = {d.id for f in failing for d in f.details.departures or ()}
+    assert named, f"each refusal is explained by a declared departure: {failing[0].details}"
+    refused = [f.details.facts for f in failing
+               if isinstance(f.details.facts, RejectionFacts)]
+    assert refused and all((r.fields or {}).get("function") for r in refused), \
         f"a refusal carries the API call as a field: {refused[:1]}"
     declared = [d["id"] for d in results.to_dict()["departures"]]
     assert declared == [d.id for d in DEPARTURES], "the results record the declarations"

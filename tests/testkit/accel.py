@@ -84,5 +84,5 @@ class OnDevice:
         for tensor in self.graph.output_tensors:
             result = compare(want[tensor.id], got[tensor.id], bounds[tensor.id])
             assert result.passed, (f"{label} output {tensor.id}: {result.reason}; worst "
-                                   f"{[w.to_dict() for w in result.worst]}\nsource:\n"
+                                   f"{[w.record().to_json() for w in result.worst]}\nsource:\n"
                                    f"{self.compiled[-1].kernel_source}")

@@ -279,8 +279,9 @@ class ForgesGrades(WrongMath):
     name = "forges-grades"
 
     def __init__(self) -> None:
-        from fusionspec.conformance.cases import Status, Verdict
+        from fusionspec.conformance.cases import Status
         from fusionspec.conformance.grade import verdicts
+        from fusionspec.conformance.grade.verdict import Verdict
 
         def always_pass(case: Any, backend: Any, device: Any, **_: Any) -> Verdict:
             return Verdict(case.id, case.pattern, case.kind, Status.passed)
