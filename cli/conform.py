@@ -245,7 +245,7 @@ def _write_junit(args: argparse.Namespace, collector: ResultsCollector) -> None:
     from fusionspec.conformance.junit import junit_xml
     from fusionspec.spec.files import atomic_write_text
 
-    atomic_write_text(args.junit, junit_xml(collector.to_dict()))
+    atomic_write_text(args.junit, junit_xml(collector.document()))
 
 
 def _unavailable(args: argparse.Namespace, backend: str, device: str | None,

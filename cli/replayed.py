@@ -11,6 +11,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from fusionspec.conformance.cases import Case, Verdict
+from fusionspec.conformance.grade.details import Details
+from fusionspec.conformance.grade.document import ResultsFormatError
 from fusionspec.conformance.replay import ReplayError, worst_lines
 from fusionspec.conformance.workers import Runner
 from fusionspec.reference.arrays import read_npz, write_npz
@@ -58,8 +60,18 @@ def verdict_lines(case: Case, verdict: Verdict, where: str) -> list[str]:
     if isinstance(trace, str) and trace:
         lines.append("  what the backend raised:")
         lines += [f"    {line}" for line in trace.splitlines()]
-    worst = worst_lines(verdict.details)
+    worst = worst_lines(_worst_of(verdict))
     if worst:
         lines.append("  worst elements (index: reference vs backend):")
         lines += [f"    {line}" for line in worst]
     return lines
+
+
+def _worst_of(verdict: Verdict) -> Details:
+    """The failing output and its worst elements as a results document records them (the
+    rest of the details is not needed here, so a value elsewhere that does not read costs
+    nothing); none where they do not read."""
+    try:
+        return Details.of({key: verdict.details.get(key) for key in ("tensor", "worst")})
+    except ResultsFormatError:
+        return Details()

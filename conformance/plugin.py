@@ -68,8 +68,9 @@ from .expectations import (
     stale_lines,
     unexpected_pass_note,
 )
-from .grade.document import ResultsDocument
+from .grade.document import FailureRecord, ResultsDocument
 from .grade.merge import merge_documents
+from .grade.record_io import Reader
 from .grade.results import ResultsCollector, artifact_name, replay_commands
 from .options import RunOptions, add_flags, read_options, refused_value
 from .outputs import OutputClashError, conform_outputs
@@ -278,30 +279,35 @@ def judge_case(planned: PlannedCase | None, config: pytest.Config) -> None:
         pytest.skip(f"unsupported: {verdict.reason}")
     if not verdict.failed:
         return
-    failure = collector.failures[-1]
-    text = _failure_text(collector, failure)
+    text = _failure_text(collector, _last_failure(collector))
     if record is not None and record["met"]:
         pytest.xfail(f"{_cite(record)}; {text}")
     pytest.fail(text, pytrace=False)
 
 
-def _failure_text(collector: ResultsCollector, failure: dict[str, Any]) -> str:
-    lines = [f"{failure['status']}: {failure['case_id']}"
-             + (f" ({failure['description']})" if failure.get("description") else ""),
-             f"  {failure['reason']}"]
-    slipped = failure.get("unexpected_status")
+def _last_failure(collector: ResultsCollector) -> FailureRecord:
+    """The failure `collector` recorded last, as its document records it (read alone: the
+    whole document is not built again for every failing case)."""
+    return FailureRecord.read(Reader(collector.failures[-1], "the failure"))
+
+
+def _failure_text(collector: ResultsCollector, failure: FailureRecord) -> str:
+    lines = [f"{failure.status}: {failure.case_id}"
+             + (f" ({failure.description})" if failure.description else ""),
+             f"  {failure.reason}"]
+    slipped = failure.unexpected_status
     if slipped:
         lines.append(f"  expectations entry {slipped['entry']} expects another failing status")
-    worst = worst_lines(failure.get("details") or {})
+    worst = worst_lines(failure.details)
     if worst:
         lines.append("  worst elements (index: reference vs backend):")
         lines += [f"    {line}" for line in worst]
-    replay = failure["replay"]
-    if collector.out_dir is not None and replay.get("path"):
-        folder = (collector.out_dir / replay["path"]).resolve()
+    replay = failure.replay
+    if collector.out_dir is not None and replay.path:
+        folder = (collector.out_dir / replay.path).resolve()
         lines.append("  replay: " + replay_commands(folder, collector.backend_spec,
                                                     collector.device.id, False)[0])
-    lines.append(f"  rerun:  {replay['rerun']}")
+    lines.append(f"  rerun:  {replay.rerun}")
     return "\n".join(lines)
 
 

@@ -9,7 +9,7 @@ elements a numeric mismatch recorded into lines a person reads.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 from fusionspec.backend import Backend, BackendError, Device
@@ -17,6 +17,7 @@ from fusionspec.spec.graph import Graph, Partition
 from fusionspec.spec.types import Array
 
 from .grade.bounds import in_order
+from .grade.details import Details
 
 __all__ = ["ReplayError", "backend_outputs", "worst_lines"]
 
@@ -68,20 +69,17 @@ def backend_outputs(backend: Backend, device: Device, graph: Graph,
     return {t.id: values[t.id] for t in graph.output_tensors if t.id in values}
 
 
-def worst_lines(details: Mapping[str, Any], limit: int = 8) -> list[str]:
+def worst_lines(details: Details, limit: int = 8) -> list[str]:
     """The worst elements a numeric mismatch recorded (tensor, index, the reference's value,
     the backend's, the error and the bound there), one line each."""
-    worst: Sequence[Any] = details.get("worst") or ()
-    tensor = details.get("tensor")
-    where = f"tensor {tensor} " if tensor is not None else ""
+    where = f"tensor {details.tensor} " if details.tensor is not None else ""
     lines = []
-    for element in list(worst)[:limit]:
-        if not isinstance(element, Mapping):
-            continue
-        expected, actual = element.get("expected"), element.get("actual")
-        error = abs(actual - expected) if isinstance(expected, float | int) and \
-            isinstance(actual, float | int) else None
+    for element in (details.worst or [])[:limit]:
+        expected, actual = element.expected, element.actual
+        # NaN and the infinities are recorded as text: their error is not a number.
+        error = abs(actual - expected) if isinstance(expected, float) and \
+            isinstance(actual, float) else None
         shown_error = f"{error:.6g}" if error is not None else "n/a"
-        lines.append(f"{where}{list(element.get('index') or [])}: expected {expected}, got "
-                     f"{actual} (error {shown_error}, bound {element.get('bound')})")
+        lines.append(f"{where}{element.index}: expected {expected}, got {actual} "
+                     f"(error {shown_error}, bound {element.bound})")
     return lines
