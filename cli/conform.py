@@ -30,7 +30,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -179,20 +178,18 @@ def _summary(args: argparse.Namespace, collector: ResultsCollector, written: Pat
     verdict = "INCOMPLETE" if collector.incomplete else "FAIL" if collector.failed else \
         "EMPTY" if empty_shard else "PASS"
     shard = f" (shard {collector.shard})" if collector.shard else ""
-    passes = [p.to_json() for p in collector.unexpected_passes]
     lines = [f"{verdict}: {collector.backend} on {collector.device.id}{shard}: {totals}"
-             f"{unexpected_pass_note(passes, collector.strict)}"]
+             f"{unexpected_pass_note(document.unexpected_passes, document.strict)}"]
     if empty_shard:
         lines.append(f"  shard {collector.shard} holds none of the selected cases")
     if collector.incomplete:
         lines.append(f"  the run is incomplete: {collector.incomplete}")
-    expected = sum(1 for f in collector.failures if f.expected)
+    expected = sum(1 for f in document.failures if f.expected)
     if expected:
         lines.append(f"  {expected} expected failure(s) (expectations file)")
     if collector.skipped:
         lines.append(f"  {len(collector.skipped)} case(s) skipped (expectations file)")
-    lines += stale_lines([p.to_json() for p in collector.unexpected_passes],
-                         collector.strict)  # every stale entry
+    lines += stale_lines(document.unexpected_passes, document.strict)  # every stale entry
     unexpected = document.unexpected_failures
     lines += failure_lines(document, unexpected, lambda f: _replay_line(collector, f))
     lines.append(time_line(collector.timings, collector.oracle))
@@ -226,14 +223,13 @@ def _write_expectations(path: Path, collector: ResultsCollector, options: Any) -
     from fusionspec.conformance.expectations import FailureGroup, regenerate
     from fusionspec.reports.findings import group_findings
 
-    def by_finding(document: Mapping[str, Any]) -> list[FailureGroup]:
+    def by_finding(document: ResultsDocument) -> list[FailureGroup]:
         return [FailureGroup(f.signature, tuple(r.case_id for r in f.records))
-                for f in group_findings(ResultsDocument.from_json(document))
-                if f.status != "extension"]
+                for f in group_findings(document) if f.status != "extension"]
 
     title = (f"Written from a run of {collector.backend_spec} on {collector.device.id} "
              f"(profile {collector.profile}, seed {collector.seed}).")
-    written = regenerate(collector.to_dict(), by_finding, used=options.expectations,
+    written = regenerate(collector.document(), by_finding, used=options.expectations,
                          selection=options.selection, prune=options.prune_expectations,
                          title=title)
     atomic_write_text(path, written.text)
@@ -247,7 +243,7 @@ def _write_junit(args: argparse.Namespace, collector: ResultsCollector) -> None:
     from fusionspec.conformance.junit import junit_xml
     from fusionspec.spec.files import atomic_write_text
 
-    atomic_write_text(args.junit, junit_xml(collector.to_dict()))
+    atomic_write_text(args.junit, junit_xml(collector.document()))
 
 
 def _unavailable(args: argparse.Namespace, backend: str, device: str | None,

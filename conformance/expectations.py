@@ -38,7 +38,8 @@ Limitations a backend declares in its class (`fusionspec.backend.Limitation`) ar
 own statement and stay as they are (``unsupported``); expectations are its CI's.
 
 Writing a file from a run (``--write-expectations FILE``; `regenerate`, in
-`fusionspec.conformance.expectations_write`) keeps every entry of the file the run used, with
+`fusionspec.conformance.expectations_write`, which takes the run's results document as its
+`ResultsDocument` record) keeps every entry of the file the run used, with
 its reason, and adds one entry per cause among the failures no entry expected, its title as the
 reason to edit and in ``finding``. ``--prune-expectations`` also leaves out the entries the run
 proved stale (`fusionspec.conformance.expectations_stale`). Version 1 files (without

@@ -11,20 +11,17 @@ one of the entry's or decided by an earlier entry, and no later entry may match 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
-from typing import Any
 
 from .cases import CaseKind
 from .expectations_file import Expectation
 from .expectations_stale import entry_uses, judged_all
+from .grade.document import FailureRecord, ResultsDocument
 from .selection import Selection, split_case_id
 
-__all__ = ["Record", "RunFacts", "case_parts", "record_fields", "run_facts", "may_overlap",
-           "compact"]
-
-Record = Mapping[str, Any]
+__all__ = ["RunFacts", "case_parts", "record_fields", "run_facts", "may_overlap", "compact"]
 
 
 def case_parts(case_id: str) -> tuple[str, ...]:
@@ -36,17 +33,13 @@ def case_parts(case_id: str) -> tuple[str, ...]:
     return (pattern, kind) if rule is None else (pattern, kind, rule)
 
 
-def record_fields(record: Record) -> tuple[str, str, str | None, str | None, str]:
-    """pattern, kind, rule, dtype and id of a case record (kind and rule read off the id
-    where the record leaves them out)."""
-    case_id = str(record.get("case_id"))
-    parts = case_parts(case_id)
-    pattern = str(record.get("pattern") or (parts[0] if parts else ""))
-    kind = str(record.get("kind") or (parts[1] if parts else ""))
-    rule = record.get("rule", parts[2] if len(parts) > 2 else None)
-    dtype = record.get("dtype")
-    return (pattern, kind, None if rule is None else str(rule),
-            None if dtype is None else str(dtype), case_id)
+def record_fields(record: FailureRecord) -> tuple[str, str, str | None, str | None, str]:
+    """pattern, kind, rule, dtype and id of a failure (pattern and kind read off the id where
+    the record leaves them empty)."""
+    parts = case_parts(record.case_id)
+    pattern = record.pattern or (parts[0] if parts else "")
+    kind = record.kind or (parts[1] if parts else "")
+    return pattern, kind, record.rule, record.dtype, record.case_id
 
 
 @dataclass
@@ -57,7 +50,7 @@ class RunFacts:
     selection: Selection | None
     complete: bool
     #: The failures no entry expected, by case id (the first occurrence).
-    failures: dict[str, Record]
+    failures: dict[str, FailureRecord]
     #: Case id -> the entry (number in the used file) that decided it, for kept entries.
     decided: dict[str, int]
     #: Case ids judged or skipped under each (pattern,), (pattern, kind), (.., rule) prefix.
@@ -75,25 +68,21 @@ class RunFacts:
         return len(prefix) > 2 or not chosen.rules
 
 
-def run_facts(document: Mapping[str, Any], selection: Selection | None,
+def run_facts(document: ResultsDocument, selection: Selection | None,
               kept: Sequence[Expectation]) -> RunFacts:
     """The `RunFacts` of `document`, a run that used a file whose entries `kept` stay."""
-    device = document.get("device")
-    failures: dict[str, Record] = {}
-    for failure in document.get("failures") or ():
-        if not failure.get("expected") and not failure.get("minimal_of"):
-            failures.setdefault(str(failure.get("case_id")), failure)
+    failures: dict[str, FailureRecord] = {}
+    for failure in document.unexpected_failures:
+        failures.setdefault(failure.case_id, failure)
     numbers = {e.number for e in kept}
     decided = {case: number for number, use in entry_uses(document).items()
                if number in numbers for case in use.cases}
-    run = RunFacts(str(device.get("id", "")) if isinstance(device, Mapping) else "",
-                   selection, judged_all(document), failures, decided)
-    seen = [*(document.get("verdicts") or ()),
-            *((document.get("expectations") or {}).get("skipped") or ())]
-    for record in seen:
-        parts = case_parts(str(record.get("case_id")))
+    run = RunFacts(document.device.id, selection, judged_all(document), failures, decided)
+    seen = [*(v.case_id for v in document.verdicts), *(s.case_id for s in document.skipped)]
+    for case_id in seen:
+        parts = case_parts(case_id)
         for depth in range(1, len(parts) + 1):
-            run.under.setdefault(parts[:depth], set()).add(str(record.get("case_id")))
+            run.under.setdefault(parts[:depth], set()).add(case_id)
     return run
 
 

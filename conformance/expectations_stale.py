@@ -31,6 +31,7 @@ from fusionspec.spec.text import clean_text
 
 from .cases import CaseKind
 from .expectations_file import Expectation
+from .grade.document import CaseRecord, ResultsDocument
 from .selection import Selection, case_matches, is_glob, known_rule_ids, split_case_id
 
 __all__ = ["EntryUse", "entry_uses", "in_scope", "stale_entries", "stale_lines",
@@ -54,48 +55,40 @@ class EntryUse:
         return [*self.met, *self.slipped, *self.passed, *self.skipped]
 
 
-def _records(document: Mapping[str, Any], *path: str) -> list[Mapping[str, Any]]:
-    found: Any = document
-    for key in path:
-        found = found.get(key) if isinstance(found, Mapping) else None
-    return [r for r in found if isinstance(r, Mapping)] if isinstance(found, list) else []
-
-
-def _entry_number(cited: object) -> int | None:
-    number = cited.get("entry") if isinstance(cited, Mapping) else None
+def _entry_number(cited: Mapping[str, Any] | None) -> int | None:
+    """The number of the entry `cited` (an entry's citation, as a record keeps it) names."""
+    number = cited.get("entry") if cited is not None else None
     return number if isinstance(number, int) and not isinstance(number, bool) else None
 
 
-def entry_uses(document: Mapping[str, Any]) -> dict[int, EntryUse]:
+def entry_uses(document: ResultsDocument) -> dict[int, EntryUse]:
     """Entry number (in the file the run used) -> the cases it decided in `document`."""
     uses: dict[int, EntryUse] = {}
 
-    def note(cited: object, case_id: object, bucket: str) -> None:
+    def note(cited: Mapping[str, Any] | None, case_id: str, bucket: str) -> None:
         number = _entry_number(cited)
         if number is not None:
-            getattr(uses.setdefault(number, EntryUse()), bucket).append(str(case_id))
+            getattr(uses.setdefault(number, EntryUse()), bucket).append(case_id)
 
-    for failure in _records(document, "failures"):
-        if failure.get("minimal_of"):
+    for failure in document.failures:
+        if failure.minimal_of:
             continue  # a shrunk copy of a failure counted already
-        note(failure.get("expected"), failure.get("case_id"), "met")
-        note(failure.get("unexpected_status"), failure.get("case_id"), "slipped")
-    for passed in _records(document, "expectations", "unexpected_passes"):
-        note(passed, passed.get("case_id"), "passed")
-    for skipped in _records(document, "expectations", "skipped"):
-        note(skipped, skipped.get("case_id"), "skipped")
+        note(failure.expected, failure.case_id, "met")
+        note(failure.unexpected_status, failure.case_id, "slipped")
+    for passed in document.unexpected_passes:
+        note(passed.extra, passed.case_id, "passed")
+    for skipped in document.skipped:
+        note(skipped.extra, skipped.case_id, "skipped")
     return uses
 
 
-def judged_all(document: Mapping[str, Any]) -> bool:
+def judged_all(document: ResultsDocument) -> bool:
     """Whether `document` is a whole, unsharded run that judged (or skipped) every case its
     selection drew: only then may a case missing from it be taken as not drawn at all."""
-    if document.get("incomplete") or document.get("unavailable") or document.get("shard"):
+    if document.incomplete or document.unavailable or document.shard:
         return False
-    planned = document.get("planned")
-    done = len(_records(document, "verdicts")) + \
-        len(_records(document, "expectations", "skipped"))
-    return not isinstance(planned, int) or done >= planned
+    done = len(document.verdicts) + len(document.skipped)
+    return document.planned is None or done >= document.planned
 
 
 def _case_parts(glob: str) -> tuple[str, str]:
@@ -144,7 +137,7 @@ def in_scope(entry: Expectation, selection: Selection, device_id: str) -> bool:
     return True
 
 
-def stale_entries(entries: Sequence[Expectation], document: Mapping[str, Any],
+def stale_entries(entries: Sequence[Expectation], document: ResultsDocument,
                   selection: Selection | None) -> list[Expectation]:
     """The entries of `entries` (the file the run of `document` used) that the run proved
     stale (see the module doc); none unless the run judged all it drew (`judged_all`) and its
@@ -152,8 +145,7 @@ def stale_entries(entries: Sequence[Expectation], document: Mapping[str, Any],
     if selection is None or not judged_all(document):
         return []
     uses = entry_uses(document)
-    device = document.get("device")
-    device_id = str(device.get("id", "")) if isinstance(device, Mapping) else ""
+    device_id = document.device.id
     stale = []
     for entry in entries:
         use = uses.get(entry.number, EntryUse())
@@ -170,20 +162,21 @@ def _plural(count: int, one: str, many: str) -> str:
     return f"{count} {one if count == 1 else many}"
 
 
-def stale_lines(unexpected_passes: Iterable[Mapping[str, Any]], strict: bool) -> list[str]:
-    """Summary lines for the entries whose cases passed: one for every such entry (an error
-    in strict mode, a note otherwise), its first passing case named, then the others."""
-    by_entry: dict[object, list[Mapping[str, Any]]] = {}
+def stale_lines(unexpected_passes: Iterable[CaseRecord], strict: bool) -> list[str]:
+    """Summary lines for the entries whose cases passed (a results document's
+    ``expectations.unexpected_passes``): one for every such entry (an error in strict mode, a
+    note otherwise), its first passing case named, then the others."""
+    by_entry: dict[object, list[CaseRecord]] = {}
     for passed in unexpected_passes:
-        by_entry.setdefault(passed.get("entry"), []).append(passed)
+        by_entry.setdefault(passed.extra.get("entry"), []).append(passed)
     word = "error" if strict else "note"
     lines = []
     for entry, passes in by_entry.items():
         first = passes[0]
-        reason = clean_text(str(first.get("reason", "")), 300)
-        lines.append(f"  {word}: {first.get('case_id')} passes, but expectations entry {entry} "
+        reason = clean_text(str(first.extra.get("reason", "")), 300)
+        lines.append(f"  {word}: {first.case_id} passes, but expectations entry {entry} "
                      f"expects it to fail ({reason}); remove or narrow the entry")
-        more = [str(p.get("case_id")) for p in passes[1:]]
+        more = [p.case_id for p in passes[1:]]
         if more:
             shown = ", ".join(more[:SHOWN_CASES])
             rest = f" and {len(more) - SHOWN_CASES} more" if len(more) > SHOWN_CASES else ""
@@ -193,11 +186,11 @@ def stale_lines(unexpected_passes: Iterable[Mapping[str, Any]], strict: bool) ->
     return lines
 
 
-def unexpected_pass_note(unexpected_passes: Sequence[object], strict: bool) -> str:
+def unexpected_pass_note(unexpected_passes: Sequence[CaseRecord], strict: bool) -> str:
     """What a run's verdict line adds when cases expected to fail passed ('' when none)."""
     if not unexpected_passes:
         return ""
-    entries = len({p.get("entry") for p in unexpected_passes if isinstance(p, Mapping)})
+    entries = len({p.extra.get("entry") for p in unexpected_passes})
     what = _plural(len(unexpected_passes), "unexpected pass", "unexpected passes")
     return (f"; {what} ({_plural(entries, 'stale entry', 'stale entries')}"
             f"{', strict' if strict else ''})")

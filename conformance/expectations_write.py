@@ -31,7 +31,7 @@ from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any
 
-from .expectations_compact import Record, RunFacts, compact, record_fields, run_facts
+from .expectations_compact import RunFacts, compact, record_fields, run_facts
 from .expectations_file import (
     Expectation,
     Expectations,
@@ -40,6 +40,7 @@ from .expectations_file import (
     render_toml,
 )
 from .expectations_stale import entry_uses, judged_all, stale_entries
+from .grade.document import DeviceRecord, FailureRecord, ResultsDocument
 from .outputs import same_file
 from .selection import Selection
 
@@ -55,15 +56,14 @@ class FailureGroup:
 
 
 #: From a results document (its ``failures`` the ones no entry expects), the failures grouped.
-Grouper = Callable[[Mapping[str, Any]], Sequence[FailureGroup]]
+Grouper = Callable[[ResultsDocument], Sequence[FailureGroup]]
 
 
-def groups_by_pattern_and_status(document: Mapping[str, Any]) -> list[FailureGroup]:
+def groups_by_pattern_and_status(document: ResultsDocument) -> list[FailureGroup]:
     """A grouping for where the findings' is not at hand: one group per pattern and status."""
     groups: dict[tuple[str, str], list[str]] = {}
-    for failure in document.get("failures") or ():
-        key = (str(failure.get("status")), str(failure.get("pattern")))
-        groups.setdefault(key, []).append(str(failure.get("case_id")))
+    for failure in document.failures:
+        groups.setdefault((failure.status, failure.pattern), []).append(failure.case_id)
     return [FailureGroup(f"{status} in {pattern}", tuple(ids))
             for (status, pattern), ids in groups.items()]
 
@@ -163,7 +163,7 @@ def _extendable(entry: Expectation, title: str) -> bool:
                                       entry.device))
 
 
-def _matches(entry: Expectation, record: Record, device_id: str | None) -> bool:
+def _matches(entry: Expectation, record: FailureRecord, device_id: str | None) -> bool:
     pattern, kind, rule, dtype, case_id = record_fields(record)
     return entry.matches_fields(pattern, kind, rule, dtype, case_id, device_id)
 
@@ -184,19 +184,19 @@ def _extend(slot: _Slot, ids: list[str], run: RunFacts,
     cases = [c for c in entry.case if not any(fnmatchcase(c, g) for g in globs)]
     slot.table["case"] = _one_or_list([*cases, *(m for m in matchers if m not in cases)])
     if entry.verdicts:
-        statuses = {str(run.failures[c].get("status")) for c in fits}
+        statuses = {run.failures[c].status for c in fits}
         slot.table["verdicts"] = _one_or_list(sorted({*entry.verdicts, *statuses}))
     return [c for c in ids if c not in fits]
 
 
-def regenerate(document: Mapping[str, Any], group: Grouper, *, used: Expectations | None,
+def regenerate(document: ResultsDocument, group: Grouper, *, used: Expectations | None,
                selection: Selection | None, prune: bool = False, title: str = "") -> Written:
     """The expectations file for the run of `document` (see the module doc). `used` is the
     file the run used; `selection` what it selected (None: unknown, so nothing is written as a
     glob and nothing pruned)."""
-    section = document.get("expectations")
-    if used is not None and isinstance(section, Mapping) and section.get("sha256") and \
-            section.get("sha256") != used.sha256:
+    section = document.expectations
+    if used is not None and section is not None and section.sha256 and \
+            section.sha256 != used.sha256:
         raise ExpectationsError(f"{used.source} is not the expectations file this run used")
     entries = used.entries if used is not None else ()
     note = ""
@@ -209,8 +209,8 @@ def regenerate(document: Mapping[str, Any], group: Grouper, *, used: Expectation
     by_number = {e.number: s for e, s in zip(kept, slots)}
     uses = entry_uses(document)
     # The grouper sees the failures no entry expected, and nothing else a cause may cover.
-    unexpected = {**document, "failures": list(run.failures.values()), "extensions": [],
-                  "limitations": []}
+    unexpected = replace(document, failures=list(run.failures.values()), extensions=[],
+                         limitations=[])
     appended: list[dict[str, Any]] = []
     extended: set[int] = set()
     for found in group(unexpected):
@@ -218,7 +218,7 @@ def regenerate(document: Mapping[str, Any], group: Grouper, *, used: Expectation
         slipped: dict[int, list[str]] = {}
         fresh = []
         for case_id in ids:
-            past = (run.failures[case_id].get("unexpected_status") or {}).get("entry")
+            past = (run.failures[case_id].unexpected_status or {}).get("entry")
             if past in by_number:
                 slipped.setdefault(past, []).append(case_id)
             else:
@@ -226,7 +226,7 @@ def regenerate(document: Mapping[str, Any], group: Grouper, *, used: Expectation
         for number, cases in slipped.items():
             # Before the entry they slipped past, on its devices: it decides nothing else.
             target = by_number[number]
-            statuses = [str(run.failures[c].get("status")) for c in cases]
+            statuses = [run.failures[c].status for c in cases]
             assert target.old is not None
             target.before.append(_new_table(found, sorted(cases), statuses, target.old.device))
         home = next((s for s in slots if s.old is not None and _extendable(s.old, found.title)),
@@ -239,7 +239,7 @@ def regenerate(document: Mapping[str, Any], group: Grouper, *, used: Expectation
             fresh = left
         if fresh:
             cases = compact(fresh, set(fresh), run, lambda c: c in run.decided, ())
-            statuses = [str(run.failures[c].get("status")) for c in fresh]
+            statuses = [run.failures[c].status for c in fresh]
             appended.append(_new_table(found, cases, statuses))
     tables = [t for s in slots for t in (*s.before, s.table)] + appended
     text = render_toml(tables, title)
@@ -250,19 +250,20 @@ def regenerate(document: Mapping[str, Any], group: Grouper, *, used: Expectation
                    len(run.failures) - len(uncovered), uncovered, note)
 
 
-def _expects(written: Expectations, record: Record, run: RunFacts) -> bool:
+def _expects(written: Expectations, record: FailureRecord, run: RunFacts) -> bool:
     first = next((e for e in written.entries if _matches(e, record, run.device_id)), None)
-    return first is not None and first.status == "fail" and \
-        first.expects(str(record.get("status")))
+    return first is not None and first.status == "fail" and first.expects(record.status)
 
 
-def expectations_toml(failures: Sequence[Record], keep: Sequence[Expectation] = (), *,
+def expectations_toml(failures: Sequence[FailureRecord], keep: Sequence[Expectation] = (), *,
                       title: str = "", group: Grouper | None = None) -> str:
-    """A file expecting every failure of `failures` (results-document failure records), one
-    entry per group of `group` (by default `groups_by_pattern_and_status`), after the
-    entries of `keep` as they are."""
-    strip = ("expected", "unexpected_status")
-    document = {"failures": [{k: v for k, v in f.items() if k not in strip} for f in failures]}
+    """A file expecting every failure of `failures` (a results document's), one entry per
+    group of `group` (by default `groups_by_pattern_and_status`), after the entries of `keep`
+    as they are."""
+    # Expected or not in the run they come from, each is to be expected by the file written;
+    # no entry written names a device, so the document needs none.
+    document = ResultsDocument("", DeviceRecord(""), failures=[
+        replace(f, expected=None, unexpected_status=None) for f in failures])
     used = Expectations("", "", tuple(replace(e, number=n) for n, e in enumerate(keep, 1)))
     return regenerate(document, group or groups_by_pattern_and_status, used=used,
                       selection=None, title=title).text

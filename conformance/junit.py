@@ -31,7 +31,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from .cases import Status
-from .grade.details import Details
+from .grade.document import CaseRecord, FailureRecord, ResultsDocument, VerdictLine
 from .replay import worst_lines
 
 __all__ = ["junit_xml", "xml_legal", "ERROR_STATUSES"]
@@ -50,35 +50,34 @@ def xml_legal(text: str) -> str:
     return _NOT_XML.sub("\ufffd", text)
 
 
-def _cite(record: Mapping[str, Any]) -> str:
-    link = f" ({record['link']})" if record.get("link") else ""
-    return f"expectations entry {record.get('entry')}: {record.get('reason')}{link}"
+def _cite(cited: Mapping[str, Any]) -> str:
+    """An expectations entry as a record cites it (its number, reason and link)."""
+    link = f" ({cited['link']})" if cited.get("link") else ""
+    return f"expectations entry {cited.get('entry')}: {cited.get('reason')}{link}"
 
 
-def _failure_text(failure: Mapping[str, Any]) -> str:
-    lines = [f"{failure.get('status')}: {failure.get('case_id')}"
-             + (f" ({failure['description']})" if failure.get("description") else ""),
-             f"  {failure.get('reason')}"]
-    worst = worst_lines(Details.of(failure.get("details") or {}))
+def _failure_text(failure: FailureRecord) -> str:
+    lines = [f"{failure.status}: {failure.case_id}"
+             + (f" ({failure.description})" if failure.description else ""),
+             f"  {failure.reason}"]
+    worst = worst_lines(failure.details)
     if worst:
         lines.append("  worst elements (index: reference vs backend):")
         lines += [f"    {line}" for line in worst]
-    replay = failure.get("replay") or {}
-    for command in replay.get("commands") or []:
+    for command in failure.replay.commands:
         lines.append(f"  replay (from the results folder): {command}")
-    if replay.get("rerun"):
-        lines.append(f"  rerun: {replay['rerun']}")
+    if failure.replay.rerun:
+        lines.append(f"  rerun: {failure.replay.rerun}")
     return "\n".join(lines)
 
 
-def _outcome(case: ET.Element, verdict: Mapping[str, Any],
-             failure: Mapping[str, Any] | None, passed_anyway: Mapping[str, Any] | None,
-             strict: bool) -> str:
+def _outcome(case: ET.Element, verdict: VerdictLine, failure: FailureRecord | None,
+             passed_anyway: CaseRecord | None, strict: bool) -> str:
     """Fill `case` for `verdict`; the counter it adds to (``""`` for a pass)."""
-    status, reason = str(verdict.get("status")), str(verdict.get("reason") or "")
-    if verdict.get("expected"):
+    status, reason = verdict.status, verdict.reason
+    if verdict.expected:
         ET.SubElement(case, "skipped", type="xfail",
-                      message=f"expected failure ({status}): {_cite(verdict['expected'])}")
+                      message=f"expected failure ({status}): {_cite(verdict.expected)}")
         return "skipped"
     if status == "unsupported":
         ET.SubElement(case, "skipped", type="unsupported", message=reason)
@@ -89,7 +88,7 @@ def _outcome(case: ET.Element, verdict: Mapping[str, Any],
             _failure_text(failure)
         return "errors" if tag == "error" else "failures"
     if passed_anyway is not None:
-        note = f"passes, but {_cite(passed_anyway)} expects it to fail"
+        note = f"passes, but {_cite(passed_anyway.extra)} expects it to fail"
         if strict:
             ET.SubElement(case, "failure", type="unexpected-pass", message=note).text = note
             return "failures"
@@ -97,47 +96,48 @@ def _outcome(case: ET.Element, verdict: Mapping[str, Any],
     return ""
 
 
-def junit_xml(document: Mapping[str, Any]) -> str:
+def _row(record: VerdictLine | CaseRecord) -> int:
+    """Where a case stands in the plan (0 for a record that does not say)."""
+    return record.index or 0
+
+
+def junit_xml(document: ResultsDocument) -> str:
     """The JUnit XML of a results document (see the module docstring)."""
-    section: Mapping[str, Any] = document.get("expectations") or {}
-    strict = bool(section.get("strict"))
-    failures = {str(f.get("case_id")): f for f in document.get("failures") or []
-                if not f.get("minimal_of")}
-    passes = {str(p.get("case_id")): p for p in section.get("unexpected_passes") or []}
-    device: Mapping[str, Any] = document.get("device") or {}
+    failures = {f.case_id: f for f in document.failures if not f.minimal_of}
+    passes = {p.case_id: p for p in document.unexpected_passes}
     counts = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
     total = 0.0
-    suite = ET.Element("testsuite", name=f"fusionspec {document.get('backend')} on "
-                                         f"{device.get('id')}",
-                       timestamp=str(document.get("started") or ""))
-    rows = [(int(v.get("index", 0)), "verdict", v) for v in document.get("verdicts") or []]
-    rows += [(int(s.get("index", 0)), "skip", s) for s in section.get("skipped") or []]
-    for _, kind, record in sorted(rows, key=lambda row: row[0]):
-        case_id = str(record.get("case_id"))
-        seconds = float(record.get("seconds") or 0.0)
+    suite = ET.Element("testsuite", name=f"fusionspec {document.backend} on "
+                                         f"{document.device.id}",
+                       timestamp=document.started or "")
+    rows: list[tuple[int, VerdictLine | CaseRecord]] = \
+        [(_row(v), v) for v in document.verdicts] + [(_row(s), s) for s in document.skipped]
+    for _, record in sorted(rows, key=lambda row: row[0]):
+        seconds = (record.seconds or 0.0) if isinstance(record, VerdictLine) else 0.0
         total += seconds
-        case = ET.SubElement(suite, "testcase", name=case_id,
-                             classname=str(record.get("pattern", "")), time=f"{seconds:.3f}")
+        case = ET.SubElement(suite, "testcase", name=record.case_id,
+                             classname=record.pattern, time=f"{seconds:.3f}")
         counts["tests"] += 1
-        if kind == "skip":
+        if isinstance(record, CaseRecord):
             ET.SubElement(case, "skipped", type="skip",
-                          message=f"skipped by {_cite(record)}")
+                          message=f"skipped by {_cite(record.extra)}")
             counts["skipped"] += 1
             continue
-        counter = _outcome(case, record, failures.get(case_id), passes.get(case_id), strict)
+        counter = _outcome(case, record, failures.get(record.case_id),
+                           passes.get(record.case_id), document.strict)
         if counter:
             counts[counter] += 1
-    if document.get("unavailable"):
+    if document.unavailable:
         # A run that judged nothing still shows on a dashboard, as one error.
         case = ET.SubElement(suite, "testcase", name="the backend", classname="fusionspec",
                              time="0.000")
         ET.SubElement(case, "error", type="unavailable",
-                      message=f"the backend cannot run: {document['unavailable']}")
+                      message=f"the backend cannot run: {document.unavailable}")
         counts["tests"] += 1
         counts["errors"] += 1
-    elif document.get("incomplete"):
+    elif document.incomplete:
         ET.SubElement(suite, "system-err").text = \
-            f"the run is incomplete: {document['incomplete']}"
+            f"the run is incomplete: {document.incomplete}"
     attributes = {name: str(value) for name, value in counts.items()}
     attributes["time"] = f"{total:.3f}"
     suite.attrib.update(attributes)

@@ -88,10 +88,20 @@ UNAVAILABLE_EXIT = 3
 USAGE_EXIT = 2
 #: The exit status of an incomplete run (``fusionspec conform``'s).
 INCOMPLETE_EXIT = 1
-#: What a worker hands the controller (pytest-xdist's workeroutput key).
+#: What a worker hands the controller (pytest-xdist's workeroutput keys): its results
+#: document, and how many cases it collected.
 _OUTPUT_KEY = "fusionspec_results"
+_COLLECTED_KEY = "fusionspec_collected"
 #: Where an xdist worker tells the controller that the backend cannot run.
 _PROBLEM_KEY = "fusionspec_problem"
+
+
+@dataclass(frozen=True)
+class _Part:
+    """One process's share of the run: its results document, the cases it collected."""
+
+    document: ResultsDocument
+    collected: int
 
 
 class _NeverRaised(Exception):
@@ -109,7 +119,7 @@ class _State:
     collector: ResultsCollector | None = None
     out: Path | None = None
     collected: int = 0
-    parts: list[dict[str, Any]] = field(default_factory=list)
+    parts: list[_Part] = field(default_factory=list)
     lost: list[str] = field(default_factory=list)
     summary: list[str] = field(default_factory=list)
     #: Why the written document is incomplete, when it is.
@@ -278,8 +288,7 @@ def judge_case(planned: PlannedCase | None, config: pytest.Config) -> None:
         pytest.skip(f"unsupported: {verdict.reason}")
     if not verdict.failed:
         return
-    failure = collector.failures[-1]
-    text = _failure_text(collector, failure)
+    text = _failure_text(collector, collector.failures[-1])
     if record is not None and record["met"]:
         pytest.xfail(f"{_cite(record)}; {text}")
     pytest.fail(text, pytrace=False)
@@ -312,7 +321,8 @@ def pytest_testnodedown(node: Any, error: Any) -> None:
     output = getattr(node, "workeroutput", {}) or {}
     part = output.get(_OUTPUT_KEY)
     if part:
-        state.parts.append(json.loads(part))
+        document = ResultsDocument.from_json(json.loads(part), f"part {len(state.parts) + 1}")
+        state.parts.append(_Part(document, int(output.get(_COLLECTED_KEY) or 0)))
     problem = output.get(_PROBLEM_KEY)
     if isinstance(problem, str) and problem and not state.problem:
         state.problem = problem
@@ -358,16 +368,16 @@ def _finish_part(config: pytest.Config, state: _State, *, interrupted: bool) -> 
     if interrupted:
         collector.interrupted = True
         collector.incomplete = f"interrupted after {collector.cases} case(s)"
-    document = collector.to_dict()
-    document["_collected"] = state.collected
+    document = collector.document()
     if _is_worker(config):
         workeroutput: dict[str, Any] = getattr(config, "workeroutput")  # noqa: B009
-        workeroutput[_OUTPUT_KEY] = json.dumps(document)
+        workeroutput[_OUTPUT_KEY] = json.dumps(document.to_json())
+        workeroutput[_COLLECTED_KEY] = state.collected
         return
     if ran < state.collected and collector.incomplete is None:
-        document["incomplete"] = (f"{state.collected - ran} of the {state.collected} collected "
-                                  "case(s) did not run")
-    state.parts.append(document)
+        document = replace(document, incomplete=f"{state.collected - ran} of the "
+                           f"{state.collected} collected case(s) did not run")
+    state.parts.append(_Part(document, state.collected))
 
 
 def _write_unavailable(config: pytest.Config, state: _State) -> None:
@@ -386,8 +396,8 @@ def _write_unavailable(config: pytest.Config, state: _State) -> None:
 
 
 def _write_merged(config: pytest.Config, state: _State) -> None:
-    collected = max(int(part.pop("_collected", 0)) for part in state.parts)
-    merged = _merge_workers(state.parts)
+    collected = max(part.collected for part in state.parts)
+    merged = _merge_workers([part.document for part in state.parts])
     ran = len(merged.verdicts) + len(merged.skipped)
     notes = [*state.lost]
     if ran < collected:
@@ -409,25 +419,22 @@ def _write_merged(config: pytest.Config, state: _State) -> None:
         state.summary = [f"usage error: {exc}; nothing was written"]
         return
     state.incomplete = merged.incomplete or merged.unavailable or ""
-    document = merged.to_json()
-    atomic_write_text(path, json.dumps(document, indent=1, allow_nan=False) + "\n")
+    atomic_write_text(path, json.dumps(merged.to_json(), indent=1, allow_nan=False) + "\n")
     state.summary = [_verdict_line(merged),
-                     *stale_lines([p.to_json() for p in merged.unexpected_passes],
-                                  merged.strict),
+                     *stale_lines(merged.unexpected_passes, merged.strict),
                      *([f"the run is incomplete: {state.incomplete}"] if state.incomplete
                        else []),
                      f"results: {path}"]
     if options is not None and options.write_expectations is not None:
-        state.summary.append(_write_expectations(options, document, path))
+        state.summary.append(_write_expectations(options, merged, path))
 
 
-def _write_expectations(options: RunOptions, document: dict[str, Any], results: Path) -> str:
+def _write_expectations(options: RunOptions, document: ResultsDocument, results: Path) -> str:
     """``--fs-write-expectations``: the file ``--write-expectations`` writes (atomically, never
     over the run's results); its summary line."""
     assert options.write_expectations is not None
-    device: dict[str, Any] = document.get("device") or {}
-    title = (f"Written from a run of {document.get('backend_spec')} on {device.get('id')} "
-             f"(profile {document.get('profile')}, seed {document.get('seed')}).")
+    title = (f"Written from a run of {document.backend_spec} on {document.device.id} "
+             f"(profile {document.profile}, seed {document.seed}).")
     target = options.write_expectations
     try:
         check_target(target, {"the results document": results})
@@ -442,11 +449,10 @@ def _write_expectations(options: RunOptions, document: dict[str, Any], results: 
     return written.summary(target)
 
 
-def _merge_workers(parts: list[dict[str, Any]]) -> ResultsDocument:
+def _merge_workers(documents: list[ResultsDocument]) -> ResultsDocument:
     """Join the workers' parts. Under ``--fs-shard`` every worker judges part of the same
     shard, so the parts are pieces of one shard, not shards to check against each other."""
-    sources = [f"part {i + 1}" for i in range(len(parts))]
-    documents = [ResultsDocument.from_json(part, source) for part, source in zip(parts, sources)]
+    sources = [f"part {i + 1}" for i in range(len(documents))]
     shards = {doc.shard for doc in documents}
     shard = shards.pop() if len(shards) == 1 else None
     pieces = [replace(doc, shard=None) for doc in documents] if shard else documents
@@ -455,8 +461,7 @@ def _merge_workers(parts: list[dict[str, Any]]) -> ResultsDocument:
 
 
 def _verdict_line(document: ResultsDocument) -> str:
-    note = unexpected_pass_note([p.to_json() for p in document.unexpected_passes],
-                                document.strict)
+    note = unexpected_pass_note(document.unexpected_passes, document.strict)
     return (f"{document.verdict}: {document.backend} on {document.device.id}: "
             f"{document.totals_text()}{note}")
 

@@ -76,9 +76,10 @@ def worst_lines(details: Details, limit: int = 8) -> list[str]:
     lines = []
     for element in (details.worst or [])[:limit]:
         expected, actual = element.expected, element.actual
-        error = abs(actual - expected) if isinstance(expected, float | int) and \
-            isinstance(actual, float | int) else None
+        # NaN and the infinities are recorded as text: their error is not a number.
+        error = abs(actual - expected) if isinstance(expected, float) and \
+            isinstance(actual, float) else None
         shown_error = f"{error:.6g}" if error is not None else "n/a"
-        lines.append(f"{where}{element.index}: expected {expected}, got "
-                     f"{actual} (error {shown_error}, bound {element.bound})")
+        lines.append(f"{where}{element.index}: expected {expected}, got {actual} "
+                     f"(error {shown_error}, bound {element.bound})")
     return lines

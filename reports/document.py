@@ -1,14 +1,17 @@
-"""Typed reading of a results document's fields for the report.
+"""The report's error, and typed reading of the JSON documents it takes that are not results
+documents.
 
-`fusionspec.conformance.grade.results.load_results` checks a document's schema version and top-level
-keys; what sits inside them is JSON written by the suite, or by any other tool that claims the
-schema. The report reads it through these helpers, so a field of the wrong shape ends in a
-`ReportError` naming the file and the field (``run 2 (x.json): patterns.fp.bn_relu.counts is a
-list, not an object``), never in a KeyError or TypeError deep inside a template.
+`ReportError` is what every part of the report raises for a document, a baseline or an option it
+cannot use. A results document is read into its records
+(`fusionspec.conformance.grade.results.load_document`), which check every field; the
+mutation-score document (`fusionspec.reports.mutation`) is plain JSON, written by the suite's
+tests or by any other tool, and is read through `Doc`, so a field of the wrong shape ends in a
+`ReportError` naming the file and the field (``x.json: outcomes[0] is a list, not an
+object``), never in a KeyError or TypeError deep inside a template.
 
->>> doc = Doc({"totals": {"pass": 3}}, "run 1")
->>> doc.counts("totals")
-{'pass': 3}
+>>> doc = Doc({"outcomes": [{"mutant": "m1", "caught": True}]}, "mutation.json")
+>>> [o.text("mutant") for o in doc.objects("outcomes")]
+['m1']
 """
 
 from __future__ import annotations

@@ -7,9 +7,10 @@ by catalog family, one column per run), a section per pattern (`fusionspec.repor
 the declared limitations apart from the failures, and the diff against baselines
 (`fusionspec.reports.diff`). Templates only lay this out; they compute nothing.
 
-The documents are those `fusionspec.conformance.grade.results.load_results` returns (schema
-checked); a field of the wrong shape inside raises `ReportError` naming it. This package reads
-results and the spec's catalog only: the ``required`` coverage items are passed in as data.
+The documents are `ResultsDocument` records, as
+`fusionspec.conformance.grade.results.load_document` reads them (every field checked on the way
+in, a field of the wrong shape named there). This package reads results and the spec's catalog
+only: the ``required`` coverage items are passed in as data.
 """
 
 from __future__ import annotations

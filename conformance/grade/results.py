@@ -3,7 +3,7 @@
 `ResultsCollector` gathers (case, verdict) pairs for one backend and device and produces the
 document the HTML report is rendered from (`to_dict`, `write`; `load_document` reads one back
 into the typed model of `fusionspec.conformance.grade.document`, which also checks it and
-brings older schema versions up to date, and `load_results` as JSON data through that model).
+brings older schema versions up to date).
 Every record of a case names it ``case_id``. Its top-level keys:
 
 - ``schema`` (`SCHEMA_VERSION`), ``suite_version`` (fusionspec's version,
@@ -120,7 +120,7 @@ if TYPE_CHECKING:
     from ..selection import RunSettings
 
 __all__ = ["SCHEMA_VERSION", "SPEC_VERSION", "ResultsFormatError", "ResultsCollector",
-           "load_results", "load_document", "write_failure", "load_failure", "suite_version",
+           "load_document", "write_failure", "load_failure", "suite_version",
            "environment", "artifact_name", "replay_commands", "failure_origin",
            "canonical_counts", "by_index", "FAILING_STATUSES"]
 
@@ -519,11 +519,6 @@ def load_document(path: str | Path) -> ResultsDocument:
         raise ResultsFormatError(f"{path}: results document lacks {', '.join(missing)}")
     _check_shape(document, path)
     return ResultsDocument.from_json(document, str(path))
-
-
-def load_results(path: str | Path) -> dict[str, Any]:
-    """A results document as JSON data, read through the typed model (`load_document`)."""
-    return load_document(path).to_json()
 
 
 @functools.cache

@@ -12,7 +12,7 @@ from testkit import toy_backends as toy
 
 from fusionspec.cli.main import main
 from fusionspec.conformance.grade.document import ResultsFormatError
-from fusionspec.conformance.grade.results import ResultsCollector, load_results
+from fusionspec.conformance.grade.results import ResultsCollector, load_document
 from fusionspec.conformance.grade.verdicts import judge
 from fusionspec.conformance.selection import RunSettings
 from fusionspec.reference.backend import NUMPY_DEVICE
@@ -46,7 +46,7 @@ def test_an_unknown_status_is_refused_naming_its_path(
         capsys: pytest.CaptureFixture[str]) -> None:
     bad = _edited(results, where, tmp_path / "new" / "results.json")
     with pytest.raises(ResultsFormatError, match="PASS"):
-        load_results(bad)
+        load_document(bad)
     code = main(["diff", str(results), str(bad)])
     err = capsys.readouterr().err
     assert code == 2 and path in err and "'PASS'" in err, \

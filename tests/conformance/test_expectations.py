@@ -156,7 +156,7 @@ def test_an_unexpected_pass_records_the_status_it_got() -> None:
 
 def test_a_written_file_reads_back_and_expects_the_failures() -> None:
     collector = _collect(toy.WrongMath(), Expectations.parse(HEAD))
-    text = expectations_toml(collector.failures, title="from a test")
+    text = expectations_toml(collector.document().failures, title="from a test")
     tomllib.loads(text)  # valid TOML
     again = Expectations.parse(text)
     assert all(again.match(c, NUMPY_DEVICE) for c in (VALID, toy.near_miss_case())), \

@@ -5,7 +5,6 @@ them, and every failure of the run expected by what is written."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,6 +18,7 @@ from fusionspec.conformance.expectations import (
     check_write_options,
     regenerate,
 )
+from fusionspec.conformance.grade.document import SCHEMA_VERSION, ResultsDocument
 from fusionspec.conformance.selection import Selection
 
 V2 = 'schema = "fusionspec-expectations/2"\n'
@@ -68,23 +68,24 @@ class Run:
         self.skipped.append({**self._record(case_id, "skip"), "entry": entry})
         return self
 
-    def document(self, used: Expectations | None = None, **extra: Any) -> dict[str, Any]:
+    def document(self, used: Expectations | None = None, **extra: Any) -> ResultsDocument:
         document: dict[str, Any] = {
-            "device": {"id": self.device}, "shard": None,
+            "schema": SCHEMA_VERSION, "backend": "hand", "device": {"id": self.device},
+            "shard": None,
             "planned": len(self.verdicts) + len(self.skipped),
             "verdicts": self.verdicts, "failures": self.failures}
         if used is not None:
             document["expectations"] = {"sha256": used.sha256,
                                         "unexpected_passes": self.passes,
                                         "skipped": self.skipped}
-        return {**document, **extra}
+        return ResultsDocument.from_json({**document, **extra}, "the hand-made document")
 
 
-def by_status(document: Mapping[str, Any]) -> list[FailureGroup]:
+def by_status(document: ResultsDocument) -> list[FailureGroup]:
     """A stand-in for the findings' grouping: one cause per failing status."""
     groups: dict[str, list[str]] = {}
-    for failure in document["failures"]:
-        groups.setdefault(f"{failure['status']}: the cause", []).append(failure["case_id"])
+    for failure in document.failures:
+        groups.setdefault(f"{failure.status}: the cause", []).append(failure.case_id)
     return [FailureGroup(title, tuple(ids)) for title, ids in groups.items()]
 
 
@@ -367,7 +368,6 @@ def test_kept_entries_still_decide_what_they_decided(seed: int) -> None:
         else:
             run.passed(case_id, entry=entry)
     document = run.document(HAND)
-    document["expectations"]["skipped"] = []
     written = Expectations.parse(regenerate(document, by_status, used=HAND,
                                             selection=EVERYTHING).text)
     before = {f["case_id"]: f["expected"]["entry"] for f in run.failures if f.get("expected")}

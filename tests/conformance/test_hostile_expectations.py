@@ -30,6 +30,7 @@ from fusionspec.conformance.expectations_file import (
     MAX_VALUES,
     TEXT_LIMIT,
 )
+from fusionspec.conformance.grade.document import SCHEMA_VERSION, ResultsDocument
 from fusionspec.conformance.junit import junit_xml
 from fusionspec.reference.backend import NUMPY_DEVICE
 
@@ -65,8 +66,9 @@ def test_a_nul_in_a_reason_still_gives_junit_that_parses() -> None:
         f"control characters are dropped: {entry.reason!r} {entry.link!r}"
     verdict = {"case_id": "c/valid/1", "pattern": "fp.x", "status": "numeric-mismatch",
                "index": 0, "expected": entry.record()}
-    root = ET.fromstring(junit_xml({"verdicts": [verdict], "backend": "b\x00",
-                                    "device": {"id": "d\ud800"}}))
+    root = ET.fromstring(junit_xml(ResultsDocument.from_json(
+        {"schema": SCHEMA_VERSION, "verdicts": [verdict], "backend": "b\x00",
+         "device": {"id": "d\ud800"}})))
     skipped = root.find("testsuite/testcase/skipped")
     assert skipped is not None and "offby one" in skipped.get("message", ""), \
         f"the expected failure is skipped with its cleaned reason: {ET.tostring(root)!r}"
@@ -92,8 +94,10 @@ def test_every_text_of_an_entry_is_cleaned(reason: str, link: str, finding: str)
         value.encode("utf-8")
         assert not any(c in value for c in CONTROLS + "\x00\n\r\ufffe\uffff"), \
             f"{name} is one clean line: {value!r}"
-    root = ET.fromstring(junit_xml({"verdicts": [{
-        "case_id": "c", "status": "fail", "index": 0, "expected": entry.record()}]}))
+    root = ET.fromstring(junit_xml(ResultsDocument.from_json({
+        "schema": SCHEMA_VERSION, "backend": "b", "device": {"id": "d"}, "verdicts": [{
+            "case_id": "c", "status": "numeric-mismatch", "index": 0,
+            "expected": entry.record()}]})))
     assert root.tag == "testsuites", "the JUnit XML parses"
 
 
@@ -104,13 +108,13 @@ def test_junit_parses_whatever_the_document_holds(backend: str, reason: str,
     failure = {"case_id": case_id, "status": "error", "reason": reason,
                "description": reason, "details": {}, "replay": {"rerun": reason}}
     document: dict[str, Any] = {
-        "backend": backend, "device": {"id": reason}, "started": reason,
+        "schema": SCHEMA_VERSION, "backend": backend, "device": {"id": reason}, "started": reason,
         "verdicts": [{"case_id": case_id, "pattern": reason, "status": "error",
                       "reason": reason, "index": 0}],
         "failures": [failure], "incomplete": reason,
         "expectations": {"skipped": [{"case_id": reason, "index": 1, "entry": 1,
                                       "reason": reason, "link": reason}]}}
-    text = junit_xml(document)
+    text = junit_xml(ResultsDocument.from_json(document))
     text.encode("utf-8")
     assert ET.fromstring(text.split("\n", 1)[1]).tag == "testsuites", "the XML parses"
 

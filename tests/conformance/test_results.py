@@ -19,8 +19,8 @@ from fusionspec.conformance.grade.results import (
     ResultsCollector,
     ResultsFormatError,
     artifact_name,
+    load_document,
     load_failure,
-    load_results,
     write_failure,
 )
 from fusionspec.conformance.grade.verdict import Verdict
@@ -153,8 +153,8 @@ def test_ill_formed_failure_is_saved_without_inputs(tmp_path: Path) -> None:
 
 def test_write_and_load(tmp_path: Path) -> None:
     path = collect(toy.NeverFuses(), tmp_path).write(tmp_path / "results.json")
-    doc = load_results(path)
-    assert doc["totals"].get("fusion-mismatch") == 2, f"totals survive: {doc['totals']}"
+    doc = load_document(path)
+    assert doc.totals.get("fusion-mismatch") == 2, f"totals survive: {doc.totals}"
     assert "NaN" not in path.read_text(), "the file is strict JSON"
 
 
@@ -176,28 +176,28 @@ def test_a_document_without_the_commit_still_loads(tmp_path: Path) -> None:
     del doc["suite_commit"]
     path = tmp_path / "results.json"
     path.write_text(json.dumps(doc))
-    loaded = load_results(path)
-    assert loaded["suite_commit"] is None and loaded["suite_version"] == VERSION, \
+    loaded = load_document(path)
+    assert loaded.suite_commit is None and loaded.suite_version == VERSION, \
         "an older document loads, the commit it never recorded read as unknown (null)"
     doc["suite_commit"] = None
     path.write_text(json.dumps(doc))
-    assert load_results(path)["suite_commit"] is None, "an installed copy records null"
+    assert load_document(path).suite_commit is None, "an installed copy records null"
 
 
 def test_load_rejects_other_schemas(tmp_path: Path) -> None:
     path = tmp_path / "old.json"
     path.write_text(json.dumps({"schema": "fusionspec-results/0"}))
     with pytest.raises(ResultsFormatError, match="fusionspec-results/0"):
-        load_results(path)
+        load_document(path)
     path.write_text("[1, 2]")
     with pytest.raises(ResultsFormatError, match="JSON object"):
-        load_results(path)
+        load_document(path)
     path.write_text("{not json")
     with pytest.raises(ResultsFormatError, match="cannot read"):
-        load_results(path)
+        load_document(path)
     path.write_text(json.dumps({"schema": SCHEMA_VERSION}))
     with pytest.raises(ResultsFormatError, match="lacks"):
-        load_results(path)
+        load_document(path)
 
 
 def test_non_finite_details_become_strings(tmp_path: Path) -> None:
@@ -206,8 +206,8 @@ def test_non_finite_details_become_strings(tmp_path: Path) -> None:
                       details=Details(max_rel_error=float("inf")))
     collector.add(Case("c", CaseKind.valid, "p", VALID.graph), verdict)
     path = collector.write(tmp_path / "r.json")
-    details = load_results(path)["failures"][0]["details"]
-    assert details["max_rel_error"] == "inf", f"inf is written as a string: {details}"
+    details = load_document(path).failures[0].details
+    assert details.max_rel_error == "inf", f"inf is written as a string: {details}"
 
 
 def test_limitations_are_listed() -> None:

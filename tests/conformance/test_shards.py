@@ -12,7 +12,7 @@ import pytest
 from testkit.cli import comparable, fusionspec
 
 from fusionspec.conformance.grade.merge import merge_documents
-from fusionspec.conformance.grade.results import ResultsFormatError, load_document, load_results
+from fusionspec.conformance.grade.results import ResultsFormatError, load_document
 
 #: A selection with valid, near-miss and ill-formed cases, and failures (the backend's
 #: Convolution partitions are wrong), small enough for four runs.
@@ -42,7 +42,7 @@ def test_merged_shards_equal_the_unsharded_run(runs: Path) -> None:
     for key in whole:
         assert joined.get(key) == whole[key], f"the merged document differs in {key!r}"
     assert joined == whole, "the merged document is the unsharded run's"
-    shards = [len(load_results(runs / f"shard-{k}" / "results.json")["verdicts"])
+    shards = [len(load_document(runs / f"shard-{k}" / "results.json").verdicts)
               for k in (1, 2, 3)]
     assert all(shards) and sum(shards) == len(whole["verdicts"]), \
         f"each shard judged a part, together all of it: {shards}"
@@ -51,12 +51,13 @@ def test_merged_shards_equal_the_unsharded_run(runs: Path) -> None:
 def test_merged_failures_are_replayable_from_the_merged_folder(runs: Path) -> None:
     fusionspec(["merge", *[f"shard-{k}/results.json" for k in (1, 2, 3)], "-o",
                 "copy/results.json"], runs)
-    document = load_results(runs / "copy" / "results.json")
-    failure = document["failures"][0]
-    folder = runs / "copy" / failure["replay"]["path"]
+    document = load_document(runs / "copy" / "results.json")
+    failure = document.failures[0]
+    assert failure.replay.path is not None, f"a merged failure keeps its folder: {failure}"
+    folder = runs / "copy" / failure.replay.path
     assert (folder / "graph.json").is_file(), f"the failure folder is copied: {folder}"
     replay = fusionspec(["conform", "--backend", RUN[1], "--replay", str(folder)], runs)
-    assert replay.returncode == 1 and failure["status"] in replay.stdout, \
+    assert replay.returncode == 1 and failure.status in replay.stdout, \
         f"it replays on the named backend: {replay.stdout} {replay.stderr}"
 
 
@@ -82,5 +83,5 @@ def test_jobs_do_not_change_the_document(runs: Path) -> None:
     assert single.returncode == 1, single.stderr[-600:]
     assert comparable(runs / "single" / "results.json") == \
         comparable(runs / "whole" / "results.json"), "one job and two jobs: the same document"
-    seconds = [v["seconds"] for v in load_results(runs / "single" / "results.json")["verdicts"]]
-    assert all(s > 0 for s in seconds), "every verdict records its wall time"
+    seconds = [v.seconds for v in load_document(runs / "single" / "results.json").verdicts]
+    assert all(s is not None and s > 0 for s in seconds), "every verdict records its wall time"

@@ -21,6 +21,7 @@ from fusionspec.conformance.expectations import (
     ExpectationsError,
     expectations_toml,
 )
+from fusionspec.conformance.grade.document import FailureRecord
 
 #: The status that once wrote a live link, a broken table and a fake heading into a summary.
 STATUS = "x | <a href=https://evil.example>y</a>\n</details>\n## ✅ All checks passed"
@@ -84,8 +85,8 @@ def test_a_run_that_judged_nothing_is_no_ok_for_diff(
 @pytest.mark.parametrize("device", ['gpu\n[[expect]]\nstatus = "skip"\npattern = "*"\n'
                                     'reason = "x"', "a\r\n# b\x1b[2K", '"""'])
 def test_a_device_id_cannot_add_expectations(device: str) -> None:
-    failures = [{"pattern": "fp.bn_relu", "status": "numeric-mismatch",
-                 "case_id": "fp.bn_relu/valid/1", "reason": 'r"\n[[expect]]'}]
+    failures = [FailureRecord("fp.bn_relu/valid/1", "fp.bn_relu", "numeric-mismatch",
+                              reason='r"\n[[expect]]')]
     text = expectations_toml(failures, title=f"Started from a run on {device}.")
     data = tomllib.loads(text)
     assert len(data["expect"]) == 1 and data["expect"][0]["status"] == "fail", \
