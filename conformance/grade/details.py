@@ -19,10 +19,10 @@ results document beside its reason.
 
 The JSON layout is flat, as a verdict's details have always been written; keys no field
 models stay in ``extra`` and are written back. Every record is read field by field as its
-fields' types say (`fusionspec.conformance.grade.record_io.Record.read`; the few fields a type
-cannot describe name their reader in ``SPECIAL``) and written by `to_json`; the schema is
-generated from the same types (`fusionspec.conformance.grade.schema_gen`), so the reader, the
-writer and the schema cannot disagree.
+fields' types say and written back by the one mechanism of records
+(`fusionspec.conformance.records`), which also generates their definitions in
+``results.schema.json`` (each under its `DEF` name), so the reader, the writer and the schema
+cannot disagree.
 """
 
 from __future__ import annotations
@@ -30,11 +30,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from .record_io import FieldReaders, Reader, Record, ResultsFormatError
+from .results_format import ResultsRecord
 
 __all__ = ["PartitionRef", "CutFacts", "WrongIO", "FusionFacts", "WorstElement",
            "NumericFacts", "RejectionFacts", "ErrorFacts", "UnsupportedFacts", "ExtensionFacts",
-           "AcceptedFacts", "ContractFacts", "Facts", "FACT_KINDS", "read_facts",
+           "AcceptedFacts", "ContractFacts", "Facts", "FACT_KINDS",
            "PartitionDescription", "OutputSummary", "BoundRecord", "Triage", "SignatureMatch",
            "Culprit", "DepartureRef", "Details", "DETAIL_RECORDS"]
 
@@ -45,17 +45,21 @@ Figure = float | str
 # -- facts ----------------------------------------------------------------------------------
 
 @dataclass(frozen=True)
-class PartitionRef(Record):
+class PartitionRef(ResultsRecord):
     """A partition by its op ids and their kinds, in id order."""
+
+    DEF: ClassVar[str | None] = "partition_ref"
 
     ops: list[int] = field(default_factory=list)
     kinds: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
-class CutFacts(Record):
+class CutFacts(ResultsRecord):
     """Where a promised partition is first cut: the kinds on either side, the kinds of the
     partition it cuts, the case's rule where it names one."""
+
+    DEF: ClassVar[str | None] = "cut"
 
     before: str
     after: str
@@ -64,8 +68,10 @@ class CutFacts(Record):
 
 
 @dataclass(frozen=True)
-class WrongIO(Record):
+class WrongIO(ResultsRecord):
     """A partition's external tensors against the spec's."""
+
+    DEF: ClassVar[str | None] = "wrong_io"
 
     inputs: list[int] = field(default_factory=list)
     outputs: list[int] = field(default_factory=list)
@@ -74,11 +80,8 @@ class WrongIO(Record):
 
 
 @dataclass(frozen=True)
-class _Facts(Record):
-    WHAT: ClassVar[str] = ""
-
-    def to_json(self) -> dict[str, Any]:
-        return {"what": self.WHAT, **super().to_json()}
+class _Facts(ResultsRecord):
+    """What every kind of fact shares: its kind (`WHAT`), written as ``what``."""
 
 
 @dataclass(frozen=True)
@@ -87,6 +90,7 @@ class FusionFacts(_Facts):
     the first cut, or the partition (`kinds`) whose inputs or outputs differ (`wrong_io`)."""
 
     WHAT: ClassVar[str] = "fusion"
+    DEF: ClassVar[str | None] = "facts_fusion"
     expected: list[PartitionRef] = field(default_factory=list)
     formed: list[PartitionRef] = field(default_factory=list)
     cut: CutFacts | None = None
@@ -97,9 +101,11 @@ class FusionFacts(_Facts):
 
 
 @dataclass(frozen=True)
-class WorstElement(Record):
+class WorstElement(ResultsRecord):
     """One failing element: its index, the reference's value and the bound around it, the
     backend's value and, once diagnosed, the float64 value there."""
+
+    DEF: ClassVar[str | None] = "worst"
 
     index: list[int] = field(default_factory=list)
     expected: Figure | None = None
@@ -117,6 +123,7 @@ class NumericFacts(_Facts):
     culprit (None: none found, or not diagnosed)."""
 
     WHAT: ClassVar[str] = "numeric"
+    DEF: ClassVar[str | None] = "facts_numeric"
     tensor: int | None = None
     chain: list[str] = field(default_factory=list)
     dtype: str | None = None
@@ -150,6 +157,7 @@ class RejectionFacts(_Raised):
     """The backend refused the graph."""
 
     WHAT: ClassVar[str] = "rejection"
+    DEF: ClassVar[str | None] = "facts_rejection"
 
 
 @dataclass(frozen=True)
@@ -157,6 +165,7 @@ class ErrorFacts(_Raised):
     """Anything else went wrong (the backend raised, crashed or hung; or the suite failed)."""
 
     WHAT: ClassVar[str] = "error"
+    DEF: ClassVar[str | None] = "facts_error"
 
 
 @dataclass(frozen=True)
@@ -164,11 +173,8 @@ class UnsupportedFacts(_Facts):
     """A partition the backend marks unsupported: its kinds."""
 
     WHAT: ClassVar[str] = "unsupported"
+    DEF: ClassVar[str | None] = "facts_unsupported"
     kinds: list[str] = field(default_factory=list)
-
-
-def _kinds_list(value: object) -> bool:
-    return isinstance(value, list) and all(isinstance(k, str) for k in value)
 
 
 @dataclass(frozen=True)
@@ -176,8 +182,7 @@ class ExtensionFacts(_Facts):
     """A near miss fused and computed right: the merged partitions' kinds, the rule."""
 
     WHAT: ClassVar[str] = "extension"
-    SPECIAL: ClassVar[FieldReaders] = {"merged": lambda r, key: r.opt_list(
-        key, _kinds_list, "a list of lists of strings") or []}
+    DEF: ClassVar[str | None] = "facts_extension"
     merged: list[list[str]] = field(default_factory=list)
     rule: str | None = None
 
@@ -187,6 +192,7 @@ class AcceptedFacts(_Facts):
     """An ill-formed graph accepted: the rule it breaks."""
 
     WHAT: ClassVar[str] = "accepted"
+    DEF: ClassVar[str | None] = "facts_accepted"
     rule: str | None = None
 
 
@@ -195,6 +201,7 @@ class ContractFacts(_Facts):
     """The backend broke the interface: the problem's id and its sentence."""
 
     WHAT: ClassVar[str] = "contract"
+    DEF: ClassVar[str | None] = "facts_contract"
     problem: str = ""
     message: str = ""
 
@@ -208,24 +215,14 @@ FACT_KINDS: dict[str, type[_Facts]] = {c.WHAT: c for c in (
     AcceptedFacts, ContractFacts)}
 
 
-def read_facts(r: Reader) -> Facts:
-    """The facts in `r`, by their ``what``; `ResultsFormatError` for a kind the suite does not
-    write."""
-    what = r.text("what")
-    kind = FACT_KINDS.get(what)
-    if kind is None:
-        raise ResultsFormatError(f"{r.where}.what is {what[:80]!r}, not a kind of fact "
-                                 f"({', '.join(FACT_KINDS)})")
-    found: Facts = kind.read(r)  # type: ignore[assignment]
-    return found
-
-
 # -- the rest of the details ------------------------------------------------------------------
 
 @dataclass(frozen=True)
-class PartitionDescription(Record):
+class PartitionDescription(ResultsRecord):
     """A partition as the drill-down shows it (or, for what a broken backend returned in its
     place, ``not_a_partition`` with what it was)."""
+
+    DEF: ClassVar[str | None] = "partition"
 
     ops: list[int] | None = None
     kinds: list[str] | None = None
@@ -239,8 +236,10 @@ class PartitionDescription(Record):
 
 
 @dataclass(frozen=True)
-class OutputSummary(Record):
+class OutputSummary(ResultsRecord):
     """One graph output compared with the reference's."""
+
+    DEF: ClassVar[str | None] = "output"
 
     tensor: int | None = None
     dtype: str = ""
@@ -252,9 +251,11 @@ class OutputSummary(Record):
 
 
 @dataclass(frozen=True)
-class BoundRecord(Record):
+class BoundRecord(ResultsRecord):
     """The error bound of the failing output: its dtype, the op chain, what it is built from,
     the largest finite radius and how many elements have an infinite one."""
+
+    DEF: ClassVar[str | None] = "bound"
 
     dtype: str = ""
     chain: str = ""
@@ -264,8 +265,10 @@ class BoundRecord(Record):
 
 
 @dataclass(frozen=True)
-class Triage(Record):
+class Triage(ResultsRecord):
     """Who the float64 evaluation sides with on the failing elements."""
+
+    DEF: ClassVar[str | None] = "triage"
 
     closer: str = ""
     reference_closer: int = 0
@@ -278,8 +281,10 @@ class Triage(Record):
 
 
 @dataclass(frozen=True)
-class SignatureMatch(Record):
+class SignatureMatch(ResultsRecord):
     """A common mistake whose signature the failing values show."""
+
+    DEF: ClassVar[str | None] = "signature"
 
     id: str
     statement: str = ""
@@ -288,10 +293,12 @@ class SignatureMatch(Record):
 
 
 @dataclass(frozen=True)
-class Culprit(Record):
+class Culprit(ResultsRecord):
     """The smallest piece of the graph that still fails on the backend: its kinds
     (``A->B``), signature, summary and reason, its graph (oneDNN JSON) and inputs, whether it
     fails only fused, and the benchdnn line that runs it."""
+
+    DEF: ClassVar[str | None] = "culprit"
 
     kinds: str = ""
     signature: str = ""
@@ -307,9 +314,11 @@ class Culprit(Record):
 
 
 @dataclass(frozen=True)
-class DepartureRef(Record):
+class DepartureRef(ResultsRecord):
     """A known departure of the backend that the verdict matched: its id, statement, where it
     is documented and the label findings give it."""
+
+    DEF: ClassVar[str | None] = "departure_ref"
 
     id: str
     statement: str = ""
@@ -319,9 +328,11 @@ class DepartureRef(Record):
 
 
 @dataclass(frozen=True)
-class Details(Record):
+class Details(ResultsRecord):
     """Everything a verdict records beside its reason (see the module docstring); every field
     is absent from the JSON when None."""
+
+    DEF: ClassVar[str | None] = "details"
 
     facts: Facts | None = None
     departures: list[DepartureRef] | None = None
@@ -372,19 +383,16 @@ class Details(Record):
     extra: dict[str, Any] = field(default_factory=dict)
 
     OMIT_NONE = ("*",)
-    SPECIAL: ClassVar[FieldReaders] = {
-        "facts": lambda r, key: r.record(key, read_facts),
-        "numerics": lambda r, key: r.text(key) if isinstance(r.data.get(key), str)
-        else r.opt_records(key, OutputSummary.read)}
 
     @staticmethod
     def of(data: object, where: str = "details") -> Details:
-        """The details in `data` (a verdict's, as JSON-ready data)."""
-        return Details.read(Reader(data, where))
+        """The details in `data` (a verdict's, as JSON-ready data); `ResultsFormatError`
+        naming `where` and the JSON path of a member of the wrong type."""
+        return Details.from_json(data, where)
 
 
 #: The records of a verdict's details, by the name the results schema gives their definition.
-DETAIL_RECORDS: dict[str, type] = {
+DETAIL_RECORDS: dict[str, type[ResultsRecord]] = {
     "details": Details, "partition_ref": PartitionRef, "cut": CutFacts, "wrong_io": WrongIO,
     "worst": WorstElement, "partition": PartitionDescription, "output": OutputSummary,
     "bound": BoundRecord, "triage": Triage, "signature": SignatureMatch, "culprit": Culprit,

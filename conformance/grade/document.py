@@ -1,8 +1,10 @@
 """The results document as typed records, with JSON in (`ResultsDocument.from_json`) and out
 (`ResultsDocument.to_json`) here and nowhere else.
 
-`results.schema.json` describes the same document for other tools; a test keeps the two alike
-(every field of these records is in the schema, and every property of the schema is a field).
+`results.schema.json` describes the same document for other tools: it is generated from these
+records (`fusionspec.conformance.records.schema`; ``python -m fusionspec.conformance.schemas``
+writes it again), what it checks beyond the fields' types (required members, the statuses,
+minimums, the ``schema`` constant) declared in the fields' metadata.
 `load_results` and everything that reads a document (the report, findings, merge, diff, the
 pytest plugin, replay) go through `ResultsDocument`, so a document is checked once, and one of an
 older schema version is brought up to this one on the way in (`UPGRADES`); a version this
@@ -22,10 +24,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar, Self
 
+from ..cases import Status
+from ..records.fields import member
 from .details import Details
-from .record_io import STATUSES, Json, Reader, Record, ResultsFormatError, kind_of
+from .results_format import ResultsFormatError, ResultsRecord
 
 __all__ = ["SCHEMA_VERSION", "READABLE_VERSIONS", "ResultsFormatError", "DeviceRecord",
            "SpecPage", "PatternCounts", "RuleCounts", "DepartureRecord", "VerdictLine",
@@ -35,12 +39,27 @@ __all__ = ["SCHEMA_VERSION", "READABLE_VERSIONS", "ResultsFormatError", "DeviceR
 #: The results document's format, as this fusionspec writes it.
 SCHEMA_VERSION = "fusionspec-results/4"
 
+#: The statuses a case can have.
+STATUSES: tuple[str, ...] = tuple(s.value for s in Status)
+
+Json = dict[str, Any]
+
+
+#: The metadata of a field of counts (none negative), and of a case's place in the plan.
+_COUNTS = member(minimum=0)
+_INDEX = member(minimum=0)
+#: The metadata of a member every document holds (``results.schema.json`` requires it),
+#: though a record read in code may leave it out.
+_KEPT = member(required=True)
+
 
 # -- the records --------------------------------------------------------------------------------
 
 @dataclass(frozen=True)
-class DeviceRecord(Record):
+class DeviceRecord(ResultsRecord):
     """The device the run graded (every `fusionspec.backend.Device` field)."""
+
+    DEF: ClassVar[str | None] = "device"
 
     id: str
     kind: str = ""
@@ -49,84 +68,64 @@ class DeviceRecord(Record):
     runtime: str = ""
     extras: dict[str, str] = field(default_factory=dict)
 
-    @staticmethod
-    def read(r: Reader) -> DeviceRecord:
-        return DeviceRecord(r.text("id"), r.text("kind"), r.text("name"), r.text("driver"),
-                            r.text("runtime"), r.strings("extras"))
-
-
 
 @dataclass(frozen=True)
-class SpecPage(Record):
+class SpecPage(ResultsRecord):
     """One documentation page the suite's spec comes from."""
+
+    DEF: ClassVar[str | None] = "spec_page"
 
     file: str
     title: str
     sha256: str
 
-    @staticmethod
-    def read(r: Reader) -> SpecPage:
-        return SpecPage(r.text("file"), r.text("title"), r.text("sha256"))
-
-
 
 @dataclass(frozen=True)
-class PatternCounts(Record):
+class PatternCounts(ResultsRecord):
     """A catalog pattern's cases: by status, and by status per case kind, dtype and rule; and
     its grammar coverage (feature -> value -> cases)."""
 
-    counts: dict[str, int] = field(default_factory=dict)
-    by_kind: dict[str, dict[str, int]] = field(default_factory=dict)
-    by_dtype: dict[str, dict[str, int]] = field(default_factory=dict)
-    rules: dict[str, dict[str, int]] = field(default_factory=dict)
-    coverage: dict[str, dict[str, int]] = field(default_factory=dict)
+    DEF: ClassVar[str | None] = "pattern"
 
-    @staticmethod
-    def read(r: Reader) -> PatternCounts:
-        return PatternCounts(r.counts("counts"), r.count_table("by_kind"),
-                             r.count_table("by_dtype"), r.count_table("rules"),
-                             r.count_table("coverage"))
-
+    counts: dict[str, int] = field(default_factory=dict, metadata=_COUNTS)
+    by_kind: dict[str, dict[str, int]] = field(default_factory=dict, metadata=_COUNTS)
+    by_dtype: dict[str, dict[str, int]] = field(default_factory=dict, metadata=_COUNTS)
+    rules: dict[str, dict[str, int]] = field(default_factory=dict, metadata=_COUNTS)
+    coverage: dict[str, dict[str, int]] = field(default_factory=dict, metadata=_COUNTS)
 
 
 @dataclass(frozen=True)
-class RuleCounts(Record):
+class RuleCounts(ResultsRecord):
     """A rule's statement, its cases by status and by pattern."""
 
+    DEF: ClassVar[str | None] = "rule"
+
     statement: str = ""
-    counts: dict[str, int] = field(default_factory=dict)
-    patterns: dict[str, int] = field(default_factory=dict)
-
-    @staticmethod
-    def read(r: Reader) -> RuleCounts:
-        return RuleCounts(r.text("statement"), r.counts("counts"), r.counts("patterns"))
-
+    counts: dict[str, int] = field(default_factory=dict, metadata=_COUNTS)
+    patterns: dict[str, int] = field(default_factory=dict, metadata=_COUNTS)
 
 
 @dataclass(frozen=True)
-class DepartureRecord(Record):
+class DepartureRecord(ResultsRecord):
     """A known departure the backend declares (`fusionspec.backend.departure_data`): its id and
     statement; what it matches is in `extra`."""
+
+    DEF: ClassVar[str | None] = "departure"
 
     id: str
     statement: str
     extra: dict[str, Any] = field(default_factory=dict)
 
-    @staticmethod
-    def read(r: Reader) -> DepartureRecord:
-        return DepartureRecord(r.text("id"), r.text("statement"), r.rest(DepartureRecord))
-
-
 
 @dataclass(frozen=True)
-class _JudgedCase(Record):
+class _JudgedCase(ResultsRecord):
     """What a verdict line and a failure both say of their case: its id, pattern and status,
     its place in the plan, its kind, rule and dtype."""
 
     case_id: str
     pattern: str
-    status: str
-    index: int | None = None
+    status: str = field(metadata=member(enum=STATUSES))
+    index: int | None = field(default=None, metadata=_INDEX)
     kind: str = ""
     rule: str | None = None
     dtype: str | None = None
@@ -137,26 +136,23 @@ class VerdictLine(_JudgedCase):
     """One judged case in one line: ``expected`` is the expectations entry that expects its
     failure (when one does), ``seconds`` its wall time."""
 
+    DEF: ClassVar[str | None] = "verdict"
+
     reason: str = ""
-    seconds: float | None = None
+    seconds: float | None = field(default=None, metadata=member(minimum=0))
     expected: dict[str, Any] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
-
-    @staticmethod
-    def read(r: Reader) -> VerdictLine:
-        return VerdictLine(r.text("case_id"), r.text("pattern"), r.status(),
-                           r.opt_number("index"), r.text("kind"), r.opt_text("rule"),
-                           r.opt_text("dtype"), r.text("reason"), r.real("seconds"),
-                           r.opt_obj("expected"), r.rest(VerdictLine))
 
     OMIT_NONE = ("index", "seconds", "expected")
 
 
 @dataclass(frozen=True)
-class ReplayRecord(Record):
+class ReplayRecord(ResultsRecord):
     """What replays a failing case: the run's seed, the case, the command that draws it afresh,
     and (with ``--out``) its saved folder, that folder relative to the results file, and the
     commands that replay it from the folder."""
+
+    DEF: ClassVar[str | None] = "replay"
 
     seed: int = 0
     case_id: str = ""
@@ -176,6 +172,8 @@ class FailureRecord(_JudgedCase):
     ``expected`` the expectations entry it meets, ``unexpected_status`` the entry it slipped
     past, ``minimal_of`` the case a shrunk copy stands for."""
 
+    DEF: ClassVar[str | None] = "failure"
+
     description: str = ""
     features: dict[str, Any] = field(default_factory=dict)
     values: dict[str, str] = field(default_factory=dict)
@@ -187,169 +185,121 @@ class FailureRecord(_JudgedCase):
     minimal_of: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
-    @staticmethod
-    def read(r: Reader) -> FailureRecord:
-        return FailureRecord(
-            r.text("case_id"), r.text("pattern"), r.status(), r.opt_number("index"),
-            r.text("kind"), r.opt_text("rule"), r.opt_text("dtype"), r.text("description"),
-            r.obj("features"), r.strings("values"), r.text("reason"),
-            r.record("details", Details.read) or Details(),
-            r.record("replay", ReplayRecord.read) or ReplayRecord(), r.opt_obj("expected"),
-            r.opt_obj("unexpected_status"),
-            r.opt_text("minimal_of"), r.rest(FailureRecord))
-
     OMIT_NONE = ("index", "expected", "unexpected_status", "minimal_of")
 
 
 @dataclass(frozen=True)
-class LimitationRecord(Record):
+class LimitationRecord(ResultsRecord):
     """An ``unsupported`` case: the limitation's reason, and whether it passed anyway."""
+
+    DEF: ClassVar[str | None] = "limitation"
 
     case_id: str
     pattern: str
-    index: int | None = None
+    index: int | None = field(default=None, metadata=_INDEX)
     dtype: str | None = None
     reason: str = ""
     limitation_passed: bool = False
     observed_status: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
-    @staticmethod
-    def read(r: Reader) -> LimitationRecord:
-        return LimitationRecord(r.text("case_id"), r.text("pattern"), r.opt_number("index"),
-                                r.opt_text("dtype"), r.text("reason"),
-                                r.flag("limitation_passed"), r.opt_text("observed_status"),
-                                r.rest(LimitationRecord))
-
     OMIT_NONE = ("index",)
 
 
 @dataclass(frozen=True)
-class CaseRecord(Record):
+class CaseRecord(ResultsRecord):
     """A case an expectations entry kept from running, or one it expected to fail that did
     not: the case, and in `extra` the entry's citation (entry number, reason, link). `status`
     is the case's (``skip`` for a skipped case, what it got for an unexpected pass);
     `expected_status` the entry's, where it differs (an unexpected pass)."""
 
+    DEF: ClassVar[str | None] = "case"
+
     case_id: str
     pattern: str
-    index: int | None = None
+    index: int | None = field(default=None, metadata=_INDEX)
     kind: str | None = None
     rule: str | None = None
     dtype: str | None = None
     status: str | None = None
     expected_status: str | None = None
-    occurrence: int | None = None
+    occurrence: int | None = field(default=None, metadata=member(minimum=1))
     extra: dict[str, Any] = field(default_factory=dict)
-
-    @staticmethod
-    def read(r: Reader) -> CaseRecord:
-        return CaseRecord(r.text("case_id"), r.text("pattern"), r.opt_number("index"),
-                          r.opt_text("kind"), r.opt_text("rule"), r.opt_text("dtype"),
-                          r.opt_text("status"), r.opt_text("expected_status"),
-                          r.opt_number("occurrence"), r.rest(CaseRecord))
 
     OMIT_NONE = ("index", "kind", "dtype", "status", "expected_status", "occurrence")
 
 
 @dataclass(frozen=True)
-class ExpectationsSummary(Record):
+class ExpectationsSummary(ResultsRecord):
     """The expectations file a run had and what came of it."""
+
+    DEF: ClassVar[str | None] = "expectations"
 
     file: str | None = None
     sha256: str | None = None
-    entries: int | None = None
+    entries: int | None = field(default=None, metadata=member(minimum=0))
     strict: bool = False
     expected_failures: int = 0
     unexpected_passes: list[CaseRecord] = field(default_factory=list)
     skipped: list[CaseRecord] = field(default_factory=list)
     extra: dict[str, Any] = field(default_factory=dict)
 
-    @staticmethod
-    def read(r: Reader) -> ExpectationsSummary:
-        return ExpectationsSummary(r.opt_text("file"), r.opt_text("sha256"),
-                                   r.opt_number("entries"), r.flag("strict"),
-                                   r.number("expected_failures"),
-                                   r.records("unexpected_passes", CaseRecord.read),
-                                   r.records("skipped", CaseRecord.read),
-                                   r.rest(ExpectationsSummary))
-
-
 
 @dataclass(frozen=True)
-class ResultsDocument(Record):
+class ResultsDocument(ResultsRecord):
     """A whole results document (see `fusionspec.conformance.grade.results` for what each
     part means). ``unavailable``, ``incomplete`` and ``expectations`` are written only when
     set."""
 
+    SCHEMA: ClassVar[Mapping[str, Any]] = {
+        "$id": "https://fusionspec.invalid/results.schema.json",
+        "title": f"fusionspec results document ({SCHEMA_VERSION})",
+        "description": "The shape every reader of a results document (report, findings, "
+                       "diff, merge) relies on, generated from the typed model in "
+                       "fusionspec.conformance.grade.document (one definition per record, "
+                       "each with the record's fields). Checked when a document is read: "
+                       "results files are untrusted input (CI artifacts, another team's "
+                       "runs). Members not named here are allowed, for newer writers."}
+
     backend: str
     device: DeviceRecord
-    schema: str = SCHEMA_VERSION
-    suite_version: str | None = None
+    schema: str = field(default=SCHEMA_VERSION, metadata=member(const=SCHEMA_VERSION))
+    suite_version: str | None = field(default=None, metadata=_KEPT)
     suite_commit: str | None = None
-    spec_version: str | None = None
+    spec_version: str | None = field(default=None, metadata=_KEPT)
     spec_pages: list[SpecPage] = field(default_factory=list)
     backend_spec: str | None = None
-    environment: dict[str, str] = field(default_factory=dict)
+    environment: dict[str, str] = field(default_factory=dict, metadata=_KEPT)
     seed: int = 0
     profile: str | None = None
     selection: dict[str, Any] | None = None
-    shard: str | None = None
-    planned: int | None = None
-    started: str | None = None
-    finished: str | None = None
-    totals: dict[str, int] = field(default_factory=dict)
-    patterns: dict[str, PatternCounts] = field(default_factory=dict)
-    rules: dict[str, RuleCounts] = field(default_factory=dict)
-    verdicts: list[VerdictLine] = field(default_factory=list)
-    failures: list[FailureRecord] = field(default_factory=list)
+    shard: str | None = field(default=None, metadata=member(
+        pattern="^[1-9][0-9]{0,5}/[1-9][0-9]{0,5}$"))
+    planned: int | None = field(default=None, metadata=member(minimum=0))
+    started: str | None = field(default=None, metadata=_KEPT)
+    finished: str | None = field(default=None, metadata=_KEPT)
+    totals: dict[str, int] = field(default_factory=dict, metadata=member(
+        required=True, minimum=0, key_enum=STATUSES))
+    patterns: dict[str, PatternCounts] = field(default_factory=dict, metadata=_KEPT)
+    rules: dict[str, RuleCounts] = field(default_factory=dict, metadata=_KEPT)
+    verdicts: list[VerdictLine] = field(default_factory=list, metadata=_KEPT)
+    failures: list[FailureRecord] = field(default_factory=list, metadata=_KEPT)
     limitations: list[LimitationRecord] = field(default_factory=list)
     extensions: list[FailureRecord] = field(default_factory=list)
     device_problems: dict[str, str] = field(default_factory=dict)
-    backend_counters: dict[str, int] = field(default_factory=dict)
+    backend_counters: dict[str, int] = field(default_factory=dict, metadata=_COUNTS)
     departures: list[DepartureRecord] = field(default_factory=list)
     unavailable: str | None = None
     incomplete: str | None = None
     expectations: ExpectationsSummary | None = None
 
-    @staticmethod
-    def from_json(data: object, source: str = "results document") -> ResultsDocument:
-        """The document in `data` (parsed JSON), brought up to `SCHEMA_VERSION`;
-        `ResultsFormatError` naming `source` and the field for anything else."""
-        r = Reader(upgrade(data, source), source)
-        device = r.data.get("device")
-        if not isinstance(device, Mapping) or not isinstance(device.get("id"), str):
-            raise ResultsFormatError(f"{source}.device is not an object with a string id")
-        if not isinstance(r.data.get("backend"), str):
-            raise ResultsFormatError(f"{source}.backend is {kind_of(r.data.get('backend'))}, "
-                                     "not a string")
-        expectations = r.data.get("expectations")
-        return ResultsDocument(
-            backend=r.text("backend"), device=DeviceRecord.read(Reader(device, "device")),
-            schema=SCHEMA_VERSION, suite_version=r.opt_text("suite_version"),
-            suite_commit=r.opt_text("suite_commit"), spec_version=r.opt_text("spec_version"),
-            spec_pages=r.records("spec_pages", SpecPage.read),
-            backend_spec=r.opt_text("backend_spec"), environment=r.strings("environment"),
-            seed=r.number("seed"), profile=r.opt_text("profile"),
-            selection=r.opt_obj("selection"), shard=r.opt_text("shard"),
-            planned=r.opt_number("planned"), started=r.opt_text("started"),
-            finished=r.opt_text("finished"), totals=r.status_counts("totals"),
-            patterns={k: PatternCounts.read(Reader(v, f"{source}.patterns.{k}"))
-                      for k, v in r.obj("patterns").items()},
-            rules={k: RuleCounts.read(Reader(v, f"{source}.rules.{k}"))
-                   for k, v in r.obj("rules").items()},
-            verdicts=r.records("verdicts", VerdictLine.read),
-            failures=r.records("failures", FailureRecord.read),
-            limitations=r.records("limitations", LimitationRecord.read),
-            extensions=r.records("extensions", FailureRecord.read),
-            device_problems=r.strings("device_problems"),
-            backend_counters=r.counts("backend_counters"),
-            departures=r.records("departures", DepartureRecord.read),
-            unavailable=r.opt_text("unavailable"), incomplete=r.opt_text("incomplete"),
-            expectations=None if expectations is None else ExpectationsSummary.read(
-                Reader(expectations, f"{source}.expectations")))
-
     OMIT_NONE = ("unavailable", "incomplete", "expectations")
+
+    @classmethod
+    def from_json(cls, data: object, source: str = "results document") -> Self:
+        """The document in `data` (parsed JSON), brought up to `SCHEMA_VERSION`;
+        `ResultsFormatError` naming `source` and the JSON path of anything else."""
+        return cls.read(upgrade(data, source), source, "$")
 
     @property
     def unexpected_failures(self) -> list[FailureRecord]:
@@ -387,7 +337,7 @@ class ResultsDocument(Record):
 
 
 #: Every record of the document, by the name `results.schema.json` gives its definition.
-RECORDS: Mapping[str, type] = {
+RECORDS: Mapping[str, type[ResultsRecord]] = {
     "document": ResultsDocument, "device": DeviceRecord, "spec_page": SpecPage,
     "pattern": PatternCounts, "rule": RuleCounts, "departure": DepartureRecord,
     "verdict": VerdictLine, "failure": FailureRecord, "replay": ReplayRecord,
@@ -476,7 +426,7 @@ def upgrade(data: object, source: str) -> Json:
     one this fusionspec cannot read."""
     if not isinstance(data, Mapping):
         raise ResultsFormatError(f"{source}: a results document is a JSON object, got "
-                                 f"{kind_of(data)}")
+                                 f"{type(data).__name__}")
     document = dict(data)
     while document.get("schema") != SCHEMA_VERSION:
         version = document.get("schema")

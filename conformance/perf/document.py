@@ -15,108 +15,35 @@ Its top-level keys (`perf.schema.json` holds their types):
   op-by-op over fused ratio, the verdict, the roofline figures), or, for a workload the
   backend could not run, its ``error``.
 
-`load_perf` reads and checks one: beyond the schema (`check_perf`), every number is finite,
-each workload id appears once, and each side's interval holds its median (``ci_low <= median
-<= ci_high``, ``min <= median``), so what the gate and the report read is a measurement or is
-refused. `write_perf` writes one atomically (a link at the destination is replaced, never
-followed). `merge_perf` joins the documents of shards of one run, and says what is missing.
-Each reads and gives the document as records (`fusionspec.conformance.perf.records`);
-`check_perf` checks parsed JSON, and `read_perf` checks it and reads it to records.
+Every way in and out goes through the records (`fusionspec.conformance.perf.records`), whose
+reading checks what the schema says and more (finite numbers, unique workload ids, intervals
+that hold their medians): `read_perf` reads parsed JSON to records, `load_perf` a file;
+`write_perf` writes one atomically (a link at the destination is replaced, never followed),
+checked by reading it back first. `merge_perf` joins the documents of shards of one run, and
+says what is missing.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import functools
 import json
-import math
-from collections.abc import Mapping, Sequence
-from importlib import resources
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from fusionspec.spec.files import atomic_write_text
 from fusionspec.spec.text import clean_text
 
-from .fields import Record
+from ..records.record import Record
 from .records import PERF_FORMAT, PERF_VERSION, PerfDocument, PerfFormatError
 
 __all__ = ["PERF_FORMAT", "PERF_VERSION", "PerfFormatError", "PerfDocument", "load_perf",
-           "check_perf", "read_perf", "merge_perf", "is_perf_document", "write_perf"]
-
-
-@functools.cache
-def _validator() -> Any:
-    from jsonschema import Draft202012Validator
-
-    schema = json.loads(resources.files(__package__).joinpath("perf.schema.json")
-                        .read_text(encoding="utf-8"))
-    return Draft202012Validator(schema)
-
-
-def check_perf(document: object, where: str = "document") -> dict[str, Any]:
-    """`document` (parsed JSON) if it is a performance document of this version;
-    `PerfFormatError` naming the first member that is not as the schema says."""
-    from jsonschema.exceptions import best_match
-
-    if not isinstance(document, dict):
-        raise PerfFormatError(f"{where}: a performance document is a JSON object, got "
-                              f"{type(document).__name__}")
-    if document.get("format") != PERF_FORMAT:
-        raise PerfFormatError(f"{where}: not a performance document (format "
-                              f"{document.get('format')!r}, expected {PERF_FORMAT!r})")
-    if document.get("version") != PERF_VERSION:
-        raise PerfFormatError(f"{where}: performance document version "
-                              f"{document.get('version')!r}, this fusionspec reads "
-                              f"{PERF_VERSION}")
-    error = best_match(_validator().iter_errors(document))
-    if error is not None:
-        path = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error.absolute_path)
-        message = error.message if len(error.message) <= 200 else error.message[:200] + "..."
-        raise PerfFormatError(clean_text(f"{where}: ${path}: {message}"))
-    _check_figures(document, where)
-    return document
+           "read_perf", "merge_perf", "is_perf_document", "write_perf"]
 
 
 def read_perf(document: object, where: str = "document") -> PerfDocument:
-    """The records of `document` (parsed JSON), once `check_perf` passed it."""
-    return PerfDocument.from_json(check_perf(document, where), where)
-
-
-def _path(keys: Sequence[object]) -> str:
-    return "".join(f"[{k}]" if isinstance(k, int) else f".{k}" for k in keys)
-
-
-def _check_figures(document: Mapping[str, Any], where: str) -> None:
-    """What the schema cannot say: finite numbers, unique ids, intervals that hold their
-    medians, a shard K/N with K <= N."""
-    pending: list[tuple[object, tuple[object, ...]]] = [(document, ())]
-    while pending:
-        value, at = pending.pop()
-        if isinstance(value, float) and not math.isfinite(value):
-            raise PerfFormatError(f"{where}: ${_path(at)}: {value} is not a finite number")
-        if isinstance(value, dict):
-            pending.extend((v, (*at, k)) for k, v in value.items())
-        elif isinstance(value, list):
-            pending.extend((v, (*at, i)) for i, v in enumerate(value))
-    shard = document.get("shard")
-    if isinstance(shard, str):
-        index, _, count = shard.partition("/")
-        if int(index) > int(count):
-            raise PerfFormatError(f"{where}: $.shard: {shard!r} is not K/N with K <= N")
-    seen: set[str] = set()
-    for n, record in enumerate(document["workloads"]):
-        if record["id"] in seen:
-            raise PerfFormatError(clean_text(f"{where}: $.workloads[{n}]: workload "
-                                             f"{record['id']!r} appears twice", 300))
-        seen.add(record["id"])
-        for side, t in (record.get("timings") or {}).items():
-            low, median, high = t["ci_low"], t["median"], t["ci_high"]
-            if not low <= median <= high or t["min"] > median:
-                raise PerfFormatError(clean_text(
-                    f"{where}: $.workloads[{n}].timings.{side}: the interval [{low}, {high}] "
-                    f"does not hold the median {median} (or the minimum {t['min']} exceeds "
-                    "it): not a measurement", 300))
+    """The records of `document` (parsed JSON) from `where` (named in errors), checked
+    (`PerfFormatError` naming the first member that is not as it should be)."""
+    return PerfDocument.from_json(document, where)
 
 
 def is_perf_document(path: str | Path) -> bool:
@@ -143,7 +70,8 @@ def write_perf(document: PerfDocument, path: str | Path) -> Path:
     """Check `document` and write it to `path` atomically (folders created; a link at `path`
     is replaced, never followed)."""
     target = Path(path)
-    data = check_perf(document.to_json(), str(target))
+    data = document.to_json()
+    PerfDocument.from_json(data, str(target))  # refuses what no reader would take back
     atomic_write_text(target, json.dumps(data, indent=1, allow_nan=False) + "\n")
     return target
 

@@ -6,7 +6,14 @@ means); each nested object is a record of its own: `Device`, `Selection`, `Polic
 `SideTiming` of each side and its `Roofline` figures. Every record reads parsed JSON
 (`from_json`, a `PerfFormatError` naming the JSON path of a member of the wrong type) and
 writes it back (`to_json`: the same JSON, key order included, keys it does not model kept in
-`extra`); the declarations also give the JSON schema (`fusionspec.conformance.perf.schema`).
+`extra`), by the one mechanism of records (`fusionspec.conformance.records`); the declarations
+also give the JSON schema, ``perf.schema.json``.
+
+Reading a document checks what its schema cannot say too: every number is finite, each
+workload id appears once, a shard ``K/N`` has ``K <= N``, each side's interval holds its median
+(``ci_low <= median <= ci_high``, ``min <= median``), and a workload holds exactly one of an
+error, a declared limitation or its measurement; so what the gate and the report read is a
+measurement or is refused.
 
 A member that a document may leave out is ``None`` when it does; ``shard`` and the
 environment's ``cpus`` may also be JSON ``null`` (an unsharded run, a machine that does not
@@ -16,14 +23,19 @@ say), which a document read keeps apart from an absent key.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from dataclasses import field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Self
 
-from .fields import PerfFormatError, Record, member
+from fusionspec.spec.errors import FusionspecError
+from fusionspec.spec.text import clean_text
 
-__all__ = ["PERF_FORMAT", "PERF_VERSION", "PerfFormatError", "Device", "Selection", "Policy",
-           "Environment", "Yardsticks", "SideTiming", "OutputCheck", "Roofline",
-           "WorkloadRecord", "PerfDocument", "RECORDS"]
+from ..records.fields import member
+from ..records.record import Record
+
+__all__ = ["PERF_FORMAT", "PERF_VERSION", "PerfFormatError", "PerfRecord", "Device",
+           "Selection", "Policy", "Environment", "Yardsticks", "SideTiming", "OutputCheck",
+           "Roofline", "WorkloadRecord", "PerfDocument", "RECORDS"]
 
 PERF_FORMAT = "fusionspec-perf"
 PERF_VERSION = 1
@@ -32,8 +44,24 @@ PERF_VERSION = 1
 _SIDES = ("fused", "opbyop")
 
 
+class PerfFormatError(FusionspecError):
+    """A file that is not a performance results document of this version."""
+
+
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class Device(Record):
+class PerfRecord(Record):
+    """A record of the performance document: read strictly (JSON null only where a field
+    says so), `extra` holding the keys it does not model, `keys` the order its members were
+    read in (none for a record built in code: the fields' order)."""
+
+    ERROR: ClassVar[type[FusionspecError]] = PerfFormatError
+
+    extra: dict[str, Any] = field(default_factory=dict)
+    keys: tuple[str, ...] = field(default=(), compare=False, repr=False)
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Device(PerfRecord):
     """The device the run measured on."""
 
     id: str
@@ -44,7 +72,7 @@ class Device(Record):
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class Selection(Record):
+class Selection(PerfRecord):
     """How many workloads the run was given before ``--shard`` and a digest of their ids."""
 
     workloads: int = field(metadata=member(minimum=0))
@@ -52,7 +80,7 @@ class Selection(Record):
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class Policy(Record):
+class Policy(PerfRecord):
     """The timing policy (`fusionspec.backend.timing.TimingPolicy`) and how the run used it;
     any other key is a number too."""
 
@@ -70,7 +98,7 @@ class Policy(Record):
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class Environment(Record):
+class Environment(PerfRecord):
     """The machine the run measured on, and its settings that change timings."""
 
     python: str | None = None
@@ -82,7 +110,7 @@ class Environment(Record):
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class Yardsticks(Record):
+class Yardsticks(PerfRecord):
     """On a CPU device: NumPy's copy bandwidth and sgemm rate on this machine, best and
     median (a script may add the device's own under other keys)."""
 
@@ -94,7 +122,7 @@ class Yardsticks(Record):
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class SideTiming(Record):
+class SideTiming(PerfRecord):
     """One side's timing in milliseconds: the median, its confidence interval, the fastest
     run and, where recorded, every sample."""
 
@@ -110,9 +138,15 @@ class SideTiming(Record):
     stopped: str | None = None
     samples: tuple[float, ...] | None = field(default=None, metadata=member(minimum=0))
 
+    def defect(self) -> tuple[str, str] | None:
+        if self.ci_low <= self.median <= self.ci_high and self.min <= self.median:
+            return None
+        return "", (f"the interval [{self.ci_low}, {self.ci_high}] does not hold the median "
+                    f"{self.median} (or the minimum {self.min} exceeds it): not a measurement")
+
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class OutputCheck(Record):
+class OutputCheck(PerfRecord):
     """Whether the two sides' outputs agree with each other and with the reference; a
     difference that is not finite reads ``"inf"``."""
 
@@ -122,7 +156,7 @@ class OutputCheck(Record):
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class Roofline(Record):
+class Roofline(PerfRecord):
     """The fused side's achieved rates and their shares of the yardsticks; any other key is
     a figure of 0 or more too."""
 
@@ -136,7 +170,7 @@ class Roofline(Record):
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class WorkloadRecord(Record):
+class WorkloadRecord(PerfRecord):
     """One workload of the run: what it is, and either its measurement (the output check,
     the timings, the ratio, the verdict, the roofline), or the ``error`` that kept it from
     being measured, or the declared limitation (``unsupported``) that covers it."""
@@ -159,7 +193,7 @@ class WorkloadRecord(Record):
     bytes_fused: int | None = field(default=None, metadata=member(minimum=0))
     bytes_opbyop: int | None = field(default=None, metadata=member(minimum=0))
     timings: dict[str, SideTiming] | None = field(default=None,
-                                                   metadata=member(required=_SIDES))
+                                                   metadata=member(with_keys=_SIDES))
     ratio: float | None = field(default=None, metadata=member(minimum=0))
     verdict: str | None = field(default=None, metadata=member(
         enum=("fusion pays", "fusion does not pay", "not fused")))
@@ -167,6 +201,13 @@ class WorkloadRecord(Record):
     error: str | None = None
     unsupported: str | None = None
     rerun: str | None = None
+
+    def defect(self) -> tuple[str, str] | None:
+        measured = None not in (self.timings, self.verdict, self.check)
+        if (self.error is not None) + (self.unsupported is not None) + measured == 1:
+            return None
+        return "", ("a workload holds exactly one of an error, a declared limitation "
+                    "(unsupported), or its measurement (timings, verdict and check)")
 
     def side(self, name: str) -> SideTiming | None:
         """The timing of side `name` (``fused``, ``opbyop``, ``reference``), if timed."""
@@ -190,7 +231,7 @@ class WorkloadRecord(Record):
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class PerfDocument(Record):
+class PerfDocument(PerfRecord):
     """One bench run of one backend on one device (see the module docstring)."""
 
     SCHEMA: ClassVar[dict[str, Any]] = {
@@ -216,6 +257,35 @@ class PerfDocument(Record):
     yardsticks: Yardsticks | None = None
     incomplete: str | None = None
 
+    @classmethod
+    def from_json(cls, data: object, source: str = "document") -> Self:
+        """The document of parsed JSON `data` from `source`, once it says it is a performance
+        document of this version (`PerfFormatError` naming what is wrong otherwise)."""
+        if not isinstance(data, Mapping):
+            raise PerfFormatError(f"{source}: a performance document is a JSON object, got "
+                                  f"{type(data).__name__}")
+        if data.get("format") != PERF_FORMAT:
+            raise PerfFormatError(clean_text(
+                f"{source}: not a performance document (format {data.get('format')!r}, "
+                f"expected {PERF_FORMAT!r})", 300))
+        if data.get("version") != PERF_VERSION:
+            raise PerfFormatError(clean_text(
+                f"{source}: performance document version {data.get('version')!r}, this "
+                f"fusionspec reads {PERF_VERSION}", 300))
+        return cls.read(data, source, "$")
+
+    def defect(self) -> tuple[str, str] | None:
+        if self.shard is not None:
+            index, _, count = self.shard.partition("/")
+            if int(index) > int(count):
+                return ".shard", f"{self.shard!r} is not K/N with K <= N"
+        seen: set[str] = set()
+        for n, record in enumerate(self.workloads):
+            if record.id in seen:
+                return f".workloads[{n}]", f"workload {record.id!r} appears twice"
+            seen.add(record.id)
+        return None
+
     @property
     def label(self) -> str:
         """The run as people name it: its backend on its device."""
@@ -223,6 +293,6 @@ class PerfDocument(Record):
 
 
 #: Every record of the document, the document first.
-RECORDS: tuple[type[Record], ...] = (PerfDocument, Device, Selection, Policy, Environment,
+RECORDS: tuple[type[PerfRecord], ...] = (PerfDocument, Device, Selection, Policy, Environment,
                                      Yardsticks, WorkloadRecord, OutputCheck, SideTiming,
                                      Roofline)

@@ -265,9 +265,7 @@ def test_merge_of_an_unsharded_run_that_measured_nothing_is_incomplete(
 
 
 def test_a_document_with_a_duplicate_workload_is_refused() -> None:
-    from fusionspec.conformance.perf.document import check_perf
-
     doc = _two()
     doc["workloads"].append(copy.deepcopy(doc["workloads"][0]))
-    with pytest.raises(PerfFormatError, match="appears twice"):
-        check_perf(doc)
+    with pytest.raises(PerfFormatError, match=r"\$\.workloads\[2\]: workload .* appears twice"):
+        read_perf(doc)

@@ -10,7 +10,6 @@ import pytest
 
 from fusionspec.conformance.perf.document import (
     PerfFormatError,
-    check_perf,
     merge_perf,
     read_perf,
 )
@@ -75,23 +74,27 @@ def test_verdict_rules() -> None:
                    margin=0.1) == DOES_NOT_PAY, "a margin asks for more than disjoint intervals"
 
 
-def test_document_schema_accepts_and_rejects() -> None:
+def test_document_reading_accepts_and_rejects() -> None:
     good = document(record("fp.bn_relu/a", 1.0, 2.0))
-    assert check_perf(good) is good, "a well-formed document passes its schema"
+    assert read_perf(good) == read_perf(read_perf(good).to_json()), \
+        "a well-formed document reads to records, and they read back as equal ones"
     for breakage, message in (
             (lambda d: d.update(version=2), "version 2"),
             (lambda d: d.update(format="other"), "not a performance document"),
             (lambda d: d["workloads"][0].update(verdict="maybe"), "verdict"),
-            (lambda d: d["workloads"][0]["timings"]["fused"].pop("ci_low"), "ci_low"),
-            (lambda d: d["workloads"][0].pop("timings"), "workloads")):
+            (lambda d: d["workloads"][0]["timings"]["fused"].pop("ci_low"),
+             r"\$\.workloads\[0\]\.timings\.fused\.ci_low: missing"),
+            (lambda d: d["workloads"][0].pop("timings"), r"\$\.workloads\[0\]: a workload "
+                                                         "holds exactly one of")):
         bad = copy.deepcopy(good)
         breakage(bad)
         with pytest.raises(PerfFormatError, match=message):
-            check_perf(bad)
+            read_perf(bad)
     errored = document({"id": "fp.bn_relu/a", "pattern": "fp.bn_relu", "name": "a",
                         "source": "x", "dtype": "f32", "ops": ["BatchNormInference"],
                         "error": "the backend does not run it"})
-    assert check_perf(errored) is errored, "a workload may carry an error instead of timings"
+    assert read_perf(errored).workloads[0].error, \
+        "a workload may carry an error instead of timings"
 
 
 def test_merge_joins_shards_and_refuses_others() -> None:

@@ -1,6 +1,6 @@
-"""The typed results model (`fusionspec.conformance.grade.document`): the JSON schema describes
-exactly its records, documents round-trip through it, and documents of the previous schema
-version still load (those of an unknown version fail naming it)."""
+"""The typed results model (`fusionspec.conformance.grade.document`): the JSON schema is the one
+its records generate, documents round-trip through it, and documents of every older schema
+version still load to equal records (those of an unknown version fail naming it)."""
 
 from __future__ import annotations
 
@@ -17,11 +17,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from testkit import toy_backends as toy
 
-from fusionspec.conformance.grade.details import Details, NumericFacts
+from fusionspec.conformance.grade.details import DETAIL_RECORDS, Details, NumericFacts
 from fusionspec.conformance.grade.document import (
     RECORDS,
     SCHEMA_VERSION,
     STATUSES,
+    UPGRADES,
     CaseRecord,
     DepartureRecord,
     DeviceRecord,
@@ -41,8 +42,9 @@ from fusionspec.conformance.grade.results import (
     _check_shape,
     load_document,
 )
-from fusionspec.conformance.grade.schema_gen import GENERATED, generated_definitions
 from fusionspec.conformance.grade.verdicts import judge
+from fusionspec.conformance.records.schema import document_schema
+from fusionspec.conformance.schemas import SCHEMAS
 from fusionspec.conformance.selection import RunSettings
 from fusionspec.reference.backend import NUMPY_DEVICE
 
@@ -237,6 +239,19 @@ def test_a_version_2_unexpected_pass_gets_the_status_its_case_got(tmp_path: Path
         f"without a verdict line at its index the status is left out, not guessed: {lost}"
 
 
+@pytest.mark.parametrize("version", sorted(UPGRADES))
+def test_a_document_of_every_older_version_loads_to_equal_records(tmp_path: Path,
+                                                                  version: str) -> None:
+    """Today's document labelled an older version holds nothing its upgrades change: it
+    loads to the very records today's does."""
+    written = _written(tmp_path)
+    current = load_document(written)
+    path = tmp_path / "older.json"
+    path.write_text(json.dumps({**json.loads(written.read_text()), "schema": version}))
+    assert load_document(path) == current, \
+        f"a {version} document loads to the records of today's: {load_document(path)}"
+
+
 @pytest.mark.parametrize("version", ["fusionspec-results/0", "fusionspec-results/9", None])
 def test_an_unknown_version_fails_naming_it(tmp_path: Path, version: str | None) -> None:
     document = json.loads(_written(tmp_path).read_text())
@@ -273,17 +288,28 @@ def test_numeric_facts_carry_the_worst_elements_and_the_culprit() -> None:
         f"the culprit's op kinds, or None: {facts.culprit}"
 
 
-def test_the_schema_of_details_and_replay_is_generated_from_their_records() -> None:
-    defs = SCHEMA["$defs"]
-    for name, definition in generated_definitions().items():
-        assert defs.get(name) == definition, \
+def test_the_whole_schema_is_generated_from_the_records() -> None:
+    assert SCHEMAS.get(Path(str(resources.files("fusionspec.conformance.grade")
+                                .joinpath("results.schema.json")))) is ResultsDocument, \
+        "the schemas command writes results.schema.json from ResultsDocument"
+    generated = document_schema(ResultsDocument)
+    for name in sorted(set(SCHEMA["$defs"]) | set(generated["$defs"])):
+        assert SCHEMA["$defs"].get(name) == generated["$defs"].get(name), \
             f"results.schema.json's {name} differs from the one its record generates: run " \
-            "python -m fusionspec.conformance.grade.schema_gen"
+            "python -m fusionspec.conformance.schemas"
+    assert generated == SCHEMA, \
+        "results.schema.json differs from the one ResultsDocument generates: run " \
+        "python -m fusionspec.conformance.schemas"
 
 
-@pytest.mark.parametrize("name", sorted(GENERATED))
-def test_every_generated_definition_names_its_records_fields(name: str) -> None:
-    model = {f.name for f in fields(GENERATED[name])} - {"extra"}
+_DEFINED = {**{k: v for k, v in RECORDS.items() if k != "document"}, **DETAIL_RECORDS}
+
+
+@pytest.mark.parametrize("name", sorted(_DEFINED))
+def test_every_definition_names_its_records_fields(name: str) -> None:
+    record = _DEFINED[name]
+    assert name == record.DEF, f"{record.__name__} is defined as {record.DEF}, not {name}"
+    model = {f.name for f in fields(record)} - {"extra"}
     schema = set(SCHEMA["$defs"][name]["properties"]) - {"what"}
     assert model == schema, f"{name}: record fields {sorted(model)}, schema {sorted(schema)}"
 

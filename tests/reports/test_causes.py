@@ -7,12 +7,11 @@ from __future__ import annotations
 from typing import Any
 
 from fusionspec.conformance.grade.document import FailureRecord
-from fusionspec.conformance.grade.record_io import Reader
 from fusionspec.reports.causes import cause
 
 
 def _record(data: dict[str, Any]) -> FailureRecord:
-    return FailureRecord.read(Reader({"case_id": "c", **data}, "record"))
+    return FailureRecord.from_json({"case_id": "c", **data}, "record")
 
 
 def _numeric(triage: dict[str, Any]) -> FailureRecord:

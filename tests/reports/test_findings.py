@@ -13,13 +13,12 @@ from testkit.report import load
 
 from fusionspec.cli.main import main
 from fusionspec.conformance.grade.document import FailureRecord, ResultsDocument
-from fusionspec.conformance.grade.record_io import Reader
 from fusionspec.conformance.grade.results import load_failure
 from fusionspec.reports.findings import FULL_ENTRIES, group_findings, signature
 
 
 def _record(data: dict[str, Any]) -> FailureRecord:
-    return FailureRecord.read(Reader({"case_id": "c", "pattern": "p", **data}, "record"))
+    return FailureRecord.from_json({"case_id": "c", "pattern": "p", **data}, "record")
 
 
 def test_signature_abstracts_members_and_numbers_but_not_ordered_binaries() -> None:

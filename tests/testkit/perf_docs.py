@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from fusionspec.conformance.perf.document import PERF_FORMAT, PERF_VERSION, check_perf
+from fusionspec.conformance.perf.document import PERF_FORMAT, PERF_VERSION, read_perf
 
 
 def _timing(median: float, spread: float) -> dict[str, Any]:
@@ -57,7 +57,8 @@ def perf_document(workloads: list[dict[str, Any]], *, backend: str = "planted",
         "yardsticks": yardsticks if yardsticks is not None
         else {"copy_gb_s": 10.0, "gemm_gflop_s": 100.0, "gemm_shape": [512, 512, 512]},
         "workloads": workloads}
-    return check_perf(document, "planted perf document")
+    read_perf(document, "planted perf document")  # a document every reader takes
+    return document
 
 
 def mixed_document(**kwargs: Any) -> dict[str, Any]:
