@@ -37,7 +37,7 @@ from .selection import known_rule_ids
 
 __all__ = ["EXPECTATIONS_SCHEMA", "READABLE_SCHEMAS", "MAX_FILE_BYTES", "MAX_ENTRIES",
            "MAX_VALUES", "MAX_GLOBS", "MAX_VALUE_CHARS", "TEXT_LIMIT", "MATCHERS",
-           "entry_text", "is_glob", "ExpectationsError", "Expectation", "Expectations",
+           "entry_text", "is_glob", "ExpectationsError", "Citation", "Expectation", "Expectations",
            "load_schema", "render_toml"]
 
 #: The format this module writes (the file's ``schema`` key).
@@ -170,13 +170,9 @@ class Expectation:
         """Whether a failing verdict of `status` is the failure this entry expects."""
         return not self.verdicts or status in self.verdicts
 
-    def record(self) -> dict[str, Any]:
+    def citation(self) -> Citation:
         """How the results document cites this entry."""
-        found: dict[str, Any] = {"entry": self.number, "status": self.status,
-                                 "reason": self.reason}
-        if self.link:
-            found["link"] = self.link
-        return found
+        return Citation(self.number, self.status, self.reason, self.link or None)
 
     def table(self) -> dict[str, Any]:
         """This entry as a TOML table (for writing a file back)."""
@@ -194,6 +190,30 @@ class Expectation:
 
 
 @dataclass(frozen=True)
+class Citation:
+    """An entry as a results document cites it: its number in the file, its status, its
+    reason and its link (None: none given)."""
+
+    entry: int
+    status: str
+    reason: str
+    link: str | None = None
+
+    def to_json(self) -> dict[str, int | str]:
+        """The citation as the document writes it (no ``link`` key when there is none)."""
+        found: dict[str, int | str] = {"entry": self.entry, "status": self.status,
+                                       "reason": self.reason}
+        if self.link:
+            found["link"] = self.link
+        return found
+
+    def text(self) -> str:
+        """``expectations entry N: reason (link)``, as pytest's skip and xfail lines say it."""
+        link = f" ({self.link})" if self.link else ""
+        return f"expectations entry {self.entry}: {self.reason}{link}"
+
+
+@dataclass(frozen=True)
 class Expectations:
     """A loaded expectations file: its entries in order, where it came from and its digest."""
 
@@ -205,9 +225,6 @@ class Expectations:
         """The first entry matching `case` on `device`, or None."""
         values = (case.pattern, case.kind.value, case.rule, case.dtype, case.id, device.id)
         return next((e for e in self.entries if e.accepts(values)), None)
-
-    def header(self) -> dict[str, Any]:
-        return {"file": self.source, "sha256": self.sha256, "entries": len(self.entries)}
 
     @staticmethod
     def load(path: str | Path) -> Expectations:

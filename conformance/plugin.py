@@ -241,7 +241,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         marks = []
         entry = planned.expectation
         if entry is not None and entry.status == "fail":
-            marks.append(pytest.mark.xfail(reason=_cite(entry.record()), strict=options.strict,
+            marks.append(pytest.mark.xfail(reason=entry.citation().text(), strict=options.strict,
                                            raises=_NeverRaised))
         params.append(pytest.param(planned, id=ident, marks=marks))
     metafunc.parametrize(_TEST_ARG, params)
@@ -252,11 +252,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     # What is left after -k, --deselect and --lf: the run is complete when all of it ran.
     _state(config).collected = sum(1 for item in items if _TEST_ARG in
                                    getattr(item, "fixturenames", ()))
-
-
-def _cite(record: dict[str, Any]) -> str:
-    link = f" ({record['link']})" if record.get("link") else ""
-    return f"expectations entry {record['entry']}: {record['reason']}{link}"
 
 
 def judge_case(planned: PlannedCase | None, config: pytest.Config) -> None:
@@ -272,25 +267,21 @@ def judge_case(planned: PlannedCase | None, config: pytest.Config) -> None:
     entry = planned.expectation
     if entry is not None and entry.status == "skip":
         collector.skip(planned.case, index=planned.index, occurrence=planned.occurrence,
-                       expectation=entry.record())
-        pytest.skip(_cite(entry.record()))
+                       expectation=entry)
+        pytest.skip(entry.citation().text())
     start = time.perf_counter()
     verdict = runner.run(planned.case)
     seconds = time.perf_counter() - start
-    record: dict[str, Any] | None = None
-    if entry is not None:
-        record = {**entry.record(),
-                  "met": verdict.failed and entry.expects(verdict.status.value)}
     collector.add(planned.case, verdict, index=planned.index, occurrence=planned.occurrence,
-                  seconds=seconds, expectation=record)
+                  seconds=seconds, expectation=entry)
     if verdict.status is Status.unsupported:
         # Not a pass: the backend declared it does not do this (JUnit shows it skipped).
         pytest.skip(f"unsupported: {verdict.reason}")
     if not verdict.failed:
         return
     text = _failure_text(collector, collector.failures[-1])
-    if record is not None and record["met"]:
-        pytest.xfail(f"{_cite(record)}; {text}")
+    if entry is not None and entry.expects(verdict.status.value):
+        pytest.xfail(f"{entry.citation().text()}; {text}")
     pytest.fail(text, pytrace=False)
 
 

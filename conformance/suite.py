@@ -474,7 +474,7 @@ def judge_plan(plan: Plan, runner: Runner | RunnerPool, collector: ResultsCollec
     what was judged recorded and raises KeyboardInterrupt."""
     for planned in plan.skipped:
         collector.skip(planned.case, index=planned.index, occurrence=planned.occurrence,
-                       expectation=_record(planned.expectation))
+                       expectation=planned.expectation)
     if progress is not None:
         progress.judging(len(plan.cases))
     cases = [p.case for p in plan.cases]
@@ -484,7 +484,7 @@ def judge_plan(plan: Plan, runner: Runner | RunnerPool, collector: ResultsCollec
     for planned, (verdict, seconds) in zip(plan.cases, verdicts):
         collector.add(planned.case, verdict, index=planned.index,
                       occurrence=planned.occurrence, seconds=seconds,
-                      expectation=_record(planned.expectation, verdict))
+                      expectation=planned.expectation)
         if progress is not None:
             progress.judged(planned, verdict, seconds)
         if verdict.failed:
@@ -493,18 +493,6 @@ def judge_plan(plan: Plan, runner: Runner | RunnerPool, collector: ResultsCollec
     if profile.shrink:
         for (pattern, kind), found in failing.items():
             _add_minimal_cases(_STRATEGIES[kind](entry(pattern)), found, runner, collector)
-
-
-def _record(expectation: Expectation | None, verdict: Verdict | None = None,
-            ) -> dict[str, object] | None:
-    """The expectations entry as the results document records it, with whether `verdict` is
-    the failure it expects."""
-    if expectation is None:
-        return None
-    found: dict[str, object] = expectation.record()
-    if verdict is not None:
-        found["met"] = verdict.failed and expectation.expects(verdict.status.value)
-    return found
 
 
 def _timed(runner: Runner, cases: Sequence[Case]) -> Iterator[tuple[Verdict, float]]:
@@ -524,7 +512,7 @@ def run_collector(runner: Runner | RunnerPool, backend: str, out_dir: Path | Non
         runner.backend_name, runner.device, run_settings=runner.run_settings, out_dir=out_dir,
         device_problems=runner.device_problems, departures=runner.departures,
         backend_spec=backend,
-        expectations=expectations.header() if expectations else None, strict=strict)
+        expectations=expectations, strict=strict)
 
 
 def _add_minimal_cases(strategy: st.SearchStrategy[Case], failing: list[tuple[Case, Verdict]],

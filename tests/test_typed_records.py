@@ -50,6 +50,12 @@ ALLOWED: dict[str, str] = {
         "the run command's summary of one output array (its --json output)",
     "cli/partition.py:partition_to_dict":
         "the partition command's --json output of a partitioning",
+    "conformance/grade/results.py:ResultsCollector.to_dict":
+        "the collected document written as JSON (document().to_json(), what write() writes)",
+    "reports/method_coverage.py:method_coverage":
+        "reads the coverage model's method table (the generator's items), not a run's data",
+    "reports/model.py:build_report":
+        "hands the coverage model's method table on to method_coverage",
     "reports/mutation.py:mutation_view":
         "reads the mutation-score document, a document family of its own",
 }

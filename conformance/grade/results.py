@@ -117,6 +117,7 @@ from .verdict import Verdict
 from .verdicts import rule_statement
 
 if TYPE_CHECKING:
+    from ..expectations_file import Expectation, Expectations
     from ..selection import RunSettings
 
 __all__ = ["SCHEMA_VERSION", "SPEC_VERSION", "ResultsFormatError", "ResultsCollector",
@@ -172,14 +173,6 @@ def _departure_record(departure: Departure) -> DepartureRecord:
     data = departure_data(departure)
     return DepartureRecord(id=departure.id, statement=departure.statement,
                            extra={k: v for k, v in data.items() if k not in ("id", "statement")})
-
-
-def _text_or_none(value: object) -> str | None:
-    return None if value is None else str(value)
-
-
-def _count_or_none(value: object) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def artifact_name(case_id: str) -> str:
@@ -242,7 +235,7 @@ class ResultsCollector:
                  device_problems: Mapping[str, str] | None = None,
                  departures: Sequence[Departure] = (),
                  unavailable: str | None = None, backend_spec: str | None = None,
-                 expectations: Mapping[str, Any] | None = None, strict: bool = False) -> None:
+                 expectations: Expectations | None = None, strict: bool = False) -> None:
         self.backend = backend
         #: The backend as the run was given it (what replay commands name).
         self.backend_spec = backend_spec or backend
@@ -253,7 +246,8 @@ class ResultsCollector:
         self.run_settings = run_settings
         #: How many cases the selection drew before sharding (None: not planned by the suite).
         self.planned: int | None = None
-        self.expectations = dict(expectations) if expectations is not None else None
+        #: The expectations file the run had (None: none).
+        self.expectations = expectations
         self.strict = strict
         self.device_problems = dict(device_problems or {})
         #: The backend's declared known departures (what verdicts' ``departures`` refer to).
@@ -331,29 +325,30 @@ class ResultsCollector:
         return bool(self.unexpected_failures) or (self.strict and bool(self.unexpected_passes))
 
     def skip(self, case: Case, *, index: int, occurrence: int = 1,
-             expectation: Mapping[str, Any] | None = None) -> None:
-        """Record that `case` was not run because of an expectations entry."""
-        cited = dict(expectation or {})
+             expectation: Expectation | None = None) -> None:
+        """Record that `case` was not run because of the expectations entry `expectation`."""
+        cited = expectation.citation().to_json() if expectation is not None else {}
         status = cited.pop("status", None)
         self.skipped.append(CaseRecord(
             case_id=case.id, pattern=case.pattern, index=index, kind=case.kind.value,
             rule=case.rule, dtype=case.dtype, status=None if status is None else str(status),
-            occurrence=occurrence if occurrence > 1 else None, extra=_jsonable(cited)))
+            occurrence=occurrence if occurrence > 1 else None, extra=cited))
 
     def add(self, case: Case, verdict: Verdict, *, index: int | None = None,
             occurrence: int = 1, seconds: float | None = None,
-            expectation: Mapping[str, Any] | None = None) -> None:
+            expectation: Expectation | None = None) -> None:
         """Record `verdict` on `case`, judged with the run's seed; a failing one is listed (and
         saved under out_dir).
 
         `index` is the case's position in the plan (default: after the cases recorded so far),
-        `seconds` its wall time, `expectation` the expectations entry matching it (with
-        ``met``: whether the verdict is the failure it expects)."""
+        `seconds` its wall time, `expectation` the expectations entry matching it (it is met
+        when the verdict is the failure it expects)."""
         status = verdict.status.value
         if index is None:
             index = len(self.verdicts) + len(self.skipped)
-        met = bool(expectation is not None and expectation.get("met"))
-        expected = {k: v for k, v in (expectation or {}).items() if k != "met"}
+        met = expectation is not None and verdict.failed and expectation.expects(status)
+        expected: dict[str, Any] = expectation.citation().to_json() \
+            if expectation is not None else {}
         self.totals[status] += 1
         entry = self._pattern[case.pattern]
         entry["counts"][status] += 1
@@ -468,15 +463,13 @@ class ResultsCollector:
                  for rid, r in sorted(self._rules.items())}
         expectations = None
         if self.expectations is not None:
-            given = dict(self.expectations)
             expectations = ExpectationsSummary(
-                file=_text_or_none(given.pop("file", None)),
-                sha256=_text_or_none(given.pop("sha256", None)),
-                entries=_count_or_none(given.pop("entries", None)), strict=self.strict,
+                file=self.expectations.source, sha256=self.expectations.sha256,
+                entries=len(self.expectations.entries), strict=self.strict,
                 expected_failures=sum(1 for f in self.failures if f.expected
                                       and not f.minimal_of),
                 unexpected_passes=by_index(self.unexpected_passes),
-                skipped=by_index(self.skipped), extra=_jsonable(given))
+                skipped=by_index(self.skipped))
         return ResultsDocument(
             backend=self.backend, device=device, suite_version=suite_version(),
             suite_commit=source_commit(), spec_version=SPEC_VERSION,

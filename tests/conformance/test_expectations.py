@@ -78,23 +78,22 @@ link = "https://example.org/issues/1"
     match = exp.match(VALID, NUMPY_DEVICE)
     assert match is not None and match.number == 2, \
         f"on the numpy device the GPU skip does not match, the second entry does: {match}"
-    assert match.record() == {"entry": 2, "status": "fail", "reason": "no fused post-ops yet",
-                              "link": "https://example.org/issues/1"}, \
-        f"the results cite the entry with its reason and link: {match.record()}"
+    assert match.citation().to_json() == {
+        "entry": 2, "status": "fail", "reason": "no fused post-ops yet",
+        "link": "https://example.org/issues/1"}, \
+        f"the results cite the entry with its reason and link: {match.citation()}"
     assert exp.match(toy.near_miss_case(), NUMPY_DEVICE) is None, \
         "a near miss is of another kind than the entry names"
 
 
 def _collect(backend: object, expectations: Expectations, *, strict: bool = False,
              ) -> ResultsCollector:
-    collector = ResultsCollector("toy", NUMPY_DEVICE, expectations=expectations.header(),
+    collector = ResultsCollector("toy", NUMPY_DEVICE, expectations=expectations,
                                  strict=strict)
     for index, case in enumerate((VALID, toy.near_miss_case())):
         verdict = judge(case, backend, NUMPY_DEVICE)  # type: ignore[arg-type]
         entry = expectations.match(case, NUMPY_DEVICE)
-        record = None if entry is None else {
-            **entry.record(), "met": verdict.failed and entry.expects(verdict.status.value)}
-        collector.add(case, verdict, index=index, expectation=record)
+        collector.add(case, verdict, index=index, expectation=entry)
     return collector
 
 

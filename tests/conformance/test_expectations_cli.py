@@ -16,7 +16,7 @@ from testkit import toy_backends as toy
 from testkit.cli import fusionspec, pytest_run
 
 from fusionspec.cli.conform import _summary
-from fusionspec.conformance.expectations import Expectations
+from fusionspec.conformance.expectations import Expectation, Expectations
 from fusionspec.conformance.grade.document import ResultsDocument
 from fusionspec.conformance.grade.results import ResultsCollector
 from fusionspec.conformance.grade.verdicts import judge
@@ -165,14 +165,15 @@ def test_the_plugin_takes_the_prune_option_with_the_same_checks(tmp_path: Path) 
 
 def _stale_collector(entries: int, strict: bool) -> ResultsCollector:
     """Entries 1..`entries` each expected the toy case to fail, and it passed; entry 1 thrice."""
-    collector = ResultsCollector("toy", NUMPY_DEVICE, strict=strict,
-                                 expectations={"file": "exp.toml", "sha256": "0", "entries": 1})
+    entries_file = Expectations("exp.toml", "0", tuple(
+        Expectation(number, "fail", f"reason {number}") for number in range(1, entries + 1)))
+    collector = ResultsCollector("toy", NUMPY_DEVICE, strict=strict, expectations=entries_file)
     case = toy.valid_case("fp.matmul_post_ops", 3)
     verdict = judge(case, toy.Faithful(), NUMPY_DEVICE)  # type: ignore[arg-type]
     numbers = [1, 1, *range(1, entries + 1)]
     for index, number in enumerate(numbers):
-        collector.add(case, verdict, index=index, occurrence=index + 1, expectation={
-            "entry": number, "status": "fail", "reason": f"reason {number}", "met": False})
+        collector.add(case, verdict, index=index, occurrence=index + 1,
+                      expectation=entries_file.entries[number - 1])
     return collector
 
 

@@ -65,7 +65,7 @@ def test_a_nul_in_a_reason_still_gives_junit_that_parses() -> None:
     assert not any(c in entry.reason + entry.link for c in "\x00\x07\x0b\x1b\u202e"), \
         f"control characters are dropped: {entry.reason!r} {entry.link!r}"
     verdict = {"case_id": "c/valid/1", "pattern": "fp.x", "status": "numeric-mismatch",
-               "index": 0, "expected": entry.record()}
+               "index": 0, "expected": entry.citation().to_json()}
     root = ET.fromstring(junit_xml(ResultsDocument.from_json(
         {"schema": SCHEMA_VERSION, "verdicts": [verdict], "backend": "b\x00",
          "device": {"id": "d\ud800"}})))
@@ -96,8 +96,8 @@ def test_every_text_of_an_entry_is_cleaned(reason: str, link: str, finding: str)
             f"{name} is one clean line: {value!r}"
     root = ET.fromstring(junit_xml(ResultsDocument.from_json({
         "schema": SCHEMA_VERSION, "backend": "b", "device": {"id": "d"}, "verdicts": [{
-            "case_id": "c", "status": "numeric-mismatch", "index": 0,
-            "expected": entry.record()}]})))
+            "case_id": "c", "pattern": "fp.x", "status": "numeric-mismatch", "index": 0,
+            "expected": entry.citation().to_json()}]})))
     assert root.tag == "testsuites", "the JUnit XML parses"
 
 
@@ -105,14 +105,15 @@ def test_every_text_of_an_entry_is_cleaned(reason: str, link: str, finding: str)
 @given(backend=hostile_text(30), reason=hostile_text(60), case_id=hostile_text(20))
 def test_junit_parses_whatever_the_document_holds(backend: str, reason: str,
                                                   case_id: str) -> None:
-    failure = {"case_id": case_id, "status": "error", "reason": reason,
+    failure = {"case_id": case_id, "pattern": reason, "status": "error", "reason": reason,
                "description": reason, "details": {}, "replay": {"rerun": reason}}
     document: dict[str, Any] = {
         "schema": SCHEMA_VERSION, "backend": backend, "device": {"id": reason}, "started": reason,
         "verdicts": [{"case_id": case_id, "pattern": reason, "status": "error",
                       "reason": reason, "index": 0}],
         "failures": [failure], "incomplete": reason,
-        "expectations": {"skipped": [{"case_id": reason, "index": 1, "entry": 1,
+        "expectations": {"skipped": [{"case_id": reason, "pattern": reason, "index": 1,
+                                      "entry": 1,
                                       "reason": reason, "link": reason}]}}
     text = junit_xml(ResultsDocument.from_json(document))
     text.encode("utf-8")
