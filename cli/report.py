@@ -50,6 +50,7 @@ from fusionspec.spec.text import clean_json
 from .output import UsageError, check_paths, emit
 
 if TYPE_CHECKING:
+    from fusionspec.conformance.method_rows import MethodRow
     from fusionspec.reports.catch_rates import CatchRates
 
 HELP = "render the HTML compliance report from results documents"
@@ -203,7 +204,7 @@ def _catch_rate_summary(rates: CatchRates) -> dict[str, object]:
 
 
 def _coverage() -> tuple[dict[str, tuple[tuple[str, str], ...]] | None,
-                         tuple[dict[str, object], ...]]:
+                         tuple[MethodRow, ...]]:
     """Per pattern, the (feature, value) items its cases must reach, and the coverage model by
     method, as data (read back from the draw cache's folder when this suite computed them
     before); None and none without hypothesis."""

@@ -44,6 +44,7 @@ from .cache_files import (
     unseal,
     write_atomic,
 )
+from .method_rows import MethodRow, MethodRowError
 
 __all__ = ["ENTRY_LIMIT", "CoverageModel", "compute", "coverage_model", "entry_path", "load",
            "model_key", "store"]
@@ -62,12 +63,12 @@ class CoverageModel:
     data (name, summary, items, and what each leaves out and why)."""
 
     required: dict[str, tuple[Item, ...]]
-    methods: tuple[dict[str, Any], ...]
+    methods: tuple[MethodRow, ...]
 
     def to_json(self) -> dict[str, Any]:
         return {"format": _FORMAT,
                 "required": {k: [list(item) for item in v] for k, v in self.required.items()},
-                "methods": list(self.methods)}
+                "methods": [method.to_json() for method in self.methods]}
 
     @staticmethod
     def from_json(data: object) -> CoverageModel:
@@ -82,11 +83,14 @@ class CoverageModel:
                     isinstance(i, list) and len(i) == 2 and all(isinstance(s, str) for s in i)
                     for i in items):
                 raise BadEntry("its items are not (feature, value) pairs")
-        if not isinstance(methods, list) or not all(
-                isinstance(m, dict) and isinstance(m.get("name"), str) for m in methods):
-            raise BadEntry("its methods are not named objects")
+        if not isinstance(methods, list):
+            raise BadEntry("its methods are not a list")
+        try:
+            rows = tuple(MethodRow.from_json(method) for method in methods)
+        except MethodRowError as exc:
+            raise BadEntry(str(exc)) from None
         return CoverageModel({k: tuple((f, v) for f, v in items)
-                              for k, items in required.items()}, tuple(methods))
+                              for k, items in required.items()}, rows)
 
 
 def coverage_model() -> CoverageModel | None:

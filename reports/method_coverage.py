@@ -8,10 +8,11 @@ The methods reach the report as data (each method's items and the reasons of the
 leaves out, handed in by the ``report`` command); what was drawn comes from the results
 documents' recorded coverage, as for the per-op table.
 
->>> rows = method_coverage([{"Add.operand ranks": {"equal": 3}}], [{
-...     "name": "schema items", "summary": "...", "items": [["Add.operand ranks", "equal"],
-...     ["Add.operand ranks", "lower"], ["SoftPlus.beta", "zero"]],
-...     "left": {"SoftPlus.beta = zero": "divides by beta"}}])
+>>> from fusionspec.conformance.method_rows import MethodRow
+>>> rows = method_coverage([{"Add.operand ranks": {"equal": 3}}], [MethodRow(
+...     "schema items", "...", (("Add.operand ranks", "equal"),
+...     ("Add.operand ranks", "lower"), ("SoftPlus.beta", "zero")),
+...     (("SoftPlus.beta = zero", "divides by beta"),))])
 >>> rows[0].items, rows[0].drawn, rows[0].left, rows[0].undrawn
 (3, 1, ('SoftPlus.beta = zero: divides by beta',), ('Add.operand ranks = lower',))
 """
@@ -20,6 +21,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+
+from fusionspec.conformance.method_rows import MethodRow
 
 from .coverage import percent, split_counts
 
@@ -44,24 +47,20 @@ class MethodCoverage:
 
 
 def method_coverage(observed: Sequence[Mapping[str, Mapping[str, int]]],
-                    methods: Sequence[Mapping[str, object]]) -> tuple[MethodCoverage, ...]:
-    """Each method of `methods` (``name``, ``summary``, ``items`` as [feature, value] pairs,
-    ``left``: item text -> reason) against what the `observed` coverages drew."""
+                    methods: Sequence[MethodRow]) -> tuple[MethodCoverage, ...]:
+    """Each method of `methods` against what the `observed` coverages drew."""
     drawn = {(feature, value) for coverage in observed
              for feature, values in split_counts(coverage).items()
              for value, count in values.items() if count > 0}
     rows = []
     for method in methods:
-        raw = method.get("items")
-        items = {(str(i[0]), str(i[1])) for i in raw if isinstance(i, list | tuple)
-                 and len(i) == 2} if isinstance(raw, list | tuple) else set()
-        given = method.get("left")
-        left = {str(k): str(v) for k, v in given.items()} if isinstance(given, Mapping) else {}
+        items = set(method.items)
+        left = dict(method.left)
         seen = items & drawn
         missing = sorted(f"{k} = {v}" for k, v in items - seen if f"{k} = {v}" not in left)
         rows.append(MethodCoverage(
-            str(method.get("name", "?")), str(method.get("summary", "")), len(items),
-            len(seen), tuple(f"{k}: {v}" for k, v in sorted(left.items())), tuple(missing)))
+            method.name, method.summary, len(items), len(seen),
+            tuple(f"{k}: {v}" for k, v in sorted(left.items())), tuple(missing)))
     return tuple(rows)
 
 

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from fusionspec.conformance.grade.document import LimitationRecord, ResultsDocument
+from fusionspec.conformance.method_rows import MethodRow
 from fusionspec.spec.catalog import CATALOG, PatternFamily
 from fusionspec.spec.pages import PAGES
 
@@ -148,7 +149,7 @@ def build_report(runs: Sequence[RunInput], *, baselines: Sequence[RunInput] = ()
                  generated: datetime | None = None,
                  mutation: MutationView | None = None,
                  perf: PerfSection | None = None,
-                 methods: Sequence[Mapping[str, object]] = (),
+                 methods: Sequence[MethodRow] = (),
                  catch_rates: CatchRates | None = None) -> Report:
     """The view model of the report on `runs` (see the module docstring); `perf`, the
     performance section, may stand without any run."""

@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from fusionspec.spec.catalog import CATALOG, PatternEntry
 
 from ..cases import Case
+from ..method_rows import MethodRow
 from .ambiguous_axes import ambiguous_items
 from .boundaries import BOUNDARY_UNDRAWN, boundary_items
 from .graph_format import FORMAT_UNDRAWN, format_ill_formed_cases, format_items
@@ -101,13 +102,11 @@ def ill_formed_floor(entry: PatternEntry, count: int) -> tuple[list[Case], list[
             rule_setting_cases(entry) + format_ill_formed_cases(entry))
 
 
-def method_table(left_out: Mapping[Item, str] | None = None,
-                 ) -> tuple[dict[str, object], ...]:
-    """Per method, as plain data for the report and BENCHMARKS.md: its name and sentence, every
-    item it asks of the catalog (``items``), and the items it leaves out with the reason
-    (``left``: those no case can show, and `left_out`, those the ci profile leaves to the
-    thorough profile)."""
-    rows: list[dict[str, object]] = []
+def method_table(left_out: Mapping[Item, str] | None = None) -> tuple[MethodRow, ...]:
+    """Per method, as a row for the report and BENCHMARKS.md: its name and sentence, every item
+    it asks of the catalog, and the items it leaves out with the reason (those no case can
+    show, and `left_out`, those the ci profile leaves to the thorough profile)."""
+    rows: list[MethodRow] = []
     for method in METHODS:
         found_set = {item for entry in CATALOG for item in method.items(entry)}
         if method.undrawn is not UNDRAWN:
@@ -118,6 +117,6 @@ def method_table(left_out: Mapping[Item, str] | None = None,
                 if (k, v) in method.undrawn}
         left.update({f"{k} = {v}": (left_out or {})[(k, v)] for k, v in found
                      if (k, v) in (left_out or {})})
-        rows.append({"name": method.name, "summary": method.summary,
-                     "items": [list(item) for item in found], "left": left})
+        rows.append(MethodRow(method.name, method.summary, tuple(found),
+                              tuple(sorted(left.items()))))
     return tuple(rows)

@@ -97,8 +97,8 @@ def _signed(cache: Path, key: str, payload: bytes) -> bytes:
 
 
 @pytest.mark.parametrize("damage", ["garbage", "truncated", "unsigned", "other key",
-                                    "wrong shape", "missing pattern", "not json", "a folder",
-                                    "a link"])
+                                    "wrong shape", "missing pattern", "method without items",
+                                    "not json", "a folder", "a link"])
 def test_a_bad_entry_is_refused_and_computed_again(
         cache: Path, model: CoverageModel, damage: str, tmp_path: Path,
         capsys: pytest.CaptureFixture[str]) -> None:
@@ -121,6 +121,10 @@ def test_a_bad_entry_is_refused_and_computed_again(
     elif damage == "missing pattern":
         data = model.to_json()
         data["required"].pop(next(iter(model.required)))
+        path.write_bytes(_signed(cache, key, json.dumps(data).encode()))
+    elif damage == "method without items":
+        data = model.to_json()
+        data["methods"][0]["items"] = [["one part"]]
         path.write_bytes(_signed(cache, key, json.dumps(data).encode()))
     elif damage == "not json":
         path.write_bytes(_signed(cache, key, b"\x80not json"))
