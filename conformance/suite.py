@@ -274,7 +274,7 @@ def _claimed_draw(draw: _Draw, profile: Profile, run_seed: int, database_dir: Pa
 
 def _draw_and_keep(draw: _Draw, profile: Profile, run_seed: int, database_dir: Path | None,
                    key: str | None) -> list[Case]:
-    with harvesting() as prepared_of:
+    with harvesting() as prepared_of, source_independent():
         cases = _draw_fresh(draw, profile, run_seed, database_dir)
         if run_seed == CHECK_SEED and draw.kind is not CaseKind.ill_formed:
             _keep_prepared(cases, prepared_of)

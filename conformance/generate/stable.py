@@ -33,10 +33,15 @@ def _no_local_constants() -> Any:
 
 @contextmanager
 def source_independent() -> Iterator[None]:
-    """Draw inside this block with no constants taken from loaded modules' sources."""
+    """Draw inside this block with no constants taken from loaded modules' sources.
+
+    Blocks nest: an inner one leaves the outer one's setting and Hypothesis' cache of allowed
+    constants as they are, so a draw of many Hypothesis runs (a floor's designed cases) fills
+    that cache once instead of once per run. What the cache holds inside a block depends only
+    on the choice asked for, so keeping it changes no draw."""
     hook: Callable[[], Any] | None = getattr(providers, "_get_local_constants", None)
     cache = getattr(providers, "CONSTANTS_CACHE", None)
-    if hook is None or not hasattr(providers, "Constants"):
+    if hook is None or not hasattr(providers, "Constants") or hook is _no_local_constants:
         yield
         return
     setattr(providers, "_get_local_constants", _no_local_constants)  # noqa: B010

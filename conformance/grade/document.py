@@ -5,7 +5,7 @@
 records (`fusionspec.conformance.records.schema`; ``python -m fusionspec.conformance.schemas``
 writes it again), what it checks beyond the fields' types (required members, the statuses,
 minimums, the ``schema`` constant) declared in the fields' metadata.
-`load_results` and everything that reads a document (the report, findings, merge, diff, the
+`load_document` and everything that reads a document (the report, findings, merge, diff, the
 pytest plugin, replay) go through `ResultsDocument`, so a document is checked once, and one of an
 older schema version is brought up to this one on the way in (`UPGRADES`); a version this
 fusionspec does not know is refused with a message naming it.

@@ -64,3 +64,24 @@ def test_the_guard_is_what_keeps_them_apart(literal_module: None,
     assert ids != unguarded, (
         "with Hypothesis' local constants switched back on, a module of extra literals left "
         "int8.pool_add's draw unchanged: the probe no longer exercises the guard")
+
+
+def test_nested_blocks_keep_the_outer_setting_and_the_constants_cache() -> None:
+    """A floor's designed cases are many Hypothesis runs inside one draw: an inner block must
+    neither switch the local constants back on when it ends nor empty the cache of allowed
+    constants the outer block filled."""
+    providers = stable.providers
+    real = providers._get_local_constants  # type: ignore[attr-defined]
+    cache = providers.CONSTANTS_CACHE  # type: ignore[attr-defined]
+    with stable.source_independent():
+        cache[("probe", ())] = ((), ())
+        with stable.source_independent():
+            assert providers._get_local_constants is not real, (  # type: ignore[attr-defined]
+                "inside the inner block the local constants are off")
+        assert providers._get_local_constants is not real, (  # type: ignore[attr-defined]
+            "the inner block's end switched the local constants back on inside the outer one")
+        assert ("probe", ()) in cache, (
+            "the inner block emptied the constants cache the outer one filled")
+    assert providers._get_local_constants is real, (  # type: ignore[attr-defined]
+        "the outer block's end restores Hypothesis' own hook")
+    assert ("probe", ()) not in cache, "the outer block's end empties the constants cache"
