@@ -40,6 +40,8 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import platform
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -109,13 +111,14 @@ def _source_digest() -> str:
 
 def _install(session: nox.Session, *extras: str, editable: bool = False) -> None:
     """Install this checkout with `extras` into the session's environment, unless the same
-    sources with the same extras are installed there already (a reused environment: the main
-    job's second run then spends no time reinstalling)."""
+    sources are installed there already with these extras or more (a reused environment: the
+    main job's second run then spends no time reinstalling)."""
     target = f".[{','.join(extras)}]" if extras else "."
     location = getattr(session.virtualenv, "location", None)
     stamp = Path(location) / ".fusionspec-installed" if location else None
-    key = f"{_source_digest()} {target} {'editable' if editable else 'wheel'}"
-    if stamp is not None and stamp.is_file() and stamp.read_text() == key:
+    key = f"{_source_digest()} {'editable' if editable else 'wheel'}"
+    had = _installed_extras(stamp, key)
+    if had is not None and set(extras) <= had:
         session.log("fusionspec is installed from these sources already: install skipped")
         return
     held = ("-c", str(CONSTRAINTS))
@@ -124,7 +127,18 @@ def _install(session: nox.Session, *extras: str, editable: bool = False) -> None
     else:
         session.install(*held, target)
     if stamp is not None:
-        stamp.write_text(key)
+        stamp.write_text(f"{key}\n{','.join(sorted((had or set()) | set(extras)))}\n")
+
+
+def _installed_extras(stamp: Path | None, key: str) -> set[str] | None:
+    """The extras installed from the sources `key` names, by the stamp `_install` writes; None
+    where nothing from these sources is installed (or the stamp is an older form)."""
+    if stamp is None or not stamp.is_file():
+        return None
+    first, _, rest = stamp.read_text().partition("\n")
+    if first != key:
+        return None
+    return {extra for extra in rest.strip().split(",") if extra}
 
 
 @nox.session(python=PYTHON)
@@ -236,8 +250,9 @@ def _conform(session: nox.Session, backends: list[str] | None,
         listing: dict[str, Any] = {}
         if backends is None or set(backends) - set(UNPROBED):
             with _timed(spent, "devices"):
-                listing = json.loads(session.run("fusionspec", "conform", "--list", "--json",
-                                                 silent=True) or "{}")
+                listing = _listing(session)
+                if wanted("accel") and _no_device(listing, "accel") and INTEL_OPENCL_HERE:
+                    listing = _with_intel_opencl(session, listing)
         for row in listing.get("backends", []):
             listed: str = row["backend"]
             if not wanted(listed) or listed in UNPROBED:
@@ -251,6 +266,40 @@ def _conform(session: nox.Session, backends: list[str] | None,
                 failed.append(f"{name}:{device}")
     if failed:
         session.error(f"conformance failures on {', '.join(failed)} (see results/conformance)")
+
+
+def _listing(session: nox.Session) -> dict[str, Any]:
+    """`fusionspec conform --list --json`: every installed backend with its usable devices."""
+    listing: dict[str, Any] = json.loads(session.run("fusionspec", "conform", "--list", "--json",
+                                                     silent=True) or "{}")
+    return listing
+
+
+def _no_device(listing: dict[str, Any], backend: str) -> bool:
+    return any(row["backend"] == backend and not row["devices"]
+               for row in listing.get("backends", []))
+
+
+#: Whether Intel's CPU OpenCL runtime installs here (the intel-opencl extra's markers).
+INTEL_OPENCL_HERE = sys.platform == "linux" and platform.machine() == "x86_64"
+
+
+def _with_intel_opencl(session: nox.Session, listing: dict[str, Any]) -> dict[str, Any]:
+    """Where no installed OpenCL device can run the backend (PoCL's LLVM does not know every
+    CPU: on an AMD Zen 5 it builds no kernel), install Intel's CPU runtime, which runs on
+    either vendor's processors, and list the devices again; the listing as it was where the
+    runtime is installed already."""
+    location = getattr(session.virtualenv, "location", None)
+    stamp = Path(location) / ".fusionspec-installed" if location else None
+    had = _installed_extras(stamp, f"{_source_digest()} wheel") or set()
+    if "intel-opencl" in had:
+        return listing
+    why = next((row.get("unavailable", "") for row in listing.get("backends", [])
+                if row["backend"] == "accel"), "")
+    session.log(f"accel has no usable device ({why}); installing Intel's CPU OpenCL runtime "
+                "(the intel-opencl extra) and listing the devices again")
+    _install(session, "intel-opencl")
+    return _listing(session)
 
 
 def _conform_one(session: nox.Session, name: str, device: str | None,

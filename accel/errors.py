@@ -54,12 +54,35 @@ class KernelBuildError(AccelError):
         self.options = tuple(options)
         self.device = device
         where = f" for {device}" if device else ""
-        #: One line, without the log (for listings such as a failed probe's reason).
-        self.summary = f"{message}{where}"
+        #: One line, without the whole log (for listings such as a failed probe's reason): the
+        #: compiler's first error, and what to do where the cause is a known one.
+        self.summary = f"{message}{where}{_first_error(log)}"
         shown = log.strip() or "(the compiler gave no log)"
         if len(shown) > 2000:  # the full log stays on .log; the message must stay readable
             shown = shown[:2000] + " ..."
         super().__init__(f"{message}{where}; build log:\n{shown}")
+
+
+#: Causes a build log names that lie in the OpenCL runtime, not in the kernel, with what to do.
+KNOWN_CAUSES = {
+    "unknown target CPU": (
+        "the runtime's LLVM does not know this CPU, so it builds no kernel at all (PoCL 3.0 on an "
+        "AMD Zen 5, for one); the intel-opencl extra gives such a machine a CPU device that works, "
+        "see docs/install.md"),
+}
+
+
+def _first_error(log: str) -> str:
+    """`` [error: ...]`` for the log's first error line, then a known cause's advice; '' when
+    the log names no error."""
+    line = next((ln.strip() for ln in log.splitlines() if "error:" in ln), "")
+    if not line:
+        return ""
+    line = line[line.index("error:"):]
+    if len(line) > 200:
+        line = line[:200] + " ..."
+    advice = next((why for cause, why in KNOWN_CAUSES.items() if cause in line), "")
+    return f" [{line}]" + (f": {advice}" if advice else "")
 
 
 class UnsupportedPartitionError(AccelError):

@@ -97,3 +97,28 @@ def test_a_fresh_rebuild_with_kernels_is_accepted(monkeypatch: pytest.MonkeyPatc
 def test_the_planted_fault_source_declares_no_kernel() -> None:
     assert "__kernel" not in build.NO_KERNELS_SOURCE and "kernel " not in \
         build.NO_KERNELS_SOURCE, f"the no-kernels fault source: {build.NO_KERNELS_SOURCE!r}"
+
+
+def test_a_build_errors_one_line_names_the_compilers_first_error() -> None:
+    log = ("warning: something harmless\n<source>:12:5: error: use of undeclared identifier 'x'\n"
+           "<source>:14:1: error: expected ';'\n")
+    err = KernelBuildError("the OpenCL compiler rejected a generated kernel", source="",
+                           log=log, device="pocl-cpu")
+    assert "error: use of undeclared identifier 'x'" in err.summary, \
+        f"the one-line summary names the compiler's first error: {err.summary}"
+    assert "expected ';'" not in err.summary and "intel-opencl" not in err.summary, \
+        f"only the first error, and no advice for a cause in the kernel: {err.summary}"
+    bare = KernelBuildError("the OpenCL compiler rejected a generated kernel", source="", log="",
+                            device="pocl-cpu")
+    assert bare.summary == "the OpenCL compiler rejected a generated kernel for pocl-cpu", \
+        f"a build without a log says what failed and where, nothing more: {bare.summary}"
+
+
+def test_a_runtime_that_does_not_know_the_cpu_is_named_with_what_to_do() -> None:
+    err = KernelBuildError("the OpenCL compiler rejected a generated kernel", source="",
+                           log="error: unknown target CPU 'generic'\n", device="pocl-cpu")
+    assert "unknown target CPU 'generic'" in err.summary, \
+        f"the compiler's words are kept: {err.summary}"
+    assert "does not know this CPU" in err.summary and "intel-opencl" in err.summary, \
+        f"a CPU the runtime's LLVM does not know is named as the cause, with the way out: " \
+        f"{err.summary}"
