@@ -31,6 +31,12 @@ def _no_local_constants() -> Any:
     return getattr(providers, "Constants")()  # noqa: B009
 
 
+#: How many blocks are open: only the outermost one patches and restores. Counted rather than
+#: read off the hook, so that a test which swaps `_no_local_constants` for Hypothesis' own
+#: hook (the guard switched off) still gets a cleared cache around its draw.
+_depth = 0
+
+
 @contextmanager
 def source_independent() -> Iterator[None]:
     """Draw inside this block with no constants taken from loaded modules' sources.
@@ -39,18 +45,21 @@ def source_independent() -> Iterator[None]:
     constants as they are, so a draw of many Hypothesis runs (a floor's designed cases) fills
     that cache once instead of once per run. What the cache holds inside a block depends only
     on the choice asked for, so keeping it changes no draw."""
+    global _depth
     hook: Callable[[], Any] | None = getattr(providers, "_get_local_constants", None)
     cache = getattr(providers, "CONSTANTS_CACHE", None)
-    if hook is None or not hasattr(providers, "Constants") or hook is _no_local_constants:
+    if hook is None or not hasattr(providers, "Constants") or _depth:
         yield
         return
     setattr(providers, "_get_local_constants", _no_local_constants)  # noqa: B010
     # The allowed constants are cached per choice type with the local ones folded in.
     if cache is not None:
         cache.cache.clear()
+    _depth += 1
     try:
         yield
     finally:
+        _depth -= 1
         setattr(providers, "_get_local_constants", hook)  # noqa: B010
         if cache is not None:
             cache.cache.clear()
