@@ -60,6 +60,11 @@ def test_the_guard_is_what_keeps_them_apart(literal_module: None,
                         stable.providers._get_local_constants)  # type: ignore[attr-defined]
     sys.modules.pop("fs_literals_probe", None)
     importlib.import_module("fs_literals_probe")
+    # Hypothesis rescans sys.modules only when its length changed since its last scan, and
+    # skips module ids it has seen; a pop and an import leave the length as it was, and the
+    # new module may reuse a freed id. Forget the earlier scans so the probe is read.
+    monkeypatch.setattr(stable.providers, "_sys_modules_len", None, raising=False)
+    monkeypatch.setattr(stable.providers, "_seen_modules", set(), raising=False)
     unguarded = _ids("int8.pool_add")
     assert ids != unguarded, (
         "with Hypothesis' local constants switched back on, a module of extra literals left "
