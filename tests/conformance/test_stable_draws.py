@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import importlib
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -18,8 +20,9 @@ from fusionspec.conformance.generate import stable
 from fusionspec.conformance.suite import PROFILES, draw_cases
 from fusionspec.spec.catalog import entry
 
-#: A module full of literals of the kinds the generators draw (small integers, shapes, floats).
-_LITERALS = "\n".join(f"C{n} = ({n}, {n * 3 + 1}, {n / 7!r}, {-n})" for n in range(1, 400))
+#: A module full of literals of the kinds the generators draw (small integers, shapes, floats):
+#: 532 of them, under the 1,024 beyond which Hypothesis reads none of a module's constants.
+_LITERALS = "\n".join(f"C{n} = ({n}, {n * 3 + 1}, {n / 7!r}, {-n})" for n in range(1, 200))
 
 
 def _ids(pattern: str) -> list[str]:
@@ -33,7 +36,14 @@ def literal_module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     (folder / "fs_literals_probe.py").write_text(_LITERALS + "\n")
     monkeypatch.syspath_prepend(str(folder))
     monkeypatch.setenv("FUSIONSPEC_DRAW_CACHE", "off")
-    importlib.import_module("fs_literals_probe")
+    probe = importlib.import_module("fs_literals_probe")
+    read = getattr(stable.providers, "constants_from_module", None)
+    if read is not None:
+        # Installed as a wheel, fusionspec has no local modules: the probe is then the only
+        # source of local constants, and one Hypothesis ignores would make both tests vacuous.
+        assert len(read(probe)) > 0, (
+            "Hypothesis reads no constants from the probe module (too many literals?): the "
+            "draws would not depend on it with or without the guard")
     yield
     sys.modules.pop("fs_literals_probe", None)
 
@@ -53,22 +63,40 @@ def test_draws_ignore_the_literals_of_loaded_modules(
 
 def test_the_guard_is_what_keeps_them_apart(literal_module: None,
                                             monkeypatch: pytest.MonkeyPatch) -> None:
-    """Without the guard the same module does change the draw: the test above would notice a
-    Hypothesis release whose hook the guard no longer reaches."""
-    ids = _ids("int8.pool_add")
-    monkeypatch.setattr(stable, "_no_local_constants",
-                        stable.providers._get_local_constants)  # type: ignore[attr-defined]
+    """Without the guard, the same module's literals reach the draw: the test above would
+    notice a Hypothesis release whose hook the guard no longer reaches.
+
+    Whether those literals then change a case id is chance (Hypothesis takes a constant for one
+    choice in twenty, half of the time a local one, and a drawn constant often builds the same
+    graph), so the test checks what makes the difference possible, not its luck: the draw asks
+    the hook the guard replaces, and with the guard off the hook hands it the probe's
+    literals."""
+    providers = stable.providers
+    real: Callable[[], Any] = providers._get_local_constants  # type: ignore[attr-defined]
+    handed: list[Any] = []
+
+    def unguarded() -> Any:
+        handed.append(real())
+        return handed[-1]
+
+    monkeypatch.setattr(stable, "_no_local_constants", unguarded)
     sys.modules.pop("fs_literals_probe", None)
-    importlib.import_module("fs_literals_probe")
+    probe = importlib.import_module("fs_literals_probe")
     # Hypothesis rescans sys.modules only when its length changed since its last scan, and
     # skips module ids it has seen; a pop and an import leave the length as it was, and the
     # new module may reuse a freed id. Forget the earlier scans so the probe is read.
-    monkeypatch.setattr(stable.providers, "_sys_modules_len", None, raising=False)
-    monkeypatch.setattr(stable.providers, "_seen_modules", set(), raising=False)
-    unguarded = _ids("int8.pool_add")
-    assert ids != unguarded, (
-        "with Hypothesis' local constants switched back on, a module of extra literals left "
-        "int8.pool_add's draw unchanged: the probe no longer exercises the guard")
+    monkeypatch.setattr(providers, "_sys_modules_len", None, raising=False)
+    monkeypatch.setattr(providers, "_seen_modules", set(), raising=False)
+    _ids("int8.pool_add")
+    assert handed, (
+        "int8.pool_add's draw never asked Hypothesis' _get_local_constants: the guard "
+        "replaces a hook this Hypothesis release no longer uses")
+    literals = list(providers.constants_from_module(probe))  # type: ignore[attr-defined]
+    missing = [c for c in literals if c not in handed[-1]]
+    assert not missing, (
+        f"with the guard off, {len(missing)} of the probe's {len(literals)} literals were not "
+        f"among the local constants handed to the draw (e.g. {missing[:3]}): the probe no "
+        "longer exercises the guard")
 
 
 def test_nested_blocks_keep_the_outer_setting_and_the_constants_cache() -> None:
