@@ -25,6 +25,11 @@ from fusionspec.spec.catalog import entry
 _LITERALS = "\n".join(f"C{n} = ({n}, {n * 3 + 1}, {n / 7!r}, {-n})" for n in range(1, 200))
 
 
+def _literals(module: object) -> list[Any]:
+    """The constants Hypothesis takes from `module`'s source."""
+    return list(stable.providers.constants_from_module(module))  # type: ignore[attr-defined]
+
+
 def _ids(pattern: str) -> list[str]:
     return [c.id for c in draw_cases(entry(pattern), CaseKind.valid, PROFILES["ci"])]
 
@@ -37,13 +42,11 @@ def literal_module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.syspath_prepend(str(folder))
     monkeypatch.setenv("FUSIONSPEC_DRAW_CACHE", "off")
     probe = importlib.import_module("fs_literals_probe")
-    read = getattr(stable.providers, "constants_from_module", None)
-    if read is not None:
-        # Installed as a wheel, fusionspec has no local modules: the probe is then the only
-        # source of local constants, and one Hypothesis ignores would make both tests vacuous.
-        assert len(read(probe)) > 0, (
-            "Hypothesis reads no constants from the probe module (too many literals?): the "
-            "draws would not depend on it with or without the guard")
+    # Installed as a wheel, fusionspec has no local modules: the probe is then the only source
+    # of local constants, and one Hypothesis ignores would make both tests vacuous.
+    assert _literals(probe), (
+        "Hypothesis reads no constants from the probe module (too many literals?): the "
+        "draws would not depend on it with or without the guard")
     yield
     sys.modules.pop("fs_literals_probe", None)
 
@@ -80,18 +83,16 @@ def test_the_guard_is_what_keeps_them_apart(literal_module: None,
         return handed[-1]
 
     monkeypatch.setattr(stable, "_no_local_constants", unguarded)
-    sys.modules.pop("fs_literals_probe", None)
-    probe = importlib.import_module("fs_literals_probe")
     # Hypothesis rescans sys.modules only when its length changed since its last scan, and
-    # skips module ids it has seen; a pop and an import leave the length as it was, and the
-    # new module may reuse a freed id. Forget the earlier scans so the probe is read.
+    # skips module ids it has seen: a worker whose last scan came at this length, or that saw
+    # an earlier probe under a reused id, would not read this one. Forget the earlier scans.
     monkeypatch.setattr(providers, "_sys_modules_len", None, raising=False)
     monkeypatch.setattr(providers, "_seen_modules", set(), raising=False)
     _ids("int8.pool_add")
     assert handed, (
         "int8.pool_add's draw never asked Hypothesis' _get_local_constants: the guard "
         "replaces a hook this Hypothesis release no longer uses")
-    literals = list(providers.constants_from_module(probe))  # type: ignore[attr-defined]
+    literals = _literals(sys.modules["fs_literals_probe"])
     missing = [c for c in literals if c not in handed[-1]]
     assert not missing, (
         f"with the guard off, {len(missing)} of the probe's {len(literals)} literals were not "
