@@ -165,6 +165,12 @@ def claim(key: str, *, wait: bool) -> Iterator[bool]:
         os.close(fd)  # closing drops the lock
 
 
+def held_elsewhere(key: str) -> bool:
+    """Whether another run holds the draw of `key` now (its entry will soon be on disk)."""
+    with claim(key, wait=False) as held:
+        return not held
+
+
 def _off(why: str) -> None:
     say_once("the draw cache", why)
 

@@ -362,6 +362,30 @@ def _probes(draw: _Draw) -> bool:
     return draw.floor and draw.kind is not CaseKind.near_miss
 
 
+def _drawn_here(draws: Sequence[_Draw], keys: Sequence[str | None], profile: Profile,
+                run_seed: int, database_dir: Path | None) -> Iterator[list[Case]]:
+    """`_drawn` in this process. A draw another run is making is not waited for while a later
+    draw is free: that one is made meanwhile, then the held one is looked at again (two runs
+    side by side each draw their own share, instead of the later one trailing the other)."""
+    def free(rank: int) -> bool:
+        key = keys[rank]
+        return key is None or not draw_cache.held_elsewhere(key)
+
+    done: dict[int, list[Case]] = {}
+    for rank, draw in enumerate(draws):
+        later = rank + 1
+        while rank not in done:
+            if not free(rank):
+                while later < len(draws) and (later in done or not free(later)):
+                    later += 1
+                if later < len(draws):
+                    done[later] = _run_draw(draws[later], profile, run_seed, database_dir)
+                    continue
+            # Free, or nothing else left to make: read back, drawn, or waited for.
+            done[rank] = _run_draw(draw, profile, run_seed, database_dir)
+        yield done.pop(rank)
+
+
 def _drawn(draws: Sequence[_Draw], profile: Profile, run_seed: int, database_dir: Path | None,
            jobs: int) -> Iterator[list[Case]]:
     """The cases of each draw, in order; with several jobs, drawn in as many processes."""
@@ -369,8 +393,7 @@ def _drawn(draws: Sequence[_Draw], profile: Profile, run_seed: int, database_dir
     on_disk = [k is not None and (draw_cache.cache_dir() / f"{k}.pickle").is_file()
                for k in keys]
     if jobs <= 1 or len(draws) < 4 or all(on_disk):  # every draw on disk: no processes
-        for draw in draws:
-            yield _run_draw(draw, profile, run_seed, database_dir)
+        yield from _drawn_here(draws, keys, profile, run_seed, database_dir)
         return
     # The fork server (spawn where there is none); the processes die with this one.
     context = lifeline.context()

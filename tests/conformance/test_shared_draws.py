@@ -2,13 +2,15 @@
 draws and never trip over each other: the folder's signing key is made once, whole, however
 many processes ask for it at once; a draw another process holds is left for later (or waited
 for) and then read back, not drawn twice; and two runs drawing together give the cases a run
-alone gives."""
+alone gives; a run drawing in one process beside another does not wait on a draw the other
+holds while later draws are free."""
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import multiprocessing.synchronize
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -16,6 +18,7 @@ from testkit import draw_sharing as sharing
 
 from fusionspec.conformance import draw_cache, suite
 from fusionspec.conformance.cache_files import MAC_BYTES
+from fusionspec.conformance.cases import Case
 from fusionspec.conformance.suite import PROFILES
 
 CI = PROFILES["ci"]
@@ -142,3 +145,55 @@ def test_two_runs_drawing_together_give_what_one_alone_gives(
     assert entries == sorted(f"{_key(d)}.pickle" for d in draws), \
         f"every draw is kept, each under its own key: {len(entries)} entries for " \
         f"{len(draws)} draws"
+
+
+# -- a run drawing beside another does not repeat or trail its work ----------------------------
+
+@contextlib.contextmanager
+def _held_here(key: str) -> Iterator[Callable[[], None]]:
+    """The claim of `key` held as another run would hold it (a lock of a file opened apart
+    from the run's own, which the system treats as another holder, even in this process);
+    yields a function that lets it go early."""
+    with contextlib.ExitStack() as stack:
+        assert stack.enter_context(draw_cache.claim(key, wait=False)), "the draw is unheld"
+        yield stack.close
+
+
+def _spying(monkeypatch: pytest.MonkeyPatch,
+            then: Callable[[suite._Draw], None] = lambda _: None) -> list[suite._Draw]:
+    """The draws the run makes (or reads back), in the order it asks for them; `then` is
+    called after each."""
+    asked: list[suite._Draw] = []
+
+    def spy(draw: suite._Draw, *_: object) -> list[Case]:
+        asked.append(draw)
+        then(draw)
+        return [Case(f"{draw.pattern}/{draw.kind.value}/{draw.rule}/{len(asked):08x}",
+                     draw.kind, draw.pattern, None, draw.rule)]  # type: ignore[arg-type]
+
+    monkeypatch.setattr(suite, "_run_draw", spy)
+    return asked
+
+
+def test_a_run_in_one_process_draws_on_while_another_run_holds_a_draw(
+        cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    draws = sharing.shared_draws()[:3]
+    asked = _spying(monkeypatch)
+    with _held_here(_key(draws[0])):
+        made = list(suite._drawn(draws, CI, 0, None, jobs=1))
+    assert asked == [draws[1], draws[2], draws[0]], \
+        "the draws another run holds are asked for last, the free ones made meanwhile " \
+        f"(asked in the order {[draws.index(d) for d in asked]}, not [1, 2, 0])"
+    assert [cases[0].rule for cases in made] == [d.rule for d in draws], \
+        "the cases still come in the draws' order"
+
+
+def test_a_held_draw_is_looked_at_again_after_each_draw_made_meanwhile(
+        cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    draws = sharing.shared_draws()[:3]
+    with _held_here(_key(draws[0])) as let_go:
+        asked = _spying(monkeypatch, lambda draw: let_go() if draw == draws[1] else None)
+        list(suite._drawn(draws, CI, 0, None, jobs=1))
+    assert asked == [draws[1], draws[0], draws[2]], \
+        "once the other run lets the held draw go it is read back before the later draws " \
+        f"(asked in the order {[draws.index(d) for d in asked]}, not [1, 0, 2])"
