@@ -362,21 +362,18 @@ def _probes(draw: _Draw) -> bool:
     return draw.floor and draw.kind is not CaseKind.near_miss
 
 
-def _drawn_here(draws: Sequence[_Draw], keys: Sequence[str | None], profile: Profile,
+def _drawn_here(draws: Sequence[_Draw], held: Callable[[int], bool], profile: Profile,
                 run_seed: int, database_dir: Path | None) -> Iterator[list[Case]]:
-    """`_drawn` in this process. A draw another run is making is not waited for while a later
-    draw is free: that one is made meanwhile, then the held one is looked at again (two runs
-    side by side each draw their own share, instead of the later one trailing the other)."""
-    def free(rank: int) -> bool:
-        key = keys[rank]
-        return key is None or not draw_cache.held_elsewhere(key)
-
+    """`_drawn` in this process. A draw another run is making (`held`, by rank) is not waited
+    for while a later draw is free: that one is made meanwhile, then the held one is looked at
+    again (two runs side by side each draw their own share, instead of the later one trailing
+    the other)."""
     done: dict[int, list[Case]] = {}
     for rank, draw in enumerate(draws):
         later = rank + 1
         while rank not in done:
-            if not free(rank):
-                while later < len(draws) and (later in done or not free(later)):
+            if held(rank):
+                while later < len(draws) and (later in done or held(later)):
                     later += 1
                 if later < len(draws):
                     done[later] = _run_draw(draws[later], profile, run_seed, database_dir)
@@ -393,7 +390,11 @@ def _drawn(draws: Sequence[_Draw], profile: Profile, run_seed: int, database_dir
     on_disk = [k is not None and (draw_cache.cache_dir() / f"{k}.pickle").is_file()
                for k in keys]
     if jobs <= 1 or len(draws) < 4 or all(on_disk):  # every draw on disk: no processes
-        yield from _drawn_here(draws, keys, profile, run_seed, database_dir)
+        def held(rank: int) -> bool:  # a draw on disk is read back: no lock to look at
+            key = keys[rank]
+            return key is not None and not on_disk[rank] and draw_cache.held_elsewhere(key)
+
+        yield from _drawn_here(draws, held, profile, run_seed, database_dir)
         return
     # The fork server (spawn where there is none); the processes die with this one.
     context = lifeline.context()

@@ -147,7 +147,7 @@ def test_two_runs_drawing_together_give_what_one_alone_gives(
         f"{len(draws)} draws"
 
 
-# -- a run drawing beside another does not repeat or trail its work ----------------------------
+# -- a run drawing in one process beside another does not trail it --------------------------
 
 @contextlib.contextmanager
 def _held_here(key: str) -> Iterator[Callable[[], None]]:
