@@ -59,7 +59,7 @@ from .cache_files import (
 from .cases import Case
 
 __all__ = ["ENV", "ENTRY_LIMIT", "draw_key", "load_draw", "store_draw", "entry_path", "enabled",
-           "cache_dir", "code_digest", "switched_on", "folder_of", "claim"]
+           "cache_dir", "code_digest", "switched_on", "folder_of", "claim", "held_elsewhere"]
 
 #: The subpackages whose sources decide what a draw gives.
 _SOURCES = ("fusionspec.spec", "fusionspec.backend", "fusionspec.reference",
